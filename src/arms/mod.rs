@@ -1,0 +1,62 @@
+//! Arms: the things a case is run on. An arm knows how to stage a batch and
+//! launch its kernel(s); it knows nothing about timing or checking.
+
+use crate::error::Result;
+use crate::grid::Batch;
+
+/// Where an arm executes; decides which timer measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Cpu,
+    Gpu,
+}
+
+/// The shape facts an arm needs to decide admissibility and its variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub rows: usize,
+    /// Largest valid row length in the batch.
+    pub n: usize,
+    pub npad: usize,
+    pub k: usize,
+}
+
+impl Shape {
+    pub fn of(batch: &Batch) -> Shape {
+        Shape {
+            rows: batch.rows,
+            n: batch.n_max(),
+            npad: batch.npad,
+            k: batch.k,
+        }
+    }
+}
+
+pub trait Arm: Send {
+    /// The arm's name as given on the command line (`cpu-ref`, `ss`, `radix`...).
+    fn name(&self) -> &str;
+
+    fn backend(&self) -> Backend;
+
+    /// `Err(reason)` if this arm cannot run the shape (reported as
+    /// unsupported, never as wrong).
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String>;
+
+    /// Which family / tier / variant the arm will use for this shape
+    /// (recorded with the result; e.g. the `ss` route decision).
+    fn variant(&self, _shape: &Shape) -> Option<String> {
+        None
+    }
+
+    /// Take a batch (outside any timed window). Inputs are copied as given.
+    fn stage(&mut self, batch: &Batch) -> Result<()>;
+
+    /// Fill the output with `exact::UNWRITTEN` (outside any timed window).
+    fn poison_output(&mut self) -> Result<()>;
+
+    /// Run once on the staged batch. GPU arms enqueue and return.
+    fn launch(&mut self) -> Result<()>;
+
+    /// The `[rows, k]` indices of the last launch (waits for it to finish).
+    fn read_output(&mut self) -> Result<Vec<i32>>;
+}

@@ -1,0 +1,1 @@
+//! `gvr-bench capture inspect DIR`: a summary of a capture set.

@@ -1,0 +1,12 @@
+//! Decode captures: the on-disk format, the validating loader, the realistic
+//! synthetic generator, the calibration gates and `capture inspect`.
+//! Format reference: captures/FORMAT.md.
+
+pub mod format;
+pub mod inspect;
+pub mod load;
+pub mod synth;
+pub mod validate;
+
+pub use format::{CellData, CellMeta, Manifest, ManifestCell, Model, Source, FORMAT_VERSION};
+pub use load::CaptureSet;

@@ -1,0 +1,1 @@
+//! `gvr-bench capture synth`: realistic synthetic decode captures.

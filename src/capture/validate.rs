@@ -1,0 +1,1 @@
+//! `gvr-bench capture validate DIR`: the calibration gates of METHOD.md §8.4.

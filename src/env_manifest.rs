@@ -1,0 +1,1 @@
+//! The environment manifest recorded with every run.

@@ -1,0 +1,40 @@
+//! Exactness: the CPU reference top-K and the tie-aware checker (METHOD.md §4),
+//! plus generators of adversarial rows for certification and property tests.
+
+use serde::{Deserialize, Serialize};
+
+/// Value every output slot holds before an arm runs; a slot still holding it
+/// afterwards was never written.
+pub const UNWRITTEN: i32 = i32::MIN;
+
+/// Verdict for one (case, arm).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum ExactStatus {
+    /// Every row is tie-aware exact.
+    Exact,
+    /// A row is wrong; `row` is the first bad row, `reason` says why.
+    Wrong { row: usize, reason: String },
+    /// The arm left an output slot unwritten (still the poison sentinel).
+    Unwritten { row: usize, slot: usize },
+    /// The arm does not admit this shape (not an error; excluded from stats).
+    Unsupported { reason: String },
+    /// The arm failed to run (launch error, timeout...).
+    Failed { message: String },
+}
+
+impl ExactStatus {
+    pub fn is_exact(&self) -> bool {
+        matches!(self, ExactStatus::Exact)
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            ExactStatus::Exact => "exact",
+            ExactStatus::Wrong { .. } => "WRONG",
+            ExactStatus::Unwritten { .. } => "UNWRITTEN",
+            ExactStatus::Unsupported { .. } => "unsupported",
+            ExactStatus::Failed { .. } => "FAILED",
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! GPU runtime: context, NVRTC build with a disk cache, buffers, launches.

@@ -1,0 +1,26 @@
+//! The shape grid (grids/*.csv), case selection and sharding, and batch
+//! formation from a captured cell.
+
+pub mod batch;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::capture::CellMeta;
+pub use batch::{Batch, RowsMode};
+
+/// The 11 batch sizes of the canonical grid.
+pub const BATCH_SIZES: [usize; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// One unit of work: a grid cell at one batch size.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Case {
+    pub cell: CellMeta,
+    pub b: usize,
+}
+
+impl Case {
+    /// Stable identifier used to join records across arms and runs.
+    pub fn id(&self) -> String {
+        format!("{}@b{}", self.cell.id, self.b)
+    }
+}

@@ -1,0 +1,22 @@
+//! gvr-bench: a benchmark and certification harness for exact top-K decode
+//! kernels (self-sampling GVR V2 and the baselines it is judged against).
+//!
+//! Data flows one way: `capture` + `grid` select cases, `arms` run them,
+//! `timing` measures, `exact` checks every row, `run` streams result records,
+//! `stats` and `report` turn records into tables.
+
+pub mod arms;
+pub mod capture;
+pub mod cli;
+pub mod env_manifest;
+pub mod error;
+pub mod exact;
+pub mod gpu;
+pub mod grid;
+pub mod report;
+pub mod route;
+pub mod run;
+pub mod stats;
+pub mod timing;
+
+pub use error::{GvrError, Result};

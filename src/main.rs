@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(gvr_bench::cli::main());
+}

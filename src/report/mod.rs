@@ -1,0 +1,1 @@
+//! Report writers: markdown, CSV, JSON, SVG plots; the regress verdict.

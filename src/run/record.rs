@@ -1,0 +1,82 @@
+//! The result record: one per (case, arm). Everything in reports is derived
+//! from these.
+
+use serde::{Deserialize, Serialize};
+
+use crate::capture::Model;
+use crate::exact::ExactStatus;
+use crate::grid::RowsMode;
+use crate::timing::TimingMethod;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseRecord {
+    /// `<cell>@b<B>`: the join key across arms and runs.
+    pub case: String,
+    pub cell: String,
+    pub model: Model,
+    pub isl: String,
+    pub layer: u32,
+    pub n: u32,
+    pub k: u32,
+    pub cr: u32,
+    pub next_n: u32,
+    pub b: u32,
+    pub rows: RowsMode,
+    pub arm: String,
+    /// Family / tier the arm chose (e.g. the `ss` route), if it reports one.
+    #[serde(default)]
+    pub variant: Option<String>,
+    pub cold_us: Vec<f64>,
+    pub warm_us: Vec<f64>,
+    pub method: Option<TimingMethod>,
+    pub exact: ExactStatus,
+    /// Minimum traffic 4·B·(N+K) bytes (the roofline numerator).
+    pub bytes: u64,
+}
+
+impl CaseRecord {
+    /// Minimum bytes a top-K of B rows of N fp32 must move: read the rows,
+    /// write K indices per row.
+    pub fn min_bytes(b: u64, n: u64, k: u64) -> u64 {
+        4 * b * (n + k)
+    }
+
+    /// The published statistic: mean of the cold reps.
+    pub fn mean_cold_us(&self) -> Option<f64> {
+        if self.cold_us.is_empty() {
+            None
+        } else {
+            Some(self.cold_us.iter().sum::<f64>() / self.cold_us.len() as f64)
+        }
+    }
+
+    /// True when the record can enter speed statistics.
+    pub fn timed_and_exact(&self) -> bool {
+        self.exact.is_exact() && !self.cold_us.is_empty()
+    }
+}
+
+/// Read every record of a `results.jsonl` file. A truncated last line (a run
+/// killed mid-write) is skipped with a warning; any other bad line is an error
+/// naming the line.
+pub fn read_records(path: &std::path::Path) -> crate::Result<Vec<CaseRecord>> {
+    use crate::GvrError;
+    let text = std::fs::read_to_string(path).map_err(|e| GvrError::io(path, e))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<CaseRecord>(line) {
+            Ok(r) => out.push(r),
+            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!("{}: ignoring truncated last line: {e}", path.display());
+            }
+            Err(e) => {
+                return Err(GvrError::input(path, format!("line {}", i + 1), e.to_string()));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,77 @@
+//! The measurement protocol (METHOD.md §3): warm-up calls, warm-L2 reps and
+//! cold-L2 reps, all raw reps kept. Back-ends: host clock for CPU arms; CUDA
+//! events / CUPTI for GPU arms (`gpu` timer).
+
+use serde::{Deserialize, Serialize};
+
+use crate::arms::Arm;
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Protocol {
+    pub warmup: usize,
+    pub warm_reps: usize,
+    pub cold_reps: usize,
+    /// Bytes written between cold reps to evict L2 (GPU only).
+    pub flush_bytes: usize,
+}
+
+impl Default for Protocol {
+    fn default() -> Self {
+        Protocol {
+            warmup: 10,
+            warm_reps: 5,
+            cold_reps: 10,
+            flush_bytes: 512 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimingMethod {
+    /// Wall clock around a CPU engine call (CPU arms only).
+    HostClock,
+    /// CUPTI kernel activity records, summed over the arm's kernels.
+    Cupti,
+    /// CUDA events around the launch with the GPU kept busy ahead of it.
+    CudaEvents,
+    /// CUDA-graph replay timed with events.
+    GraphReplay,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub cold_us: Vec<f64>,
+    pub warm_us: Vec<f64>,
+    pub method: TimingMethod,
+}
+
+/// Measures one staged arm under a protocol.
+pub trait Timer {
+    fn measure(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings>;
+}
+
+/// Host-clock timer for CPU engines: no L2 flush (meaningless on a CPU
+/// engine); warm and cold reps are the same measurement.
+pub struct HostTimer;
+
+impl Timer for HostTimer {
+    fn measure(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings> {
+        for _ in 0..protocol.warmup.min(1) {
+            arm.launch()?;
+        }
+        let mut rep = || -> Result<f64> {
+            let t0 = std::time::Instant::now();
+            arm.launch()?;
+            Ok(t0.elapsed().as_secs_f64() * 1e6)
+        };
+        let warm_us = (0..protocol.warm_reps).map(|_| rep()).collect::<Result<Vec<_>>>()?;
+        let cold_us = (0..protocol.cold_reps).map(|_| rep()).collect::<Result<Vec<_>>>()?;
+        Ok(Timings {
+            cold_us,
+            warm_us,
+            method: TimingMethod::HostClock,
+        })
+    }
+}
