@@ -35,7 +35,11 @@ pub enum GvrError {
 }
 
 impl GvrError {
-    pub fn input(path: impl Into<PathBuf>, field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn input(
+        path: impl Into<PathBuf>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         GvrError::Input {
             path: path.into(),
             field: field.into(),

@@ -1,6 +1,12 @@
 //! Arms: the things a case is run on. An arm knows how to stage a batch and
 //! launch its kernel(s); it knows nothing about timing or checking.
 
+pub mod cpu_ref;
+pub mod cpu_ss;
+pub mod gpu_baselines;
+pub mod registry;
+pub mod ss;
+
 use crate::error::Result;
 use crate::grid::Batch;
 

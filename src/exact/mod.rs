@@ -1,7 +1,15 @@
 //! Exactness: the CPU reference top-K and the tie-aware checker (METHOD.md §4),
 //! plus generators of adversarial rows for certification and property tests.
 
+pub mod adversarial;
+pub mod check;
+pub mod reference;
+
 use serde::{Deserialize, Serialize};
+
+pub use adversarial::{row_generators, suite, AdversarialCase, NamedRowGenerator};
+pub use check::{check_batch, check_row};
+pub use reference::{order_key, reference_topk};
 
 /// Value every output slot holds before an arm runs; a slot still holding it
 /// afterwards was never written.

@@ -1,1 +1,437 @@
 //! GPU runtime: context, NVRTC build with a disk cache, buffers, launches.
+//!
+//! Everything that touches the CUDA driver sits behind [`Gpu`]. Opening it on
+//! a machine without a driver or device returns `GvrError::Gpu` (exit 3) and
+//! never panics: cudarc's dynamic loader panics on a missing library, so the
+//! library is probed first and every first-touch driver call runs under
+//! `catch_unwind`.
+//!
+//! One [`Gpu`] owns one context and one stream. Every arm enqueues on
+//! `gpu.stream` so the timer's flush, events and the arm's kernels are
+//! ordered on a single queue. cudarc's per-buffer event tracking is turned
+//! off for the same reason: with one stream it buys nothing, and it would
+//! insert extra event records into the timed window.
+
+pub mod batch;
+pub mod cache;
+pub mod cupti;
+pub mod flush;
+pub mod launch;
+pub mod nvrtc;
+pub mod selfcheck;
+pub mod sources;
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+pub use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{GvrError, Result};
+pub use batch::{DeviceBatch, Workspace};
+pub use cache::{cache_key, default_cache_dir, CacheKeyInputs, DiskCache};
+pub use flush::L2Flusher;
+pub use launch::KernelArgs;
+pub use nvrtc::{compile_report, CompileReport, EntryInfo};
+pub use selfcheck::{gpu_selfcheck, gpu_selfcheck_on};
+pub use sources::KernelSource;
+
+/// Static facts about the device, recorded with every run (env manifest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceFacts {
+    pub name: String,
+    pub ordinal: usize,
+    /// Streaming multiprocessors (132 on H200 SXM).
+    pub sms: u32,
+    pub l2_bytes: u64,
+    /// Opt-in shared memory per block (227 KiB on Hopper).
+    pub smem_per_block_optin: u64,
+    pub cc_major: i32,
+    pub cc_minor: i32,
+    /// NVRTC `--gpu-architecture` used for this device (`sm_90a`).
+    pub arch: String,
+    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
+    pub driver_version: i32,
+    /// Maximum SM clock (kHz), if the driver reports it.
+    pub sm_clock_khz: Option<u32>,
+    /// Maximum memory clock (kHz), if the driver reports it.
+    pub mem_clock_khz: Option<u32>,
+    pub mem_bus_width_bits: Option<u32>,
+    pub total_mem_bytes: u64,
+    /// `GPU-xxxxxxxx-...` as nvidia-smi prints it, if available.
+    pub uuid: Option<String>,
+}
+
+/// How many modules came from where, so a CLI can say "compiled 0 kernels".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileStats {
+    /// Compiled by NVRTC in this process.
+    pub compiled: usize,
+    /// Loaded from the on-disk cache.
+    pub disk_hits: usize,
+    /// Served from the in-process memo.
+    pub memo_hits: usize,
+}
+
+/// An open device: one context, one stream, a module cache.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub facts: DeviceFacts,
+    disk_cache: DiskCache,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    compiled: AtomicUsize,
+    disk_hits: AtomicUsize,
+    memo_hits: AtomicUsize,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu")
+            .field("facts", &self.facts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Convert a panic payload from cudarc's loader into text.
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic in the CUDA loader".to_string()
+    }
+}
+
+/// Run a first-touch driver call, turning both a driver error and a loader
+/// panic (missing symbol) into `GvrError::Gpu`.
+fn guarded<T>(
+    what: &str,
+    call: impl FnOnce() -> std::result::Result<T, cudarc::driver::DriverError>,
+) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(GvrError::Gpu(format!("{what}: {e:?}"))),
+        Err(payload) => Err(GvrError::Gpu(format!("{what}: {}", panic_text(payload)))),
+    }
+}
+
+/// Map a driver error during normal operation to a `GvrError::Gpu`.
+pub(crate) fn driver_err(what: &str) -> impl Fn(cudarc::driver::DriverError) -> GvrError + '_ {
+    move |e| GvrError::Gpu(format!("{what}: {e:?}"))
+}
+
+/// Whether libcuda can be loaded at all (no driver → false).
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to dlopen candidate library names.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+fn driver_version() -> Result<i32> {
+    let mut version = 0i32;
+    let status = catch_unwind(AssertUnwindSafe(|| unsafe {
+        cudarc::driver::sys::cuDriverGetVersion(&mut version)
+    }))
+    .map_err(|p| GvrError::Gpu(format!("cuDriverGetVersion: {}", panic_text(p))))?;
+    if status != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(GvrError::Gpu(format!("cuDriverGetVersion: {status:?}")));
+    }
+    Ok(version)
+}
+
+fn uuid_text(bytes: &[std::ffi::c_char; 16]) -> String {
+    let b: Vec<u8> = bytes.iter().map(|&c| c as u8).collect();
+    let hex =
+        |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    )
+}
+
+impl Gpu {
+    /// Open device `ordinal`: context, stream and facts. Fails with
+    /// `GvrError::Gpu` and the reason when there is no driver or device.
+    pub fn open(ordinal: usize) -> Result<Arc<Gpu>> {
+        if !driver_available() {
+            return Err(GvrError::Gpu(
+                "libcuda not found: no NVIDIA driver on this machine (or its directory is not on LD_LIBRARY_PATH)"
+                    .into(),
+            ));
+        }
+        let count = guarded("cuInit / cuDeviceGetCount", || {
+            cudarc::driver::result::init()?;
+            CudaContext::device_count()
+        })?;
+        if count <= 0 {
+            return Err(GvrError::Gpu("the driver reports no CUDA device".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(GvrError::Gpu(format!(
+                "device {ordinal} requested but only {count} CUDA device(s) present"
+            )));
+        }
+        // CUPTI attaches most reliably when enabled before the context
+        // exists; only when the timer may use it (it adds launch overhead).
+        if !matches!(
+            crate::timing::gpu::TimingChoice::from_env(),
+            Ok(crate::timing::gpu::TimingChoice::Events)
+        ) {
+            if let Err(e) = cupti::enable() {
+                tracing::debug!("CUPTI not enabled: {e}");
+            }
+        }
+        let ctx = guarded("creating the CUDA context", || CudaContext::new(ordinal))?;
+        // SAFETY: single-stream use by design (see module docs); no slice exists yet.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(driver_err("creating a stream"))?;
+        let facts = Self::query_facts(&ctx, ordinal)?;
+        tracing::info!(
+            "GPU {ordinal}: {} ({}, {} SMs, {} MiB L2, driver {})",
+            facts.name,
+            facts.arch,
+            facts.sms,
+            facts.l2_bytes >> 20,
+            facts.driver_version
+        );
+        Ok(Arc::new(Gpu {
+            ctx,
+            stream,
+            facts,
+            disk_cache: DiskCache::new(default_cache_dir()),
+            modules: Mutex::new(HashMap::new()),
+            compiled: AtomicUsize::new(0),
+            disk_hits: AtomicUsize::new(0),
+            memo_hits: AtomicUsize::new(0),
+        }))
+    }
+
+    fn query_facts(ctx: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceFacts> {
+        let attr =
+            |a: CUdevice_attribute| ctx.attribute(a).map_err(driver_err("cuDeviceGetAttribute"));
+        let optional =
+            |a: CUdevice_attribute| ctx.attribute(a).ok().filter(|v| *v > 0).map(|v| v as u32);
+        let (cc_major, cc_minor) = ctx
+            .compute_capability()
+            .map_err(driver_err("compute capability"))?;
+        Ok(DeviceFacts {
+            name: ctx.name().map_err(driver_err("device name"))?,
+            ordinal,
+            sms: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+            smem_per_block_optin: attr(
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as u64,
+            cc_major,
+            cc_minor,
+            arch: nvrtc::arch_for(cc_major, cc_minor),
+            driver_version: driver_version()?,
+            sm_clock_khz: optional(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+            mem_clock_khz: optional(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+            mem_bus_width_bits: optional(
+                CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+            ),
+            total_mem_bytes: ctx.total_mem().map_err(driver_err("total memory"))? as u64,
+            uuid: ctx.uuid().ok().map(|u| uuid_text(&u.bytes)),
+        })
+    }
+
+    /// The module for `source` built with `defines`, from (in order) the
+    /// in-process memo, the on-disk CUBIN cache, or NVRTC.
+    pub fn module(
+        &self,
+        source: &KernelSource,
+        defines: &[(&str, String)],
+    ) -> Result<Arc<CudaModule>> {
+        let options = nvrtc::compile_options(&self.facts.arch, defines);
+        let key = cache_key(&CacheKeyInputs {
+            source_name: source.name,
+            source_code: source.code,
+            headers: sources::HEADERS,
+            options: &options,
+            arch: &self.facts.arch,
+            nvrtc_version: nvrtc::nvrtc_version()?,
+            driver_version: self.facts.driver_version,
+        });
+        let mut memo = self
+            .modules
+            .lock()
+            .map_err(|_| GvrError::Other(anyhow::anyhow!("module memo lock poisoned")))?;
+        if let Some(module) = memo.get(&key) {
+            self.memo_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(module.clone());
+        }
+        if let Some(cubin) = self.disk_cache.get(&key) {
+            match self.ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)) {
+                Ok(module) => {
+                    tracing::info!(
+                        "kernel {} {:?}: cache hit ({})",
+                        source.name,
+                        defines,
+                        &key[..12]
+                    );
+                    self.disk_hits.fetch_add(1, Ordering::Relaxed);
+                    memo.insert(key, module.clone());
+                    return Ok(module);
+                }
+                // A corrupt or foreign cache file only costs a recompile.
+                Err(e) => tracing::warn!("kernel cache entry {key} unusable ({e:?}); recompiling"),
+            }
+        }
+        let started = Instant::now();
+        let compiled = nvrtc::compile_cubin(source, &options)?;
+        let elapsed = started.elapsed();
+        for line in compiled.log.lines().filter(|l| l.contains("warning")) {
+            tracing::warn!("kernel {}: {line}", source.name);
+        }
+        for entry in nvrtc::parse_ptxas_log(&compiled.log) {
+            if sources::is_hot_entry(&entry.name)
+                && (entry.spill_stores > 0 || entry.spill_loads > 0)
+            {
+                tracing::warn!(
+                    "kernel {} {:?}: entry {} spills ({} B stores, {} B loads)",
+                    source.name,
+                    defines,
+                    entry.name,
+                    entry.spill_stores,
+                    entry.spill_loads
+                );
+            }
+            tracing::debug!(
+                "  {}: {} registers, {} B spill stores, {} B spill loads, {} B smem",
+                entry.name,
+                entry.registers,
+                entry.spill_stores,
+                entry.spill_loads,
+                entry.smem
+            );
+        }
+        tracing::info!(
+            "kernel {} {:?}: compiled in {:.2} s ({})",
+            source.name,
+            defines,
+            elapsed.as_secs_f64(),
+            &key[..12]
+        );
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.disk_cache.put(&key, &compiled.cubin) {
+            tracing::warn!("kernel cache not written: {e}");
+        }
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin))
+            .map_err(|e| GvrError::Kernel {
+                name: source.name.to_string(),
+                message: format!("cuModuleLoadData: {e:?}"),
+            })?;
+        memo.insert(key, module.clone());
+        Ok(module)
+    }
+
+    /// The entry point `name` of a loaded module.
+    pub fn function(&self, module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
+        if name.contains('\0') {
+            return Err(GvrError::Kernel {
+                name: name.replace('\0', "\\0"),
+                message: "entry point name contains a NUL byte".into(),
+            });
+        }
+        module.load_function(name).map_err(|e| GvrError::Kernel {
+            name: name.to_string(),
+            message: format!("entry point not found in module: {e:?}"),
+        })
+    }
+
+    /// Allow `f` to use `bytes` of dynamic shared memory (needed above 48 KiB).
+    pub fn set_max_dynamic_smem(&self, f: &CudaFunction, bytes: usize) -> Result<()> {
+        if bytes as u64 > self.facts.smem_per_block_optin {
+            return Err(GvrError::Kernel {
+                name: "set_max_dynamic_smem".into(),
+                message: format!(
+                    "{bytes} B of dynamic shared memory requested; the device allows {} B per block",
+                    self.facts.smem_per_block_optin
+                ),
+            });
+        }
+        f.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(|e| GvrError::Kernel {
+            name: "set_max_dynamic_smem".into(),
+            message: format!("cuFuncSetAttribute({bytes} B): {e:?}"),
+        })
+    }
+
+    /// Module build counters since `open`.
+    pub fn compile_stats(&self) -> CompileStats {
+        CompileStats {
+            compiled: self.compiled.load(Ordering::Relaxed),
+            disk_hits: self.disk_hits.load(Ordering::Relaxed),
+            memo_hits: self.memo_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Where compiled CUBINs are cached.
+    pub fn cache_dir(&self) -> &std::path::Path {
+        self.disk_cache.dir()
+    }
+
+    /// Wait for everything enqueued on the stream.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(driver_err("stream synchronize"))
+    }
+
+    /// A zero-filled device buffer of `len` elements (allocation is outside
+    /// any timed window; the memset is enqueued on `stream`).
+    pub fn zeroed<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        self.stream
+            .alloc_zeros::<T>(len.max(1))
+            .map_err(driver_err("cuMemAlloc"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_never_panics_and_errs_without_a_device() {
+        // On the GPU-less build machine this must be an Err; on a GPU host an
+        // out-of-range ordinal must be an Err. Either way: no panic.
+        let result = std::panic::catch_unwind(|| Gpu::open(4096));
+        let opened = result.expect("Gpu::open panicked");
+        match opened {
+            Err(GvrError::Gpu(reason)) => assert!(!reason.is_empty()),
+            other => panic!("expected GvrError::Gpu, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn uuid_formats_like_nvidia_smi() {
+        let bytes: [std::ffi::c_char; 16] = [
+            0x12, 0x34, 0x56, 0x78, 0x1a, 0x2b, 0x3c, 0x4d, 0x5e, 0x6f, 0x70, 0x01, 0x02, 0x03,
+            0x04, 0x05,
+        ];
+        assert_eq!(
+            uuid_text(&bytes),
+            "GPU-12345678-1a2b-3c4d-5e6f-700102030405"
+        );
+    }
+}

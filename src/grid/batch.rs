@@ -1,6 +1,16 @@
 //! Host-side batch formation: B rows built from one captured cell.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
+
+use crate::capture::format::npad_for;
+use crate::capture::CellData;
+use crate::error::{GvrError, Result};
+
+/// Pad value of batches built by [`Batch::varlen`]: −FLT_MAX, the grid
+/// practice (METHOD.md §4). Certify re-poisons with [`Batch::poison_pad`].
+pub const VARLEN_PAD: f32 = f32::MIN;
 
 /// How B rows are formed from a cell's captured steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -64,4 +74,204 @@ impl Batch {
             (v / cr as i64) as u32
         }
     }
+}
+
+impl Batch {
+    /// Form a batch of `b` rows from a captured cell (METHOD.md §2).
+    ///
+    /// * `Replicate`: the last captured step (the "mature steady-state" row
+    ///   the upstream grid uses) and its hints, `b` times. The capture loader
+    ///   keeps only usable steps (METHOD.md §1.3), so the last one is usable.
+    /// * `Independent`: row `r` takes step `r mod S` and its hints.
+    ///
+    /// Row stride is the cell's `npad`; `[n_r, npad)` holds the cell's pad value.
+    pub fn form(cell: &CellData, b: usize, mode: RowsMode) -> Result<Batch> {
+        validate_cell(cell)?;
+        if b == 0 {
+            return Err(GvrError::Usage(format!(
+                "cell {}: batch size must be at least 1",
+                cell.meta.id
+            )));
+        }
+        let steps = cell.steps();
+        let k = cell.k();
+        let npad = cell.npad;
+        let step_of_row = |r: usize| match mode {
+            RowsMode::Replicate => steps - 1,
+            RowsMode::Independent => r % steps,
+        };
+        let mut logits = Vec::with_capacity(b * npad);
+        let mut n = Vec::with_capacity(b);
+        let mut hints = Vec::with_capacity(b * k);
+        for r in 0..b {
+            let s = step_of_row(r);
+            let row = cell.row(s);
+            logits.extend_from_slice(row);
+            logits.resize(logits.len() + (npad - row.len()), cell.pad_value);
+            n.push(cell.n[s]);
+            hints.extend_from_slice(cell.hints(s));
+        }
+        Ok(Batch {
+            rows: b,
+            npad,
+            k,
+            logits,
+            n,
+            hints,
+            varlen: None,
+        })
+    }
+
+    /// Overwrite `[n_r, npad)` of every row with `value` (certify uses
+    /// +3e38 so that any read past a row's own length breaks the values).
+    pub fn poison_pad(&mut self, value: f32) {
+        for r in 0..self.rows {
+            let start = r * self.npad;
+            let valid = (self.n[r] as usize).min(self.npad);
+            self.logits[start + valid..start + self.npad].fill(value);
+        }
+    }
+
+    /// Build a varlen (MTP) batch under the production contract (METHOD.md §1.4).
+    ///
+    /// Request `i` (KV length `kv_lens[i]` in token space) contributes
+    /// `next_n` rows; batch row `r = i·next_n + j` has valid length
+    /// [`Batch::varlen_row_len`]`(kv_lens[i], next_n, r, cr)`, which may be 0.
+    /// `rows` holds either one source row per request (shared by its `next_n`
+    /// rows) or one per batch row; each source must cover its rows' lengths.
+    /// `hints` is `[rows, k]` or `None` (all −1, a cold start). The stride is
+    /// `npad_for` of the longest row, and the pad holds [`VARLEN_PAD`].
+    pub fn varlen(
+        rows: &[&[f32]],
+        kv_lens: &[u32],
+        next_n: u32,
+        cr: u32,
+        k: usize,
+        hints: Option<&[i32]>,
+    ) -> Result<Batch> {
+        let bad = |field: &str, message: String| {
+            GvrError::input(PathBuf::from("<varlen batch>"), field, message)
+        };
+        if next_n == 0 {
+            return Err(bad("next_n", "must be at least 1".into()));
+        }
+        if cr == 0 {
+            return Err(bad("cr", "compression ratio must be at least 1".into()));
+        }
+        if k == 0 {
+            return Err(bad("k", "must be at least 1".into()));
+        }
+        let total_rows = kv_lens.len() * next_n as usize;
+        if total_rows == 0 {
+            return Err(bad("kv_lens", "no requests".into()));
+        }
+        let per_request = rows.len() == kv_lens.len();
+        if !per_request && rows.len() != total_rows {
+            return Err(bad(
+                "rows",
+                format!(
+                    "{} source rows: expected one per request ({}) or one per batch row ({total_rows})",
+                    rows.len(),
+                    kv_lens.len()
+                ),
+            ));
+        }
+        let n: Vec<u32> = (0..total_rows)
+            .map(|r| Batch::varlen_row_len(kv_lens[r / next_n as usize], next_n, r, cr))
+            .collect();
+        let source_of = |r: usize| {
+            if per_request {
+                rows[r / next_n as usize]
+            } else {
+                rows[r]
+            }
+        };
+        for (r, &len) in n.iter().enumerate() {
+            let available = source_of(r).len();
+            if (len as usize) > available {
+                return Err(bad(
+                    &format!(
+                        "rows[{}]",
+                        if per_request { r / next_n as usize } else { r }
+                    ),
+                    format!("batch row {r} needs {len} values, the source row has {available}"),
+                ));
+            }
+        }
+        let hints = match hints {
+            Some(h) if h.len() == total_rows * k => h.to_vec(),
+            Some(h) => {
+                return Err(bad(
+                    "hints",
+                    format!("{} hints, expected rows·k = {total_rows}·{k}", h.len()),
+                ));
+            }
+            None => vec![-1; total_rows * k],
+        };
+        let npad = npad_for(n.iter().copied().max().unwrap_or(0) as usize);
+        let mut logits = vec![VARLEN_PAD; total_rows * npad];
+        for (r, &len) in n.iter().enumerate() {
+            let len = len as usize;
+            logits[r * npad..r * npad + len].copy_from_slice(&source_of(r)[..len]);
+        }
+        Ok(Batch {
+            rows: total_rows,
+            npad,
+            k,
+            logits,
+            n,
+            hints,
+            varlen: Some(Varlen {
+                kv_lens: kv_lens.to_vec(),
+                next_n,
+                compress_ratio: cr,
+            }),
+        })
+    }
+}
+
+/// Reject a cell whose arrays disagree with its shape, naming the field.
+fn validate_cell(cell: &CellData) -> Result<()> {
+    let id = PathBuf::from(&cell.meta.id);
+    let steps = cell.n.len();
+    let k = cell.k();
+    if steps == 0 {
+        return Err(GvrError::input(id, "n", "cell has no steps"));
+    }
+    if cell.npad == 0 || !cell.npad.is_multiple_of(64) {
+        return Err(GvrError::input(
+            id,
+            "npad",
+            format!("{} is not a positive multiple of 64", cell.npad),
+        ));
+    }
+    if cell.logits.len() != steps * cell.npad {
+        return Err(GvrError::input(
+            id,
+            "logits",
+            format!(
+                "{} values, expected steps·npad = {steps}·{}",
+                cell.logits.len(),
+                cell.npad
+            ),
+        ));
+    }
+    if cell.hints.len() != steps * k {
+        return Err(GvrError::input(
+            id,
+            "hints",
+            format!(
+                "{} values, expected steps·k = {steps}·{k}",
+                cell.hints.len()
+            ),
+        ));
+    }
+    if let Some(s) = cell.n.iter().position(|&n| n as usize > cell.npad) {
+        return Err(GvrError::input(
+            id,
+            format!("n[{s}]"),
+            format!("{} exceeds npad {}", cell.n[s], cell.npad),
+        ));
+    }
+    Ok(())
 }

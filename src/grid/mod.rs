@@ -2,11 +2,17 @@
 //! formation from a captured cell.
 
 pub mod batch;
+pub mod cells;
+pub mod gridfile;
+pub mod select;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::capture::CellMeta;
 pub use batch::{Batch, RowsMode};
+pub use cells::{dsa886_cells, smoke_cells};
+pub use gridfile::{grid_csv_string, load_grid, parse_grid, write_grid};
+pub use select::{select, Selection, Shard};
 
 /// The 11 batch sizes of the canonical grid.
 pub const BATCH_SIZES: [usize; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];

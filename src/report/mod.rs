@@ -1,1 +1,569 @@
-//! Report writers: markdown, CSV, JSON, SVG plots; the regress verdict.
+//! Report writers: markdown, CSV, JSON, SVG plots; the A/A noise floor and the
+//! regress verdict. The numbers come from `stats` (pure); this module reads
+//! run directories and writes files.
+
+mod cases_csv;
+mod markdown;
+mod plot;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{GvrError, Result};
+use crate::run::record::{read_records, CaseRecord};
+use crate::stats::{
+    self, arms_in_order, CaseTime, Comparison, ExactCounts, NoiseFloor, RegressAnalysis,
+    RegressConfig, RooflineStats, H200_BANDWIDTH_BYTES_PER_S,
+};
+use crate::timing::TimingMethod;
+
+pub use cases_csv::write_cases_csv;
+pub use markdown::{render_regress, render_summary};
+
+/// File name of the result stream inside a run directory.
+pub const RESULTS_FILE: &str = "results.jsonl";
+/// File name of the environment manifest inside a run directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// `gvr-bench report`: tables, CSV, JSON and plots for one run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportOptions {
+    /// Run directory (or its results.jsonl).
+    pub run: PathBuf,
+    /// Arm every other arm is compared against [default: "ss" if present,
+    /// else the first GPU arm, else "cpu-ss", else the first arm].
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Comparison arms, comma-separated [default: every other arm in the run].
+    #[arg(long, value_delimiter = ',')]
+    pub vs: Vec<String>,
+    /// Memory bandwidth (bytes/s) for roofline fractions (H200: 4.49e12).
+    #[arg(long, default_value_t = H200_BANDWIDTH_BYTES_PER_S)]
+    pub bandwidth: f64,
+    /// Output directory [default: <run>/report].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Skip the SVG plots.
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+/// The timing method(s) one arm's records used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmMethods {
+    pub arm: String,
+    pub methods: Vec<TimingMethod>,
+    /// Records with no method (untimed: unsupported or failed).
+    pub untimed: usize,
+}
+
+/// Everything `report` computed; serialised as `summary.json`, displayed as
+/// the markdown tables of `summary.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportSummary {
+    pub run: PathBuf,
+    /// Scalar fields of the run manifest's `environment` (key, value).
+    pub environment: Vec<(String, String)>,
+    pub base_arm: String,
+    pub arms: Vec<String>,
+    /// Bytes/s used for roofline fractions.
+    pub bandwidth: f64,
+    /// Labels of `Comparison::buckets`, in order (left-closed, right-open).
+    #[serde(default)]
+    pub bucket_labels: Vec<String>,
+    pub comparisons: Vec<Comparison>,
+    pub exactness: Vec<ExactCounts>,
+    pub roofline: Vec<RooflineStats>,
+    pub timing_methods: Vec<ArmMethods>,
+    /// Every file `report` wrote (paths under the output directory).
+    #[serde(default)]
+    pub files: Vec<PathBuf>,
+    /// Per-(case, arm) summary; lets `regress` take a summary.json as input.
+    pub cases: Vec<CaseTime>,
+}
+
+impl std::fmt::Display for ReportSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render_summary(self))
+    }
+}
+
+/// A run read from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// The run directory (the parent of results.jsonl when a file was given).
+    pub dir: PathBuf,
+    pub results: PathBuf,
+    pub records: Vec<CaseRecord>,
+    pub environment: Vec<(String, String)>,
+}
+
+/// Resolve a run argument (directory or results.jsonl) to the results file.
+pub fn results_path(run: &Path) -> Result<PathBuf> {
+    let results = if run.is_dir() {
+        run.join(RESULTS_FILE)
+    } else {
+        run.to_path_buf()
+    };
+    if !results.is_file() {
+        return Err(GvrError::input(
+            &results,
+            RESULTS_FILE,
+            "no such file (expected a run directory or its results.jsonl)",
+        ));
+    }
+    Ok(results)
+}
+
+/// Read a run's records and the environment echoed in report headers.
+pub fn load_run(run: &Path) -> Result<LoadedRun> {
+    let results = results_path(run)?;
+    let records = read_records(&results)?;
+    if records.is_empty() {
+        return Err(GvrError::input(
+            &results,
+            "records",
+            "the run has no result records",
+        ));
+    }
+    let dir = results.parent().map(Path::to_path_buf).unwrap_or_default();
+    let environment = read_environment(&dir.join(MANIFEST_FILE));
+    Ok(LoadedRun {
+        dir,
+        results,
+        records,
+        environment,
+    })
+}
+
+/// Scalar fields of the manifest's `environment` object (or of the manifest
+/// itself when it has none, as `env_manifest::EnvManifest` writes it), one
+/// level of nesting flattened as `a.b`; arrays and kernel hashes are left out. The
+/// manifest is optional context: a missing or unreadable one is skipped with
+/// a warning rather than failing the report.
+fn read_environment(manifest: &Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(manifest) else {
+        return Vec::new();
+    };
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!("{}: not echoed in the report: {e}", manifest.display());
+            return Vec::new();
+        }
+    };
+    let env = value.get("environment").unwrap_or(&value);
+    let mut out = Vec::new();
+    if let Some(map) = env.as_object() {
+        for (key, v) in map {
+            match v {
+                // Per-kernel source hashes belong in the manifest, not in a
+                // report header (dozens of lines of hex).
+                serde_json::Value::Object(_) if key == "kernel_hashes" => {}
+                serde_json::Value::Object(inner) => {
+                    for (sub, w) in inner {
+                        if let Some(s) = scalar_text(w) {
+                            out.push((format!("{key}.{sub}"), s));
+                        }
+                    }
+                }
+                other => {
+                    if let Some(s) = scalar_text(other) {
+                        out.push((key.clone(), s));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn scalar_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Default base arm: "ss" if present, else the first GPU arm (not named
+/// `cpu-*` and not host-clock timed), else "cpu-ss", else the first arm.
+pub fn default_base_arm(cases: &[CaseTime]) -> Option<String> {
+    let arms = arms_in_order(cases);
+    let is_cpu = |arm: &str| {
+        arm.starts_with("cpu")
+            || cases
+                .iter()
+                .any(|c| c.arm == arm && c.method == Some(TimingMethod::HostClock))
+    };
+    if arms.iter().any(|a| a == "ss") {
+        return Some("ss".to_string());
+    }
+    if let Some(gpu) = arms.iter().find(|a| !is_cpu(a)) {
+        return Some(gpu.clone());
+    }
+    if arms.iter().any(|a| a == "cpu-ss") {
+        return Some("cpu-ss".to_string());
+    }
+    arms.first().cloned()
+}
+
+fn unknown_arm(option: &str, arm: &str, arms: &[String]) -> GvrError {
+    GvrError::Usage(format!(
+        "{option} {arm}: no such arm in the run (arms present: {})",
+        arms.join(", ")
+    ))
+}
+
+/// Compute every statistic of a report (pure: no I/O).
+pub fn summarise(
+    run: &Path,
+    records: &[CaseRecord],
+    environment: Vec<(String, String)>,
+    base: Option<&str>,
+    vs: &[String],
+    bandwidth: f64,
+) -> Result<ReportSummary> {
+    if !(bandwidth.is_finite() && bandwidth > 0.0) {
+        return Err(GvrError::Usage(format!(
+            "--bandwidth {bandwidth}: must be a positive number of bytes/s"
+        )));
+    }
+    let cases = CaseTime::from_records(records);
+    let arms = arms_in_order(&cases);
+    let base_arm = match base {
+        Some(b) => b.to_string(),
+        None => default_base_arm(&cases)
+            .ok_or_else(|| GvrError::input(run, "records", "the run has no arms"))?,
+    };
+    if !arms.contains(&base_arm) {
+        return Err(unknown_arm("--base", &base_arm, &arms));
+    }
+    let comparison_arms: Vec<String> = if vs.is_empty() {
+        arms.iter().filter(|a| **a != base_arm).cloned().collect()
+    } else {
+        for arm in vs {
+            if !arms.contains(arm) {
+                return Err(unknown_arm("--vs", arm, &arms));
+            }
+        }
+        vs.iter().filter(|a| **a != base_arm).cloned().collect()
+    };
+    let comparisons = comparison_arms
+        .iter()
+        .map(|other| stats::compare(&cases, &base_arm, other))
+        .collect();
+    let timing_methods = arms
+        .iter()
+        .map(|arm| {
+            let mut methods: Vec<TimingMethod> = Vec::new();
+            let mut untimed = 0;
+            for c in cases.iter().filter(|c| &c.arm == arm) {
+                match c.method {
+                    Some(m) if !methods.contains(&m) => methods.push(m),
+                    Some(_) => {}
+                    None => untimed += 1,
+                }
+            }
+            ArmMethods {
+                arm: arm.clone(),
+                methods,
+                untimed,
+            }
+        })
+        .collect();
+    Ok(ReportSummary {
+        run: run.to_path_buf(),
+        environment,
+        exactness: stats::exact_counts(&cases, &arms),
+        roofline: stats::roofline_by_arm(&cases, &arms, bandwidth),
+        base_arm,
+        arms,
+        bandwidth,
+        bucket_labels: stats::ratios::BUCKET_LABELS
+            .iter()
+            .map(|l| l.to_string())
+            .collect(),
+        comparisons,
+        timing_methods,
+        files: Vec::new(),
+        cases,
+    })
+}
+
+fn write_text(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| GvrError::io(path, e))
+}
+
+fn to_json_pretty<T: Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string_pretty(value)
+        .map_err(|e| GvrError::Other(anyhow::anyhow!("serialising JSON: {e}")))
+}
+
+/// `gvr-bench report`: writes summary.md, cases.csv, summary.json and the SVG
+/// plots into the output directory and returns the summary.
+pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
+    let run = load_run(&opts.run)?;
+    let mut summary = summarise(
+        &run.dir,
+        &run.records,
+        run.environment.clone(),
+        opts.base.as_deref(),
+        &opts.vs,
+        opts.bandwidth,
+    )?;
+    let out = opts.out.clone().unwrap_or_else(|| run.dir.join("report"));
+    std::fs::create_dir_all(&out).map_err(|e| GvrError::io(&out, e))?;
+
+    let csv_path = out.join("cases.csv");
+    write_cases_csv(&csv_path, &run.records, summary.bandwidth)?;
+    summary.files.push(csv_path);
+    if !opts.no_plots {
+        summary.files.extend(plot::write_plots(&summary, &out)?);
+    }
+    let md_path = out.join("summary.md");
+    let json_path = out.join("summary.json");
+    summary.files.push(md_path.clone());
+    summary.files.push(json_path.clone());
+    write_text(&md_path, &render_summary(&summary))?;
+    write_text(&json_path, &to_json_pretty(&summary)?)?;
+    Ok(summary)
+}
+
+/// `gvr-bench aa`: the A/A noise floor of two runs, or of two arms of one run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AaOptions {
+    /// First run directory (or its results.jsonl).
+    pub run_a: PathBuf,
+    /// Second run of the same thing; omit to compare two arms of `run_a`.
+    pub run_b: Option<PathBuf>,
+    /// Arm of side A [two runs: default every arm present in both, pooled].
+    #[arg(long)]
+    pub arm: Option<String>,
+    /// Arm of side B (same run, e.g. "radix" vs "radix#2") [default: --arm].
+    #[arg(long)]
+    pub arm_b: Option<String>,
+    /// Write the noise floor as JSON here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Per-case ratios time(B) / time(A) of an A/A setup. Pure; shared by `aa`.
+pub fn aa_ratios(
+    a: &[CaseTime],
+    b: &[CaseTime],
+    arm_a: Option<&str>,
+    arm_b: Option<&str>,
+    same_run: bool,
+) -> Result<Vec<f64>> {
+    let arms_a = arms_in_order(a);
+    let arms_b = arms_in_order(b);
+    let pairs: Vec<(String, String)> = match (arm_a, arm_b) {
+        (Some(x), Some(y)) => vec![(x.to_string(), y.to_string())],
+        (Some(x), None) if !same_run => vec![(x.to_string(), x.to_string())],
+        (None, None) if !same_run => arms_a.iter().filter(|x| arms_b.contains(x)).map(|x| (x.clone(), x.clone())).collect(),
+        (None, Some(_)) => return Err(GvrError::Usage("--arm-b needs --arm".to_string())),
+        _ => {
+            return Err(GvrError::Usage(
+                "aa on one run compares two arms: give --arm and --arm-b (e.g. --arm radix --arm-b radix#2)".to_string(),
+            ))
+        }
+    };
+    if pairs.is_empty() {
+        return Err(GvrError::Usage(format!(
+            "the two runs share no arm (A: {}; B: {})",
+            arms_a.join(", "),
+            arms_b.join(", ")
+        )));
+    }
+    let mut ratios = Vec::new();
+    for (x, y) in &pairs {
+        if !arms_a.contains(x) {
+            return Err(unknown_arm("--arm", x, &arms_a));
+        }
+        if !arms_b.contains(y) {
+            return Err(unknown_arm(
+                if arm_b.is_some() { "--arm-b" } else { "--arm" },
+                y,
+                &arms_b,
+            ));
+        }
+        ratios.extend(stats::pair(a, x, b, y).ratios());
+    }
+    Ok(ratios)
+}
+
+/// `gvr-bench aa`: compute (and optionally write) the noise floor.
+pub fn aa(opts: &AaOptions) -> Result<NoiseFloor> {
+    let run_a = load_run(&opts.run_a)?;
+    let cases_a = CaseTime::from_records(&run_a.records);
+    let (cases_b, same_run) = match &opts.run_b {
+        Some(path) => (CaseTime::from_records(&load_run(path)?.records), false),
+        None => (cases_a.clone(), true),
+    };
+    let ratios = aa_ratios(
+        &cases_a,
+        &cases_b,
+        opts.arm.as_deref(),
+        opts.arm_b.as_deref(),
+        same_run,
+    )?;
+    let floor = NoiseFloor::of(&ratios).ok_or_else(|| {
+        GvrError::input(
+            &run_a.results,
+            "records",
+            "no case is exact and timed on both sides of the A/A",
+        )
+    })?;
+    if let Some(out) = &opts.out {
+        write_text(out, &to_json_pretty(&floor)?)?;
+    }
+    Ok(floor)
+}
+
+/// `gvr-bench regress`: baseline vs current; exit 1 when regressed.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RegressOptions {
+    /// Baseline: run directory, results.jsonl, or a report's summary.json.
+    #[arg(long)]
+    pub baseline: PathBuf,
+    /// Current: run directory, results.jsonl, or a report's summary.json.
+    #[arg(long)]
+    pub current: PathBuf,
+    /// A/A noise floor JSON (from `aa --out`); its P99 is the noise band edge
+    /// [default band edge: 1.05].
+    #[arg(long)]
+    pub noise: Option<PathBuf>,
+    /// Only this arm [default: every arm present in both].
+    #[arg(long)]
+    pub arm: Option<String>,
+    /// A slower case must also be slower by more than this many µs.
+    #[arg(long, default_value_t = 0.5)]
+    pub abs_floor_us: f64,
+    /// Flag an arm whose geomean current/baseline exceeds this.
+    #[arg(long, default_value_t = 1.02)]
+    pub geomean_threshold: f64,
+    /// Write the markdown summary here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The outcome of `regress`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressVerdict {
+    pub regressed: bool,
+    pub markdown: String,
+    pub analysis: RegressAnalysis,
+}
+
+impl std::fmt::Display for RegressVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.markdown)
+    }
+}
+
+/// Per-case times from a run directory, a results.jsonl, or a summary.json
+/// written by `report` (its `cases` array).
+pub fn load_case_times(path: &Path) -> Result<Vec<CaseTime>> {
+    let is_summary_json = path.is_file() && path.extension().is_some_and(|e| e == "json");
+    if !is_summary_json {
+        return Ok(CaseTime::from_records(&load_run(path)?.records));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| GvrError::io(path, e))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| GvrError::input(path, "json", e.to_string()))?;
+    let cases = value.get("cases").ok_or_else(|| {
+        GvrError::input(
+            path,
+            "cases",
+            "missing: not a summary.json written by `report`",
+        )
+    })?;
+    let cases: Vec<CaseTime> = serde_json::from_value(cases.clone())
+        .map_err(|e| GvrError::input(path, "cases", e.to_string()))?;
+    if cases.is_empty() {
+        return Err(GvrError::input(path, "cases", "empty"));
+    }
+    Ok(cases)
+}
+
+/// Read a NoiseFloor JSON written by `aa --out`.
+pub fn load_noise_floor(path: &Path) -> Result<NoiseFloor> {
+    let text = std::fs::read_to_string(path).map_err(|e| GvrError::io(path, e))?;
+    let floor: NoiseFloor = serde_json::from_str(&text)
+        .map_err(|e| GvrError::input(path, "noise floor", e.to_string()))?;
+    if !(floor.p99.is_finite() && floor.p99 > 0.0) {
+        return Err(GvrError::input(
+            path,
+            "p99",
+            format!("{} is not a positive ratio", floor.p99),
+        ));
+    }
+    Ok(floor)
+}
+
+/// `gvr-bench regress`: compare, render, optionally write the markdown.
+pub fn regress(opts: &RegressOptions) -> Result<RegressVerdict> {
+    if !(opts.abs_floor_us.is_finite() && opts.abs_floor_us >= 0.0) {
+        return Err(GvrError::Usage(format!(
+            "--abs-floor-us {}: must be >= 0",
+            opts.abs_floor_us
+        )));
+    }
+    if !(opts.geomean_threshold.is_finite() && opts.geomean_threshold > 0.0) {
+        return Err(GvrError::Usage(format!(
+            "--geomean-threshold {}: must be a positive ratio",
+            opts.geomean_threshold
+        )));
+    }
+    let baseline = load_case_times(&opts.baseline)?;
+    let current = load_case_times(&opts.current)?;
+    let noise = opts.noise.as_deref().map(load_noise_floor).transpose()?;
+    let config = RegressConfig {
+        noise_upper: noise.map_or(RegressConfig::default().noise_upper, |n| n.upper_edge()),
+        abs_floor_us: opts.abs_floor_us,
+        geomean_threshold: opts.geomean_threshold,
+    };
+    let baseline_arms = arms_in_order(&baseline);
+    let current_arms = arms_in_order(&current);
+    let arms: Vec<String> = match &opts.arm {
+        Some(arm) => {
+            if !baseline_arms.contains(arm) {
+                return Err(unknown_arm("--arm", arm, &baseline_arms));
+            }
+            if !current_arms.contains(arm) {
+                return Err(unknown_arm("--arm", arm, &current_arms));
+            }
+            vec![arm.clone()]
+        }
+        None => baseline_arms
+            .iter()
+            .filter(|a| current_arms.contains(a))
+            .cloned()
+            .collect(),
+    };
+    if arms.is_empty() {
+        return Err(GvrError::input(
+            &opts.current,
+            "arm",
+            "no arm is present in both the baseline and the current run",
+        ));
+    }
+    let analysis = stats::analyse(&baseline, &current, &arms, &config);
+    let markdown = render_regress(
+        &analysis,
+        &opts.baseline,
+        &opts.current,
+        opts.noise.as_deref(),
+    );
+    if let Some(out) = &opts.out {
+        write_text(out, &markdown)?;
+    }
+    Ok(RegressVerdict {
+        regressed: analysis.regressed(),
+        markdown,
+        analysis,
+    })
+}

@@ -1,2 +1,106 @@
 //! Pure dispatch for the self-sampling families and the shared
 //! ladder/parameter math (used by the GPU host side and by `cpu-ss`).
+//!
+//! - [`params`]: the §3.0 launch parameters of main / clus (GVR_V2_SPEC.md).
+//! - [`dispatch`]: `route()`, the §5 family choice with the H200 adaptations.
+//! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
+//!   memory, cluster co-residency).
+
+pub mod dispatch;
+pub mod params;
+
+pub use dispatch::{route, Family, RegPlan, RouteDecision};
+pub use params::{clus_params, main_params, MainParams};
+
+use serde::Serialize;
+
+/// Device facts the dispatch depends on. Everything the upstream code
+/// hard-codes for a 148-SM B200 is derived from these instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DeviceProfile {
+    pub name: &'static str,
+    /// Streaming multiprocessors (replaces 148; 74 and 296 become sms/2, 2·sms).
+    pub sms: u32,
+    /// Opt-in dynamic shared memory per block, bytes.
+    pub smem_optin: u32,
+    /// Largest portable cluster size.
+    pub max_cluster: u32,
+    /// Largest cluster size with the non-portable attribute.
+    pub max_cluster_nonportable: u32,
+    /// Measured `cudaOccupancyMaxActiveClusters` for a 1024-thread, 1-CTA/SM
+    /// kernel, indexed by log2(cluster size) for sizes 1, 2, 4, 8, 16.
+    /// `None`: fall back to the upstream B200 rule (b·cs ≤ SMs, and no
+    /// 8-CTA clusters beyond 15 rows).
+    pub max_active_clusters: Option<[u32; 5]>,
+}
+
+impl DeviceProfile {
+    /// Our H200 (GVR_V2_SPEC.md §8.2): 132 SMs, 232,448 B opt-in shared memory,
+    /// portable clusters of 8 (16 non-portable), and the measured co-residency
+    /// row "≥ 120,000 B, 1 CTA/SM": 132 / 66 / 30 / 15 / 7 clusters.
+    pub fn h200() -> DeviceProfile {
+        DeviceProfile {
+            name: "H200",
+            sms: 132,
+            smem_optin: 232_448,
+            max_cluster: 8,
+            max_cluster_nonportable: 16,
+            max_active_clusters: Some([132, 66, 30, 15, 7]),
+        }
+    }
+
+    /// The B200 constants of the upstream code (148 SMs), for reproducing the
+    /// spec's worked examples (§3.12, §4.4).
+    pub fn b200() -> DeviceProfile {
+        DeviceProfile {
+            name: "B200",
+            sms: 148,
+            smem_optin: 232_448,
+            max_cluster: 8,
+            max_cluster_nonportable: 16,
+            max_active_clusters: None,
+        }
+    }
+
+    /// Whether `rows` clusters of `cs` 1024-thread CTAs (one CTA per SM) can
+    /// all be resident at once. The route never picks a cluster shape that
+    /// fails this (GVR_V2_SPEC.md §8.2: 8-CTA clusters top out at 15 on the
+    /// H200, 4-CTA ones at 30 although 4·33 ≤ 132).
+    pub fn cluster_fits(&self, cs: u32, rows: usize) -> bool {
+        if cs == 0 || !cs.is_power_of_two() || cs > self.max_cluster_nonportable {
+            return false;
+        }
+        let rows = rows as u64;
+        if rows * cs as u64 > self.sms as u64 {
+            return false;
+        }
+        match self.max_active_clusters {
+            Some(table) => {
+                let slot = cs.trailing_zeros() as usize;
+                table.get(slot).is_some_and(|&max| rows <= max as u64)
+            }
+            None => !(cs == 8 && rows > 15),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h200_cluster_residency_follows_the_measured_table() {
+        let h = DeviceProfile::h200();
+        assert!(h.cluster_fits(8, 15) && !h.cluster_fits(8, 16));
+        assert!(h.cluster_fits(4, 30) && !h.cluster_fits(4, 31));
+        assert!(h.cluster_fits(2, 66) && !h.cluster_fits(2, 67));
+        assert!(!h.cluster_fits(3, 1) && !h.cluster_fits(32, 1));
+    }
+
+    #[test]
+    fn b200_keeps_the_upstream_veto() {
+        let b = DeviceProfile::b200();
+        assert!(b.cluster_fits(8, 15) && !b.cluster_fits(8, 16));
+        assert!(b.cluster_fits(4, 37) && !b.cluster_fits(4, 38));
+    }
+}

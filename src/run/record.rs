@@ -74,7 +74,11 @@ pub fn read_records(path: &std::path::Path) -> crate::Result<Vec<CaseRecord>> {
                 tracing::warn!("{}: ignoring truncated last line: {e}", path.display());
             }
             Err(e) => {
-                return Err(GvrError::input(path, format!("line {}", i + 1), e.to_string()));
+                return Err(GvrError::input(
+                    path,
+                    format!("line {}", i + 1),
+                    e.to_string(),
+                ));
             }
         }
     }

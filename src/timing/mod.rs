@@ -2,6 +2,8 @@
 //! cold-L2 reps, all raw reps kept. Back-ends: host clock for CPU arms; CUDA
 //! events / CUPTI for GPU arms (`gpu` timer).
 
+pub mod gpu;
+
 use serde::{Deserialize, Serialize};
 
 use crate::arms::Arm;
@@ -66,8 +68,12 @@ impl Timer for HostTimer {
             arm.launch()?;
             Ok(t0.elapsed().as_secs_f64() * 1e6)
         };
-        let warm_us = (0..protocol.warm_reps).map(|_| rep()).collect::<Result<Vec<_>>>()?;
-        let cold_us = (0..protocol.cold_reps).map(|_| rep()).collect::<Result<Vec<_>>>()?;
+        let warm_us = (0..protocol.warm_reps)
+            .map(|_| rep())
+            .collect::<Result<Vec<_>>>()?;
+        let cold_us = (0..protocol.cold_reps)
+            .map(|_| rep())
+            .collect::<Result<Vec<_>>>()?;
         Ok(Timings {
             cold_us,
             warm_us,

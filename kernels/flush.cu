@@ -1,0 +1,34 @@
+// Harness utility kernels (not under test). Every entry point here is named
+// `flush_*` so the spill gate in tests/nvrtc_compile.rs treats them as cold.
+//
+// flush_l2: evicts the L2 before a cold rep by streaming `words16` 16-byte
+// stores over a buffer far larger than the L2 (default 512 MiB vs 60 MiB on
+// H200). Stores allocate in L2 on Hopper, so after this kernel the L2 holds
+// flush-buffer lines only and the arm's inputs must come from HBM. `salt`
+// changes the stored pattern every rep so no layer can treat the write as a
+// no-op.
+extern "C" __global__ void flush_l2(uint4* __restrict__ buffer,
+                                    unsigned long long words16,
+                                    unsigned int salt) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < words16; i += stride) {
+        unsigned int v = salt ^ (unsigned int)i;
+        buffer[i] = make_uint4(v, v + 1u, v + 2u, v + 3u);
+    }
+}
+
+// flush_noop_probe: an empty kernel; the self-check times it to show the
+// floor each timing method reports (launch latency is not kernel time).
+extern "C" __global__ void flush_noop_probe() {}
+
+// flush_spin: one thread busy-waits for `cycles` SM clocks. The event timer
+// enqueues it ahead of a warm rep so the GPU is still busy when the arm's
+// launches arrive: the start event then fires when the spin ends, not when
+// the host happens to call, and host launch overhead stays outside the window.
+extern "C" __global__ void flush_spin(unsigned long long cycles) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    long long start = clock64();
+    while ((unsigned long long)(clock64() - start) < cycles) {
+    }
+}

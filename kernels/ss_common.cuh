@@ -1,0 +1,276 @@
+// ss_common.cuh — self-sampling (GVR V2) primitives beyond common.cuh:
+// the warp-0 multi-target 256-bin scan, block min/max in key space, the one
+// streaming bin expression, list "sources" and exact key-space narrowing
+// with the two-predicate ballot emit (GVR_V2_SPEC §2.2–§2.4).
+#pragma once
+
+#include "common.cuh"
+
+#define SS_BINS 256u
+#define SS_SENT_LO (-3.0e38f)
+#define SS_SENT_HI (3.0e38f)
+#define SS_MIN_WIDTH (1e-30f)
+
+// What ss_scan256 leaves in the histogram after scanning it.
+#define SS_SCAN_ZERO 0    // cleared, ready for the next phase
+#define SS_SCAN_CURSOR 1  // overwritten with after(j): counting-sort cursors
+
+// Crossing of one target: after(bin) < t <= after(bin) + m. `valid` = 0 when
+// the target was 0 (nothing pinned). A "fake" crossing (total < t) pins bin 0;
+// callers check the total before trusting it (spec §3.11 I3).
+struct SsCross {
+    u32 bin;
+    u32 above;
+    u32 m;
+    u32 valid;
+};
+
+__device__ __forceinline__ float ss_neg_inf() { return __int_as_float(0xff800000); }
+
+// The one bin expression of the streaming families: min(sat_u32((x - lo)*sc), 255).
+// Explicit round-to-nearest intrinsics so the compiler can never contract
+// one call site differently from another: counts and cursors must agree bit
+// for bit (spec §3.11 I1). cvt.rzi.u32 saturates and maps NaN to 0.
+__device__ __forceinline__ u32 ss_bin(float x, float lo, float sc) {
+    u32 b = __float2uint_rz(__fmul_rn(__fsub_rn(x, lo), sc));
+    return b < SS_BINS - 1u ? b : SS_BINS - 1u;
+}
+
+#ifndef SS_EMULATION  // the host emulator (tests/ss_emu) supplies its own
+__device__ __forceinline__ u64 ld_cg_u64(const u64* p) {
+    u64 v;
+    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+#endif
+
+// Staged (value, index) pair: value bits in the low word, index in the high
+// word (the SPLIT slab layout of spec §7, used for shared staging too).
+__device__ __forceinline__ u64 ss_pack(float x, u32 idx) {
+    return ((u64)idx << 32) | (u64)__float_as_uint(x);
+}
+
+// ---------------------------------------------------------------------------
+// Warp 0 only. Lane L owns bins [8L, 8L+8). Finds the crossings of up to
+// three targets (0 = none) in one pass, then rewrites the histogram in
+// `mode`. Returns the histogram total to every lane of warp 0; lane 0..31
+// write `res[i]` for the owning lane only, so the caller must barrier before
+// other warps read `res`.
+// ---------------------------------------------------------------------------
+__device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsCross* res, int mode) {
+    const u32 lane = lane_id();
+    uint4 lo4 = *reinterpret_cast<const uint4*>(hist + lane * 8u);
+    uint4 hi4 = *reinterpret_cast<const uint4*>(hist + lane * 8u + 4u);
+    u32 h[8] = {lo4.x, lo4.y, lo4.z, lo4.w, hi4.x, hi4.y, hi4.z, hi4.w};
+    u32 span = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) span += h[j];
+    const u32 incl = warp_incl_scan(span);
+    const u32 total = __shfl_sync(GVR_FULL_MASK, incl, 31);
+    const u32 after_lane = total - incl;  // count in bins owned by higher lanes
+    const u32 targets[3] = {t0, t1, t2};
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const u32 t = targets[i];
+        if (t == 0u) {
+            if (lane == 0u) res[i].valid = 0u;
+            continue;
+        }
+        // Unique owner: after_lane is non-increasing in the lane index; lane 0
+        // also takes the fake crossing when total < t.
+        const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
+        if (owns) {
+            u32 run = after_lane;
+            u32 bin = lane * 8u, above = run, m = h[0];
+            bool found = false;
+#pragma unroll
+            for (int j = 7; j >= 0; --j) {
+                if (!found && run + h[j] >= t) {
+                    bin = lane * 8u + (u32)j;
+                    above = run;
+                    m = h[j];
+                    found = true;
+                }
+                if (!found) run += h[j];
+            }
+            if (!found) {  // fake crossing: bin 0, above = after(0)
+                bin = 0u;
+                above = run - h[0];
+                m = h[0];
+            }
+            res[i].bin = bin;
+            res[i].above = above;
+            res[i].m = m;
+            res[i].valid = 1u;
+        }
+    }
+    if (mode == SS_SCAN_CURSOR) {
+        u32 run = after_lane;
+        u32 c[8];
+#pragma unroll
+        for (int j = 7; j >= 0; --j) {
+            c[j] = run;
+            run += h[j];
+        }
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(c[0], c[1], c[2], c[3]);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(c[4], c[5], c[6], c[7]);
+    } else {
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    return total;
+}
+
+// Block-wide (min, max) of keys. `red` needs 64 u32 of shared memory. Every
+// thread gets the result; ends with a barrier so `red` may be reused.
+template <int BLK>
+__device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) {
+    const int NW = BLK / 32;
+    u32 a = warp_min(*kmin), b = warp_max(*kmax);
+    if (lane_id() == 0u) {
+        red[warp_id()] = a;
+        red[32 + warp_id()] = b;
+    }
+    __syncthreads();
+    if (warp_id() == 0u) {
+        a = (lane_id() < (u32)NW) ? red[lane_id()] : 0xffffffffu;
+        b = (lane_id() < (u32)NW) ? red[32 + lane_id()] : 0u;
+        a = warp_min(a);
+        b = warp_max(b);
+        if (lane_id() == 0u) {
+            red[0] = a;
+            red[32] = b;
+        }
+    }
+    __syncthreads();
+    *kmin = red[0];
+    *kmax = red[32];
+    __syncthreads();
+}
+
+// ---------------------------------------------------------------------------
+// List sources: item i → (value x, index). Narrowing and the cursor emit are
+// written once over these.
+// ---------------------------------------------------------------------------
+struct SsSrcStage {  // shared staging buffer of packed pairs
+    const u64* p;
+    __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
+        u64 v = p[i];
+        *x = __uint_as_float((u32)v);
+        *idx = (u32)(v >> 32);
+    }
+};
+
+struct SsSrcSlab {  // global SPLIT slab written by other CTAs: L2-coherent reads
+    const u64* p;
+    __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
+        u64 v = ld_cg_u64(p + i);
+        *x = __uint_as_float((u32)v);
+        *idx = (u32)(v >> 32);
+    }
+};
+
+struct SsSrcRow {  // the row itself, scalar loads (never past n: callers bound i)
+    const float* row;
+    __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
+        *x = ldg_nc_f(row + i);
+        *idx = i;
+    }
+};
+
+struct SsSrcCand {  // crossing-bin candidates: (fkey << 32) | index
+    const u64* p;
+    __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
+        u64 v = p[i];
+        *x = invkey((u32)(v >> 32));  // exact inverse: fkey(*x) == v >> 32
+        *idx = (u32)v;
+    }
+};
+
+// Scratch of the narrowing / emit (part of the kernel's static shared block).
+struct SsNarrowShared {
+    u32* hist;  // 256 bins, 16-byte aligned
+    SsCross* cross;
+    u32* win;   // emit counters
+    u32* tie;
+};
+
+// ---------------------------------------------------------------------------
+// Exact key-space narrowing (spec §2.3) of `count` items whose keys all lie
+// in [lo, hi] (`in_range` of them), selecting the `need` largest, then the
+// two-predicate ballot emit: keys > ethr to out[base + p] (p < winners), keys
+// == ethr to out[base + winners + p] (p < ties). Block-uniform: every thread
+// must call it with the same arguments. Zeroes the histogram first (callers
+// may leave cursors in it).
+// ---------------------------------------------------------------------------
+template <int BLK, class Src>
+__device__ __noinline__ void ss_narrow_emit(const Src src, u32 count, u32 lo, u32 hi, u32 need, u32 in_range,
+                                            int levels, i32* out, u32 base, SsNarrowShared sh) {
+    for (u32 b = threadIdx.x; b < SS_BINS; b += BLK) sh.hist[b] = 0u;
+    if (threadIdx.x == 0) {
+        *sh.win = 0u;
+        *sh.tie = 0u;
+    }
+    __syncthreads();
+    u32 winners = 0, ties = 0;
+    i64 ethr = 0;
+    int level = 0;
+    for (;;) {  // block-uniform loop: every decision below depends on shared results only
+        if (need == in_range) {  // the whole remaining range is needed
+            ethr = (i64)lo - 1;
+            winners += in_range;
+            ties = 0;
+            break;
+        }
+        if (lo >= hi || level == levels) {  // one key value left (or the safety cap)
+            ethr = (i64)lo;
+            ties = need;
+            break;
+        }
+        const u32 bitlen = 32u - (u32)__clz((int)((hi - lo) | 1u));
+        const u32 shift = bitlen > 8u ? bitlen - 8u : 0u;
+        for (u32 i = threadIdx.x; i < count; i += BLK) {
+            float x;
+            u32 idx;
+            src.get(i, &x, &idx);
+            const u32 key = fkey(x);
+            if (key >= lo && key <= hi) {
+                u32 b = (key - lo) >> shift;
+                red_shared_add(sh.hist + (b < SS_BINS - 1u ? b : SS_BINS - 1u), 1u);
+            }
+        }
+        __syncthreads();
+        if (warp_id() == 0u) (void)ss_scan256(sh.hist, need, 0u, 0u, sh.cross, SS_SCAN_ZERO);
+        __syncthreads();
+        const SsCross c = sh.cross[0];
+        // in_range > need >= 1 here, so the crossing is real and above < need.
+        winners += c.above;
+        need -= c.above;
+        in_range = c.m;
+        const u64 new_lo = (u64)lo + ((u64)c.bin << shift);
+        if (c.bin != SS_BINS - 1u) {
+            // Clamp to the old top: keys above it were already counted as winners.
+            const u64 top = new_lo + ((u64)1 << shift) - 1u;
+            hi = (top < (u64)hi) ? (u32)top : hi;
+        }
+        lo = (u32)new_lo;
+        ++level;
+        __syncthreads();  // everyone has read sh.cross before the next scan writes it
+    }
+    for (u32 i0 = 0; i0 < count; i0 += BLK) {  // uniform trip count: ballots below
+        const u32 i = i0 + threadIdx.x;
+        bool win = false, tie = false;
+        u32 idx = 0;
+        if (i < count) {
+            float x;
+            src.get(i, &x, &idx);
+            const i64 key = (i64)fkey(x);
+            win = key > ethr;
+            tie = key == ethr;
+        }
+        const u32 ws = warp_reserve(win, sh.win);
+        if (win && ws < winners) out[base + ws] = (i32)idx;
+        const u32 ts = warp_reserve(tie, sh.tie);
+        if (tie && ts < ties) out[base + winners + ts] = (i32)idx;
+    }
+}

@@ -1,0 +1,612 @@
+// ss_main.cu — self-sampling GVR V2, streaming "main" family (arms `ss-main`,
+// and `ss` while the other families are not built). GVR_V2_SPEC §3.
+//
+// Per row: draw a strided sample of the row (§3.2), histogram it into a
+// threshold ladder (§3.3), then ONE streaming pass that admits x >= T,
+// histograms the admitted values in a 256-bin window and stages them
+// (§3.4). The histogram total is the exact survivor count, so the crossing of
+// k is verified, never assumed (§3.5): too few survivors → retry lower
+// (TSH floor, then the hint floor), at most 3 passes. The crossing splits the
+// survivors into certain winners (cursor emit, §3.7) and one crossing bin
+// refined exactly (O(m²) rank or key narrowing, §3.8). Every bounded buffer
+// has an exact escape (§3.9, §3.11 I5): staging overflow → re-sweep, crossing
+// bin > CMP → narrowing over the staged list (degen A), failed ladder or
+// incomplete list → whole-row radix select (degen B).
+//
+// SPLIT (R CTAs per row, §3.6): every part draws the same sample so all parts
+// agree on T without talking; each stages its slice's survivors into a global
+// per-row slab; the last CTA to arrive (packed atomic counter) rebuilds the
+// histogram from the slab and finishes the row alone; it also zeroes the row's
+// counters, so the workspace is zeroed once by the host and reused forever.
+//
+// Entry points (one per compiled shape; `__launch_bounds__` gives each the
+// 64-register budget of the spec's BLK/MINB pairs):
+//   ss_main_b1024_u{1,2,4,8}, ss_main_b512_u8, ss_main_b256_u8     (one CTA per row)
+//   ss_main_split_u{1,2,4,8}                                        (BLK 1024, R CTAs per row)
+// Launch: grid (R, rows) (R = 1 for non-split), block BLK, dynamic shared
+// memory (scap + 4)·8 + (cmp + 1)·8 bytes.
+
+#include "ss_common.cuh"
+
+// Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
+// field order, all u32). The schedule fields (smp..q) are the host's §3.0
+// numbers for a row of length `n_plan`; rows of another length (varlen)
+// recompute them here from aim_base/amin/sfac/small_dense_en.
+struct SsMainParams {
+    u32 n_plan;
+    u32 npad;
+    u32 k;
+    u32 r;
+    u32 scap;  // staging capacity per CTA (dynamic smem)
+    u32 cmp;   // crossing-bin candidate capacity (dynamic smem)
+    u32 smp;
+    u32 ss2;
+    u32 tgt;
+    u32 tgt2;
+    u32 q;
+    u32 aim_base;        // aim before the sqrt(6n) floor and the clamps
+    u32 amin;            // SPLIT aim floor (0 when R == 1)
+    u32 sfac;
+    u32 small_dense_en;  // k > 1024 and not big
+    u32 tsh_en;          // SPLIT TSH staging enabled for the launch (row gate n/4 <= 32768)
+};
+
+// Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
+// << 32 | survivors), g_off[160] u32 at 1280 (slab fill cursor), slabs of
+// GCAP (value, index) pairs per row from byte 2048.
+#define SS_MAXC 160u
+#define SS_GCAP 16384u
+#define SS_WS_OFF_OFFSET 1280u
+#define SS_WS_SLAB_OFFSET 2048u
+#define SS_RANK_MAX 288u
+#define SS_REFINE_LEVELS 6
+#define SS_FALLBACK_LEVELS 8
+
+struct SsShared {
+    u32 hist[SS_BINS];  // first member: 16-byte aligned for the scan's vector access
+    u32 red[64];
+    SsCross cross[3];
+    u32 count;  // staging reservation counter (exact survivor count of the pass)
+    u32 emit_win;
+    u32 emit_tie;
+    u32 slab_base;
+    u32 total;
+    u32 kmin;
+    u32 kmax;
+    u64 don_old;
+    // Retry-ladder state (block-uniform; thread 0 writes, read after a
+    // barrier). Kept here rather than in registers: the row pass needs them.
+    float lad_h;      // upper anchor H of the window
+    float lad_floor;  // TSH floor (-inf: none)
+    float lad_gmin;   // hint bracket, or the ±3e38 sentinels
+    float lad_gmax;
+    u32 lad_gathered;
+};
+
+extern __shared__ __align__(16) u64 ss_dyn[];
+
+// Per-row sample schedule (§3.0 geometry; Q comes from the grid, see the body). Mirrors
+// `route::params` and is unit-tested on the host through its Rust twin
+// `ss::row_schedule`.
+struct SsRowSched {
+    u32 smp, ss2, tgt, tgt2;
+};
+
+__device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n) {
+    SsRowSched s;
+    if (n == p.n_plan) {
+        s.smp = p.smp;
+        s.ss2 = p.ss2;
+        s.tgt = p.tgt;
+        s.tgt2 = p.tgt2;
+        return s;
+    }
+    const u32 k = p.k;
+    u32 aim = p.aim_base;
+    const u32 floor6 = (u32)(0.5 + __dsqrt_rn(6.0 * (double)n));
+    aim = aim > floor6 ? aim : floor6;
+    if (p.r > 1u) aim = aim > p.amin ? aim : p.amin;
+    aim = aim < (p.scap >> 1) ? aim : (p.scap >> 1);
+    aim = aim > k ? aim : k;
+    const bool small_dense = p.small_dense_en != 0u && n <= p.scap && n > 2u * k;
+    const bool sampled = (n > p.scap || small_dense) && (n >> 2) >= 4u;
+    if (sampled) {
+        u64 sel = (u64)p.sfac * (u64)n / (u64)(aim > 0u ? aim : 1u);
+        if (sel < 256u) sel = 256u;
+        if (sel > (u64)(n >> 1)) sel = n >> 1;
+        u32 pairs = (u32)(sel >> 3);
+        if (pairs < 1u) pairs = 1u;
+        u32 half = (n >> 2) >> 1;
+        if (half < 1u) half = 1u;
+        if (pairs > half) pairs = half;
+        u32 ss2 = half / pairs;
+        if (ss2 < 1u) ss2 = 1u;
+        u32 smp = half / ss2;
+        if (smp < 1u) smp = 1u;
+        u64 tgt = (u64)aim * 8u * smp / n;
+        u64 tgt2 = (u64)k * 8u * smp / n;
+        s.smp = smp;
+        s.ss2 = ss2;
+        s.tgt = tgt > 1u ? (u32)tgt : 1u;
+        s.tgt2 = tgt2 > 1u ? (u32)tgt2 : 1u;
+    } else {
+        s.smp = 0u;
+        s.ss2 = 1u;
+        s.tgt = 0u;
+        s.tgt2 = 0u;
+    }
+    return s;
+}
+
+// Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
+// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX.
+template <int BLK>
+__device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_row, u32 n, u32 k, SsShared& s,
+                                                float* gmin, float* gmax) {
+    u32 kmin = 0xffffffffu, kmax = 0u;
+    for (u32 j = threadIdx.x; j < k; j += BLK) {
+        const u32 h = (u32)hint_row[j];
+        if (h < n) {
+            const u32 key = fkey(ldg_nc_f(X + h));
+            kmin = kmin < key ? kmin : key;
+            kmax = kmax > key ? kmax : key;
+        }
+    }
+    ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+    const float lo = invkey(kmin), hi = invkey(kmax);
+    if (lo < hi) {
+        *gmin = lo;
+        *gmax = hi;
+    } else {
+        *gmin = SS_SENT_LO;
+        *gmax = SS_SENT_HI;
+    }
+}
+
+// Stage one admitted survivor: histogram it (non-split) and store it in slot
+// min(pos, scap) — slot scap is the trash slot that absorbs overflow.
+template <bool SPLIT>
+__device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, float sc, u32 scap, u64* stage,
+                                         u32* hist) {
+    if (!SPLIT) red_shared_add(hist + ss_bin(x, tf, sc), 1u);
+    stage[pos < scap ? pos : scap] = ss_pack(x, idx);
+}
+
+// §3.4: one streaming pass over the float4 range [c0, c1) (+ the scalar tail
+// [4·n4, n) when `tail`). Tiles of BLK·U float4; loads past c1 are redirected
+// to the last float4 of the padded row and masked by index. Survivors are
+// re-read with scalar loads while staging, so the U float4 do not stay live.
+template <int BLK, int U, bool SPLIT>
+__device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, u32 n, bool tail, u32 redirect,
+                                            float tf, float sc, u32 scap, u64* stage, SsShared& s) {
+    const u32 t = threadIdx.x;
+    for (u32 tb = c0; tb < c1; tb += (u32)(BLK * U)) {  // block-uniform trip count
+        // Classify as each float4 arrives; only the 4U-bit mask stays live
+        // (the float4 are not kept for the survivor walk: register cap).
+        u32 mask = 0;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            const float4 v = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
+            u32 bits = (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) |
+                       (v.w >= tf ? 8u : 0u);
+            mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
+        }
+        // Warp-aggregated reservation of popc(mask) slots (§2.6).
+        const u32 cnt = (u32)__popc(mask);
+        const u32 incl = warp_incl_scan(cnt);
+        u32 base = 0;
+        if (lane_id() == 31u && incl != 0u) base = atomicAdd(&s.count, incl);
+        base = __shfl_sync(GVR_FULL_MASK, base, 31);
+        u32 pos = base + incl - cnt;
+        while (mask != 0u) {
+            const u32 bit = (u32)__ffs(mask) - 1u;
+            mask &= mask - 1u;
+            const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
+            ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
+        }
+    }
+    if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+        const u32 e = ((n >> 2) << 2) + t;
+        if (e < n) {
+            const float x = ldg_nc_f(X + e);
+            if (x >= tf) ss_admit<SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+        }
+    }
+}
+
+// §3.7 cursor emit over a survivor list (or the whole row: the admission
+// test is re-applied, so the same function serves the overflow re-sweep).
+// `hist` holds the cursors after(j) of the accepted scan.
+template <int BLK, class Src>
+__device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
+                                            u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
+    for (u32 i = threadIdx.x; i < count; i += BLK) {
+        float x;
+        u32 idx;
+        src.get(i, &x, &idx);
+        if (!(x >= tf)) continue;
+        const u32 bin = ss_bin(x, tf, sc);
+        if (bin < cross_bin) continue;  // certain loser
+        const u32 slot = atomicAdd(hist + bin, 1u);
+        if (slot < lim1) {
+            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
+        } else if (!whole) {
+            const u32 q = slot - above;
+            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
+        }
+    }
+}
+
+template <int BLK, int U, bool SPLIT>
+__device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
+                                             const i32* __restrict__ hints, i32* __restrict__ out,
+                                             const SsMainParams& p, unsigned char* workspace) {
+    __shared__ __align__(16) SsShared s;
+    const u32 t = threadIdx.x;
+    const u32 row = blockIdx.y;
+    const u32 part = SPLIT ? blockIdx.x : 0u;
+    const u32 k = p.k;
+    const u32 npad = p.npad;
+    const u32 n = clamp_row_len(row_n[row], npad);
+    const float* X = logits + (u64)row * npad;
+
+    // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
+    // skips the arrival protocol in every part and leaves the workspace zero.
+    if (n <= k) {
+        if (part == 0u) write_identity_row(out + (u64)row * k, n, k);
+        return;
+    }
+    SsNarrowShared nsh;
+    nsh.hist = s.hist;
+    nsh.cross = s.cross;
+    nsh.win = &s.emit_win;
+    nsh.tie = &s.emit_tie;
+    if (!SPLIT && blockIdx.x != 0u) return;  // one CTA per row: extra grid columns do nothing
+    if (SPLIT && row >= SS_MAXC) {
+        // The workspace has no slab for this row (the host never plans it):
+        // part 0 selects the row alone with the exact whole-row fallback.
+        if (part == 0u) {
+            SsSrcRow src;
+            src.row = X;
+            ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_FALLBACK_LEVELS, out + (u64)row * k, 0u, nsh);
+        }
+        return;
+    }
+    const SsRowSched rs = ss_row_schedule(p, n);
+    const u32 n4 = n >> 2;
+    // The slice size comes from the launched grid, never from a host scalar
+    // that could disagree with it: every float4 of the row is owned once.
+    const u32 parts = SPLIT ? gridDim.x : 1u;
+    const u32 q = (n4 + parts - 1u) / parts;
+    u32 c0 = 0u, c1 = n4;
+    if (SPLIT) {
+        const u64 lo = (u64)part * q;
+        c0 = lo < n4 ? (u32)lo : n4;
+        c1 = (u64)c0 + q < n4 ? c0 + q : n4;
+    }
+    const u32 redirect = npad / 4u - 1u;  // last float4 of the padded row: always addressable
+    u64* stage = ss_dyn;
+    u64* ck64 = ss_dyn + p.scap + 4u;
+
+    for (u32 b = t; b < SS_BINS; b += BLK) s.hist[b] = 0u;
+    if (t == 0u) s.count = 0u;
+
+    // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
+    u32 kmin = 0xffffffffu, kmax = 0u;
+    for (u32 j = t; j < rs.smp; j += BLK) {
+        const float* unit = X + (u64)j * rs.ss2 * 8u;
+        const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+        const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
+                const u32 key = fkey(vals[e]);
+                kmin = kmin < key ? kmin : key;
+                kmax = kmax > key ? kmax : key;
+            }
+        }
+    }
+    ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above
+    const float smin = invkey(kmin), smax = invkey(kmax);
+    const bool sok = rs.smp > 0u && smax > smin;
+    const float NEG_INF = ss_neg_inf();
+    float T = NEG_INF, H = NEG_INF, floor3 = NEG_INF;
+    float w = 0.f;
+    u32 tot0 = 0u;
+    SsCross b3;
+    b3.valid = 0u;
+    b3.bin = 0u;
+    if (sok) {
+        w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
+        const float sc = __fdiv_rn(1.f, w);
+        for (u32 j = t; j < rs.smp; j += BLK) {
+            const float* unit = X + (u64)j * rs.ss2 * 8u;
+            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
+        }
+        __syncthreads();
+        if (warp_id() == 0u) {
+            const u32 tot = ss_scan256(s.hist, rs.tgt, rs.tgt2, 2u * rs.tgt, s.cross, SS_SCAN_ZERO);
+            if (lane_id() == 0u) s.total = tot;
+        }
+        __syncthreads();
+        tot0 = s.total;
+        const SsCross b1 = s.cross[0], b2 = s.cross[1];
+        b3 = s.cross[2];
+        if (b1.valid && tot0 >= rs.tgt) {
+            T = __fmaf_rn((float)b1.bin, w, smin);
+            if (b2.valid) {
+                const float tk = __fmaf_rn((float)b2.bin, w, smin);
+                const float d = fmaxf(__fsub_rn(tk, T), 0.f);
+                H = fmaxf(__fmaf_rn(4.f, d, T), __fmaf_rn(8.f, w, T));
+            }
+        }
+        __syncthreads();  // s.total / s.cross are rewritten later
+    }
+    bool gathered = false;
+    float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
+    if (!(T > NEG_INF)) {  // no usable rung (or NaN from an infinite width): hint floor
+        ss_gather_hints<BLK>(X, hints + (u64)row * k, n, k, s, &gmin, &gmax);
+        gathered = true;
+        T = gmin;
+        H = NEG_INF;
+    }
+    if (sok && b3.valid && tot0 >= 2u * rs.tgt && T > gmin) {
+        const float t3 = __fmaf_rn((float)b3.bin, w, smin);
+        if (t3 < T) floor3 = t3;
+    }
+    if (SPLIT && p.tsh_en != 0u && n4 <= 32768u && floor3 > NEG_INF && floor3 < T) T = floor3;  // TSH staging
+    if (t == 0u) {
+        s.lad_h = H;
+        s.lad_floor = floor3;
+        s.lad_gmin = gmin;
+        s.lad_gmax = gmax;
+        s.lad_gathered = gathered ? 1u : 0u;
+    }
+    __syncthreads();
+
+    // ---- P3 + verify + retry ladder (§3.4, §3.5); SPLIT: exactly one attempt ----
+    const int NATT = SPLIT ? 1 : 3;
+    bool valid = false, complete = false, from_slab = false;
+    u32 list_n = 0u;
+    SsCross cr;
+    cr.bin = 0u;
+    cr.above = 0u;
+    cr.m = 0u;
+    float TF = T, SC = 1.f;
+    for (int att = 0; att < NATT; ++att) {
+        if (att > 0) {
+            for (u32 b = t; b < SS_BINS; b += BLK) s.hist[b] = 0u;
+            if (t == 0u) s.count = 0u;
+            __syncthreads();
+        }
+        TF = T;
+        const float h_cap = s.lad_h;
+        float hi = fmaxf(s.lad_gmax, T);
+        if (h_cap > T && h_cap < hi) hi = h_cap;
+        float wd = __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
+        if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
+        SC = __fdiv_rn(1.f, wd);
+        if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
+        ss_row_pass<BLK, U, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF, SC, p.scap, stage, s);
+        __syncthreads();
+        if (SPLIT) break;
+        const u32 myn = s.count;
+        if (warp_id() == 0u) {
+            const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
+            if (lane_id() == 0u) s.total = tot;
+        }
+        __syncthreads();
+        const u32 tot = s.total;
+        if (tot >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
+            cr = s.cross[0];
+            valid = true;
+            complete = myn <= p.scap;
+            list_n = myn;
+            break;
+        }
+        if (att == NATT - 1) break;
+        const float floor_now = s.lad_floor;
+        if (att == 0 && floor_now > NEG_INF && floor_now < TF) {
+            T = floor_now;
+            continue;
+        }
+        float gmin_now = s.lad_gmin;
+        if (s.lad_gathered == 0u) {
+            float gmax_now;
+            ss_gather_hints<BLK>(X, hints + (u64)row * k, n, k, s, &gmin_now, &gmax_now);
+            if (t == 0u) {  // every thread read lad_gathered before the gather's barriers
+                s.lad_gmin = gmin_now;
+                s.lad_gmax = gmax_now;
+                s.lad_gathered = 1u;
+            }
+        }
+        if (T <= gmin_now) break;
+        T = gmin_now;
+    }
+
+    if (SPLIT) {
+        // ---- §3.6 hand-off through the global slab; the last arriver finishes ----
+        u64* g_don = reinterpret_cast<u64*>(workspace);
+        u32* g_off = reinterpret_cast<u32*>(workspace + SS_WS_OFF_OFFSET);
+        u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
+        const u32 myn = s.count;
+        if (t == 0u) s.slab_base = atomicAdd(g_off + row, myn);
+        __syncthreads();
+        const u32 base = s.slab_base;
+        if (myn <= p.scap) {
+            for (u32 i = t; i < myn; i += BLK)
+                if (base + i < SS_GCAP) slab[base + i] = stage[i];
+        } else {
+            // Local staging overflowed: re-sweep this CTA's slice straight into the slab.
+            __syncthreads();
+            if (t == 0u) s.count = 0u;
+            __syncthreads();
+            const u32 e_end = 4u * c1;
+            for (u32 e0 = 4u * c0; e0 < e_end; e0 += BLK) {
+                const u32 e = e0 + t;
+                float x = 0.f;
+                bool admit = false;
+                if (e < e_end) {
+                    x = ldg_nc_f(X + e);
+                    admit = x >= TF;
+                }
+                const u32 slot = warp_reserve(admit, &s.count);
+                if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
+            }
+            if (part == 0u) {
+                const u32 e = 4u * n4 + t;
+                float x = 0.f;
+                bool admit = false;
+                if (e < n) {
+                    x = ldg_nc_f(X + e);
+                    admit = x >= TF;
+                }
+                const u32 slot = warp_reserve(admit, &s.count);
+                if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
+            }
+        }
+        __threadfence();  // release this CTA's slab writes (every writer fences)
+        __syncthreads();
+        if (t == 0u) s.don_old = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
+                                           (1ull << 32) + (unsigned long long)myn);
+        __syncthreads();
+        const u64 old = s.don_old;
+        if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
+        __threadfence();                            // acquire the other parts' slab writes
+        if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
+            g_off[row] = 0u;
+            g_don[row] = 0ull;
+        }
+        const u32 total = (u32)(old & 0xffffffffull) + myn;
+        if (total <= SS_GCAP) {
+            from_slab = total > p.scap;
+            for (u32 i = t; i < total; i += BLK) {
+                const u64 v = ld_cg_u64(slab + i);
+                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+                if (!from_slab) stage[i] = v;
+            }
+            __syncthreads();
+            if (warp_id() == 0u) {
+                const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
+                if (lane_id() == 0u) s.total = tot;
+            }
+            __syncthreads();
+            if (s.total >= k) {
+                cr = s.cross[0];
+                valid = true;
+                complete = true;
+                list_n = total;
+            }
+        }
+    }
+
+    // ---- §3.7 classification, §3.8 refinement, §3.9 fallbacks ----
+    i32* O = out + (u64)row * k;  // formed here, not earlier: keeps the row pass under 64 registers
+    const u32 need = valid ? k - cr.above : k;
+    const bool whole = valid && need >= cr.m;
+    const bool degen = !valid || cr.m > p.cmp;
+    if (!degen) {
+        const u32 lim1 = cr.above + (whole ? cr.m : 0u);
+        if (complete) {
+            if (SPLIT && from_slab) {
+                SsSrcSlab src;
+                src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+            } else {
+                SsSrcStage src;
+                src.p = stage;
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+            }
+        } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
+            SsSrcRow src;
+            src.row = X;
+            ss_cursor_emit<BLK>(src, n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+        }
+        __syncthreads();
+        if (!whole) {
+            const u32 mc = cr.m;  // == candidates written (m <= CMP)
+            if (mc <= SS_RANK_MAX) {
+                // §2.4: ranks over distinct 64-bit (value, index) keys are a permutation.
+                for (u32 i = t; i < mc; i += BLK) {
+                    const u64 mine = ck64[i];
+                    u32 rank = 0;
+                    for (u32 j = 0; j < mc; ++j) rank += ck64[j] > mine ? 1u : 0u;
+                    if (rank < need) O[cr.above + rank] = (i32)(u32)mine;
+                }
+            } else {
+                if (t == 0u) {
+                    s.kmin = 0xffffffffu;
+                    s.kmax = 0u;
+                }
+                __syncthreads();
+                for (u32 i = t; i < mc; i += BLK) {
+                    const u32 key = (u32)(ck64[i] >> 32);
+                    atomicMin(&s.kmin, key);
+                    atomicMax(&s.kmax, key);
+                }
+                __syncthreads();
+                SsSrcCand src;
+                src.p = ck64;
+                ss_narrow_emit<BLK>(src, mc, s.kmin, s.kmax, need, mc, SS_REFINE_LEVELS, O, cr.above, nsh);
+            }
+        }
+    } else if (valid && complete) {
+        // Degen A: crossing bin above CMP, but every survivor is listed.
+        if (SPLIT && from_slab) {
+            SsSrcSlab src;
+            src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
+            ss_narrow_emit<BLK>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+        } else {
+            SsSrcStage src;
+            src.p = stage;
+            ss_narrow_emit<BLK>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+        }
+    } else {
+        // Degen B: radix select over the whole row, exact for any input (§3.11 I6).
+        SsSrcRow src;
+        src.row = X;
+        ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+    }
+}
+
+// Entry points, written out (not macro-generated) so the host-side text scan
+// of kernel declarations (gpu::sources::declared_entries) sees every name.
+#define SS_MAIN_ARGS                                                                                    \
+    const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,     \
+        i32* __restrict__ out, const SsMainParams p, unsigned char* workspace
+#define SS_MAIN_PASS logits, row_n, hints, out, p, workspace
+
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u1(SS_MAIN_ARGS) {
+    ss_main_body<1024, 1, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u2(SS_MAIN_ARGS) {
+    ss_main_body<1024, 2, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u4(SS_MAIN_ARGS) {
+    ss_main_body<1024, 4, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u8(SS_MAIN_ARGS) {
+    ss_main_body<1024, 8, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(512, 2) ss_main_b512_u8(SS_MAIN_ARGS) {
+    ss_main_body<512, 8, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) ss_main_b256_u8(SS_MAIN_ARGS) {
+    ss_main_body<256, 8, false>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u1(SS_MAIN_ARGS) {
+    ss_main_body<1024, 1, true>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u2(SS_MAIN_ARGS) {
+    ss_main_body<1024, 2, true>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u4(SS_MAIN_ARGS) {
+    ss_main_body<1024, 4, true>(SS_MAIN_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u8(SS_MAIN_ARGS) {
+    ss_main_body<1024, 8, true>(SS_MAIN_PASS);
+}

@@ -1,0 +1,294 @@
+//! `cpu-ss`: a faithful CPU model of the self-sampling GVR V2 main family
+//! (non-split and SPLIT), row by row: sample, threshold ladder, one classify +
+//! histogram + stage pass, verify, retry ladder, cursor emit, crossing
+//! refinement and the exact fallbacks (GVR_V2_SPEC.md §3). It uses the same
+//! §3.0 parameters as the GPU host side (`route::main_params`), so its path
+//! counts say how often each path of the real kernel would run on the data.
+
+mod keys;
+mod row;
+
+pub use keys::{fkey, invkey};
+pub use row::{select_row, PathCounts};
+
+use rayon::prelude::*;
+
+use crate::arms::{Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::exact::UNWRITTEN;
+use crate::grid::Batch;
+use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
+
+/// The K values the kernels are tuned and tested for (§1.2).
+pub const SUPPORTED_K: [usize; 3] = [512, 1024, 2048];
+
+/// The `cpu-ss` arm.
+pub struct CpuSs {
+    device: DeviceProfile,
+    /// Fixed CTAs per row, or `None` to take R from the route.
+    forced_parts: Option<u32>,
+    batch: Option<Batch>,
+    output: Vec<i32>,
+    counts: PathCounts,
+}
+
+impl Default for CpuSs {
+    fn default() -> Self {
+        CpuSs::new()
+    }
+}
+
+impl CpuSs {
+    /// Plans launches for our H200 (132 SMs), like the `ss` arm does.
+    pub fn new() -> CpuSs {
+        CpuSs::with_device(DeviceProfile::h200())
+    }
+
+    pub fn with_device(device: DeviceProfile) -> CpuSs {
+        CpuSs {
+            device,
+            forced_parts: None,
+            batch: None,
+            output: Vec::new(),
+            counts: PathCounts::default(),
+        }
+    }
+
+    /// Path counts of the last launch (summed over its rows).
+    pub fn path_counts(&self) -> PathCounts {
+        self.counts
+    }
+
+    /// Model every row with `parts` CTAs per row (1 = non-split; > 1 =
+    /// SPLIT) instead of the route's choice.
+    pub fn with_parts(mut self, parts: u32) -> CpuSs {
+        self.forced_parts = Some(parts.max(1));
+        self
+    }
+
+    /// The main launch this arm models for a shape: R from the route when it
+    /// picks main (SPLIT when R > 1); the other families are not modelled,
+    /// so their shapes run main with one CTA per row.
+    pub fn launch_params(&self, shape: &Shape) -> MainParams {
+        let parts = self.forced_parts.unwrap_or_else(|| {
+            let decision = route(shape.rows, shape.n, shape.npad, shape.k, &self.device);
+            match decision.family {
+                Family::Main => decision.ctas_per_row,
+                _ => 1,
+            }
+        });
+        main_params(
+            shape.rows,
+            shape.n,
+            shape.npad,
+            shape.k,
+            parts,
+            &self.device,
+        )
+    }
+}
+
+/// Reject a batch whose buffers do not match its declared shape, so that
+/// row slicing can never go out of bounds.
+fn validate(batch: &Batch) -> Result<()> {
+    let bad = |field: &str, message: String| GvrError::input("<staged batch>", field, message);
+    if batch.logits.len() < batch.rows * batch.npad {
+        return Err(bad(
+            "logits",
+            format!(
+                "{} values for {} rows of stride {}",
+                batch.logits.len(),
+                batch.rows,
+                batch.npad
+            ),
+        ));
+    }
+    if batch.n.len() != batch.rows {
+        return Err(bad(
+            "n",
+            format!("{} lengths for {} rows", batch.n.len(), batch.rows),
+        ));
+    }
+    if let Some(row) = batch.n.iter().position(|&n| n as usize > batch.npad) {
+        return Err(bad(
+            "n",
+            format!(
+                "row {row}: n = {} exceeds npad {}",
+                batch.n[row], batch.npad
+            ),
+        ));
+    }
+    if !batch.hints.is_empty() && batch.hints.len() != batch.rows * batch.k {
+        return Err(bad(
+            "hints",
+            format!(
+                "{} hints for {} rows of k = {} (expected 0 or rows·k)",
+                batch.hints.len(),
+                batch.rows,
+                batch.k
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Arm for CpuSs {
+    fn name(&self) -> &str {
+        "cpu-ss"
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        if SUPPORTED_K.contains(&shape.k) {
+            Ok(())
+        } else {
+            Err(format!(
+                "cpu-ss models K in {SUPPORTED_K:?}, not {}",
+                shape.k
+            ))
+        }
+    }
+
+    fn variant(&self, shape: &Shape) -> Option<String> {
+        let params = self.launch_params(shape);
+        Some(format!("main/blk{}/r{}", params.blk, params.r))
+    }
+
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        validate(batch)?;
+        self.output = vec![UNWRITTEN; batch.rows * batch.k];
+        self.batch = Some(batch.clone());
+        Ok(())
+    }
+
+    fn poison_output(&mut self) -> Result<()> {
+        self.output.fill(UNWRITTEN);
+        Ok(())
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let Some(batch) = self.batch.as_ref() else {
+            return Err(GvrError::Usage("cpu-ss: launch before stage".into()));
+        };
+        let k = batch.k;
+        if k == 0 || batch.rows == 0 {
+            self.counts = PathCounts::default();
+            return Ok(());
+        }
+        let launch = self.launch_params(&Shape::of(batch));
+        let hint_free = batch.hints.is_empty();
+        self.counts = self
+            .output
+            .par_chunks_mut(k)
+            .enumerate()
+            .map(|(r, out)| {
+                let mut counts = PathCounts::default();
+                let hints = if hint_free { &[][..] } else { batch.hints(r) };
+                let selected = select_row(batch.row(r), hints, k, &launch, &mut counts);
+                out.copy_from_slice(&selected);
+                counts
+            })
+            .reduce(PathCounts::default, PathCounts::merged);
+        Ok(())
+    }
+
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        Ok(self.output.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(rows: Vec<Vec<f32>>, npad: usize, k: usize) -> Batch {
+        let mut logits = vec![3.0e38f32; rows.len() * npad];
+        for (r, row) in rows.iter().enumerate() {
+            logits[r * npad..r * npad + row.len()].copy_from_slice(row);
+        }
+        Batch {
+            rows: rows.len(),
+            npad,
+            k,
+            logits,
+            n: rows.iter().map(|r| r.len() as u32).collect(),
+            hints: vec![-1; rows.len() * k],
+            varlen: None,
+        }
+    }
+
+    #[test]
+    fn arm_runs_rows_and_ignores_poisoned_padding() {
+        let k = 512;
+        let long: Vec<f32> = (0..20_000).map(|i| ((i * 7919) % 20_000) as f32).collect();
+        let short: Vec<f32> = (0..300).map(|i| i as f32).collect();
+        let b = batch(vec![long.clone(), short, Vec::new()], 20_032, k);
+        let mut arm = CpuSs::new();
+        assert!(arm.admits(&Shape::of(&b)).is_ok());
+        assert!(arm
+            .admits(&Shape {
+                k: 100,
+                ..Shape::of(&b)
+            })
+            .is_err());
+        assert_eq!(
+            arm.variant(&Shape::of(&b)).as_deref(),
+            Some("main/blk1024/r1")
+        );
+        arm.stage(&b).unwrap();
+        arm.poison_output().unwrap();
+        arm.launch().unwrap();
+        let out = arm.read_output().unwrap();
+        assert_eq!(out.len(), 3 * k);
+        let mut first: Vec<f32> = out[..k].iter().map(|&i| long[i as usize]).collect();
+        first.sort_by(|a, b| b.total_cmp(a));
+        assert_eq!(first[0], 19_999.0);
+        assert_eq!(first[k - 1], (20_000 - k) as f32);
+        assert!(out[k..k + 300].iter().copied().eq(0..300));
+        assert!(out[k + 300..].iter().all(|&i| i == -1));
+        assert_eq!(arm.path_counts().rows, 3);
+        assert_eq!(arm.path_counts().short_row, 2);
+        assert_eq!(arm.path_counts().split_rows, 0);
+    }
+
+    #[test]
+    fn one_long_row_follows_the_route_into_split() {
+        let k = 1024;
+        let n = 262_144;
+        let row: Vec<f32> = (0..n).map(|i| ((i * 48_271) % n) as f32).collect();
+        let b = batch(vec![row], n, k);
+        let mut arm = CpuSs::new();
+        assert_eq!(
+            arm.variant(&Shape::of(&b)).as_deref(),
+            Some("main/blk1024/r64")
+        );
+        arm.stage(&b).unwrap();
+        arm.launch().unwrap();
+        let out = arm.read_output().unwrap();
+        // Values are a permutation of 0..n, so the top-k are n-k..n.
+        let mut values: Vec<usize> = out.iter().map(|&i| (i as usize * 48_271) % n).collect();
+        values.sort_unstable();
+        assert!(values.iter().copied().eq(n - k..n));
+        assert_eq!(arm.path_counts().split_rows, 1);
+        let forced = CpuSs::new().with_parts(1);
+        assert_eq!(
+            forced.variant(&Shape::of(&b)).as_deref(),
+            Some("main/blk1024/r1")
+        );
+    }
+
+    #[test]
+    fn stage_rejects_inconsistent_batches() {
+        let mut b = batch(vec![vec![1.0; 700]], 704, 512);
+        b.hints.pop();
+        let err = CpuSs::new().stage(&b).unwrap_err();
+        assert!(err.to_string().contains("hints"), "{err}");
+        let mut b = batch(vec![vec![1.0; 700]], 704, 512);
+        b.n[0] = 800;
+        assert!(CpuSs::new().stage(&b).is_err());
+        assert!(CpuSs::new().launch().is_err(), "launch before stage");
+    }
+}

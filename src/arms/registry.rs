@@ -1,0 +1,343 @@
+//! The arm registry: every name the command line accepts, what it runs on,
+//! and how to build it. An A/A twin is spelled `ARM#2`: a separate instance
+//! of the same arm whose records carry the suffixed name.
+
+use std::sync::Arc;
+
+use super::cpu_ref::CpuRef;
+use super::{Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::grid::Batch;
+use crate::run::deps::{self, Gpu};
+
+/// Environment variable that exposes test-only arms (e.g. `cpu-broken`) in
+/// the binary, so integration tests can exercise failure paths.
+pub const TEST_ARMS_ENV: &str = "GVR_BENCH_TEST_ARMS";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArmInfo {
+    pub name: &'static str,
+    pub backend: Backend,
+    pub description: &'static str,
+    /// Which shapes it runs, in words (the arm's `admits` is the authority).
+    pub admits: &'static str,
+}
+
+const ARMS: &[ArmInfo] = &[
+    ArmInfo {
+        name: "cpu-ref",
+        backend: Backend::Cpu,
+        description: "exact CPU reference top-K (rayon over rows)",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "cpu-ss",
+        backend: Backend::Cpu,
+        description: "CPU port of self-sampling GVR V2 (same route and ladder as `ss`)",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "radix",
+        backend: Backend::Gpu,
+        description: "one-CTA-per-row radix select baseline",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "radix-mcta",
+        backend: Backend::Gpu,
+        description: "multi-CTA radix select (row split across CTAs)",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "filtered",
+        backend: Backend::Gpu,
+        description: "threshold-filtered radix baseline",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "gvr1",
+        backend: Backend::Gpu,
+        description: "GVR V1 (guess-verify-refine with the previous step's hint)",
+        admits: "rows with hints",
+    },
+    ArmInfo {
+        name: "ss",
+        backend: Backend::Gpu,
+        description: "self-sampling GVR V2, routed to the best family per shape",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "ss-main",
+        backend: Backend::Gpu,
+        description: "self-sampling V2 forced to the main (shared-memory) family",
+        admits: "shapes the main family admits",
+    },
+    ArmInfo {
+        name: "ss-reg",
+        backend: Backend::Gpu,
+        description: "self-sampling V2 forced to the register family",
+        admits: "rows small enough for registers",
+    },
+    ArmInfo {
+        name: "ss-clus",
+        backend: Backend::Gpu,
+        description: "self-sampling V2 forced to the cluster family",
+        admits: "shapes the cluster family admits",
+    },
+    ArmInfo {
+        name: "ss-regclus",
+        backend: Backend::Gpu,
+        description: "self-sampling V2 forced to the clustered-register family",
+        admits: "shapes the clustered-register family admits",
+    },
+];
+
+const TEST_ARMS: &[ArmInfo] = &[ArmInfo {
+    name: "cpu-broken",
+    backend: Backend::Cpu,
+    description: "TEST ONLY: cpu-ref with row 0 deliberately corrupted",
+    admits: "every shape",
+}];
+
+fn test_arms_enabled() -> bool {
+    cfg!(test) || std::env::var(TEST_ARMS_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Every arm this binary knows, in a stable order.
+pub fn known_arms() -> Vec<ArmInfo> {
+    let mut arms = ARMS.to_vec();
+    if test_arms_enabled() {
+        arms.extend_from_slice(TEST_ARMS);
+    }
+    arms
+}
+
+/// The arms a run without a GPU uses.
+pub const CPU_ARMS: [&str; 2] = ["cpu-ref", "cpu-ss"];
+
+/// Split `ARM#2` into (`ARM`, Some(2)).
+fn split_twin(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('#') {
+        Some((base, suffix)) => (base, Some(suffix)),
+        None => (name, None),
+    }
+}
+
+/// Look up an arm name (A/A suffix allowed); unknown → a usage error listing
+/// the known arms.
+pub fn info(name: &str) -> Result<ArmInfo> {
+    let (base, suffix) = split_twin(name);
+    if let Some(suffix) = suffix {
+        if suffix.is_empty() || !suffix.chars().all(|c| c.is_ascii_digit()) {
+            return Err(GvrError::Usage(format!(
+                "arm `{name}`: an A/A twin is spelled ARM#<number>, e.g. `{base}#2`"
+            )));
+        }
+    }
+    known_arms()
+        .into_iter()
+        .find(|a| a.name == base)
+        .ok_or_else(|| {
+            let names: Vec<&str> = known_arms().iter().map(|a| a.name).collect();
+            GvrError::Usage(format!(
+                "unknown arm `{name}`; known arms: {}",
+                names.join(", ")
+            ))
+        })
+}
+
+/// Parse a comma-separated `--arms` list: trims, drops empties, rejects
+/// unknown and duplicate names.
+pub fn parse_arm_list(list: &str) -> Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        info(name)?;
+        if names.iter().any(|n| n == name) {
+            return Err(GvrError::Usage(format!(
+                "arm `{name}` is listed twice in --arms"
+            )));
+        }
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err(GvrError::Usage("--arms is empty".into()));
+    }
+    Ok(names)
+}
+
+/// Build an arm by name. GPU arms need `gpu`; an A/A twin `ARM#n` is a fresh
+/// instance of `ARM` whose `name()` reports the suffixed name.
+pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
+    try_create(name, gpu)?
+        .ok_or_else(|| GvrError::Usage(format!("arm `{name}` is not built into this binary yet")))
+}
+
+/// Like `create`, but `Ok(None)` for a known GPU arm whose kernels are not
+/// part of this binary yet (default arm lists skip those instead of failing).
+pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Arm>>> {
+    let info = info(name)?;
+    let base: Box<dyn Arm> = match info.name {
+        "cpu-ref" => Box::new(CpuRef::new()),
+        "cpu-ss" => deps::create_cpu_ss()?,
+        "cpu-broken" => Box::new(BrokenArm {
+            inner: CpuRef::new(),
+        }),
+        "ss" | "ss-main" => super::ss::create(info.name, gpu)?,
+        gpu_arm => {
+            let gpu = gpu.ok_or_else(|| {
+                GvrError::Usage(format!(
+                    "arm `{gpu_arm}` runs on the GPU, and this run has none (CPU arms: {})",
+                    CPU_ARMS.join(", ")
+                ))
+            })?;
+            match deps::create_gpu_arm(gpu_arm, gpu) {
+                Some(arm) => arm?,
+                None => return Ok(None),
+            }
+        }
+    };
+    if name == info.name {
+        Ok(Some(base))
+    } else {
+        Ok(Some(Box::new(Renamed {
+            inner: base,
+            name: name.to_string(),
+        })))
+    }
+}
+
+/// An A/A twin: forwards everything, reports its own name.
+struct Renamed {
+    inner: Box<dyn Arm>,
+    name: String,
+}
+
+impl Arm for Renamed {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        self.inner.admits(shape)
+    }
+    fn variant(&self, shape: &Shape) -> Option<String> {
+        self.inner.variant(shape)
+    }
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        self.inner.stage(batch)
+    }
+    fn poison_output(&mut self) -> Result<()> {
+        self.inner.poison_output()
+    }
+    fn launch(&mut self) -> Result<()> {
+        self.inner.launch()
+    }
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        self.inner.read_output()
+    }
+}
+
+/// Test-only: the reference with row 0's first slot overwritten by a copy of
+/// its second (a duplicate index), so every check of it must fail.
+struct BrokenArm {
+    inner: CpuRef,
+}
+
+impl Arm for BrokenArm {
+    fn name(&self) -> &str {
+        "cpu-broken"
+    }
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        self.inner.admits(shape)
+    }
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        self.inner.stage(batch)
+    }
+    fn poison_output(&mut self) -> Result<()> {
+        self.inner.poison_output()
+    }
+    fn launch(&mut self) -> Result<()> {
+        self.inner.launch()
+    }
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        let mut out = self.inner.read_output()?;
+        match out.len() {
+            0 => {}
+            1 => out[0] = -7, // out of range for any row
+            _ => out[0] = out[1],
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_cover_the_brief() {
+        let arms = known_arms();
+        for want in [
+            "cpu-ref",
+            "cpu-ss",
+            "radix",
+            "radix-mcta",
+            "filtered",
+            "gvr1",
+            "ss",
+            "ss-main",
+            "ss-reg",
+            "ss-clus",
+            "ss-regclus",
+        ] {
+            assert!(arms.iter().any(|a| a.name == want), "{want} missing");
+        }
+        let mut names: Vec<_> = arms.iter().map(|a| a.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), arms.len());
+    }
+
+    #[test]
+    fn unknown_arm_lists_known_ones() {
+        let err = create("radx", None).err().unwrap();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("unknown arm `radx`") && msg.contains("cpu-ref"),
+            "{msg}"
+        );
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn twin_gets_suffixed_name_and_bad_suffix_is_rejected() {
+        let twin = create("cpu-ref#2", None).unwrap();
+        assert_eq!(twin.name(), "cpu-ref#2");
+        assert_eq!(twin.backend(), Backend::Cpu);
+        assert!(create("cpu-ref#", None).is_err());
+        assert!(create("cpu-ref#b", None).is_err());
+    }
+
+    #[test]
+    fn gpu_arm_without_gpu_is_a_usage_error() {
+        let err = create("radix", None).err().unwrap();
+        assert!(err.to_string().contains("GPU"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+    }
+
+    #[test]
+    fn arm_list_parsing() {
+        assert_eq!(
+            parse_arm_list(" cpu-ref, cpu-ss ,").unwrap(),
+            vec!["cpu-ref", "cpu-ss"]
+        );
+        assert!(parse_arm_list("cpu-ref,cpu-ref").is_err());
+        assert!(parse_arm_list(",").is_err());
+        assert!(parse_arm_list("cpu-ref,nope").is_err());
+    }
+}

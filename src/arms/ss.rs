@@ -1,0 +1,782 @@
+//! `ss` and `ss-main`: the self-sampling GVR V2 streaming "main" kernel
+//! (`kernels/ss_main.cu`, GVR_V2_SPEC.md §3) on the GPU.
+//!
+//! - `ss-main` always runs main, with the split factor R of the spec's
+//!   streaming block without cluster rounding (`route_streaming(...,
+//!   force_main)`, §5.2/§5.3).
+//! - `ss` asks `route()` which family serves the shape. Only main is built so
+//!   far, so every decision runs main: with the route's R when the route picks
+//!   main, else with the forced-main R. The variant records the family the
+//!   route intended, e.g. `main(for reg)/blk1024/r1`, so reports show where
+//!   the missing families would have run.
+//!
+//! Everything that decides a launch is a pure function of the shape
+//! ([`plan`]), unit-tested without a GPU. The kernel receives the §3.0
+//! numbers of `route::main_params` as one by-value struct ([`SsMainArgs`]).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use crate::arms::{Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::gpu::sources::SS_MAIN;
+use crate::gpu::{DeviceBatch, Gpu, Workspace};
+use crate::grid::Batch;
+use crate::route::params::SPLIT_SLAB_CAP;
+use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
+
+/// The K values the kernel is built and tested for (§1.2).
+pub const SUPPORTED_K: [usize; 3] = [512, 1024, 2048];
+/// Longest row of the contract.
+pub const MAX_ROW_LEN: usize = 1 << 20;
+/// Rows are `blockIdx.y`: at most 65,535 per launch.
+pub const MAX_ROWS: usize = 65_535;
+/// Most SPLIT rows one workspace serves (`MAXC`, §7); the kernel indexes the
+/// workspace by row, so a SPLIT launch never has more rows than this.
+pub const SPLIT_MAX_ROWS: usize = 160;
+/// Workspace of SPLIT launches (§7): `g_don[160]` u64 | `g_off[160]` u32 |
+/// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
+/// match `SS_WS_*` in `kernels/ss_main.cu`.
+pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
+/// Bytes one staged survivor or crossing candidate takes in shared memory.
+/// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
+/// `bin<<22 | index` form for BLK 256 is not implemented).
+const PAIR_BYTES: usize = 8;
+
+/// `(BLK, U, SPLIT)` of every entry point compiled in `ss_main.cu`.
+pub const ENTRY_SHAPES: &[(u32, u32, bool)] = &[
+    (1024, 1, false),
+    (1024, 2, false),
+    (1024, 4, false),
+    (1024, 8, false),
+    (512, 8, false),
+    (256, 8, false),
+    (1024, 1, true),
+    (1024, 2, true),
+    (1024, 4, true),
+    (1024, 8, true),
+];
+
+/// Entry point name of a compiled shape (see `ss_main.cu`).
+pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
+    if split {
+        format!("ss_main_split_u{u}")
+    } else {
+        format!("ss_main_b{blk}_u{u}")
+    }
+}
+
+/// The kernel's by-value launch scalars: `SsMainParams` in `ss_main.cu`,
+/// field for field (16 × u32, 64 bytes, no padding).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SsMainArgs {
+    /// Row length the schedule fields were computed for; rows of another
+    /// length (varlen) recompute them in-kernel with [`row_schedule`]'s formulas.
+    pub n_plan: u32,
+    pub npad: u32,
+    pub k: u32,
+    pub r: u32,
+    pub scap: u32,
+    pub cmp: u32,
+    pub smp: u32,
+    pub ss2: u32,
+    pub tgt: u32,
+    pub tgt2: u32,
+    /// Informational: the kernel derives Q from `gridDim.x` so the slices
+    /// always cover the row.
+    pub q: u32,
+    pub aim_base: u32,
+    pub amin: u32,
+    pub sfac: u32,
+    pub small_dense_en: u32,
+    pub tsh_en: u32,
+}
+
+// SAFETY: `#[repr(C)]` plain-old-data of sixteen u32, byte-identical to the
+// kernel's `SsMainParams` (same order, 4-byte fields, no padding).
+unsafe impl DeviceRepr for SsMainArgs {}
+
+/// `aim` before the sqrt(6n) floor and the clamps (§3.0 "base").
+fn aim_base(k: usize, r: u32, big: bool) -> usize {
+    match (big, r) {
+        (true, 1) if k >= 1024 => 4 * k,
+        (true, _) => 2 * k,
+        (false, _) if k >= 1024 => 11 * k / 8,
+        (false, _) => 3 * k / 2,
+    }
+}
+
+/// The SPLIT aim floor `amin` (0 for one CTA per row).
+fn aim_min(k: usize, r: u32) -> usize {
+    match r {
+        0 | 1 => 0,
+        2 => 3 * k,
+        _ => 7 * k / 2,
+    }
+}
+
+fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
+    u32::try_from(value)
+        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
+}
+
+/// The kernel scalars of a planned launch.
+pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
+    Ok(SsMainArgs {
+        n_plan: to_u32(p.n, "n")?,
+        npad: to_u32(p.npad, "npad")?,
+        k: to_u32(p.k, "k")?,
+        r: p.r,
+        scap: to_u32(p.scap, "scap")?,
+        cmp: to_u32(p.cmp, "cmp")?,
+        smp: to_u32(p.smp, "smp")?,
+        ss2: to_u32(p.ss2, "ss2")?,
+        tgt: to_u32(p.tgt, "tgt")?,
+        tgt2: to_u32(p.tgt2, "tgt2")?,
+        q: to_u32(p.q, "q")?,
+        aim_base: to_u32(aim_base(p.k, p.r, p.big), "aim_base")?,
+        amin: to_u32(aim_min(p.k, p.r), "amin")?,
+        sfac: to_u32(p.sfac, "sfac")?,
+        small_dense_en: u32::from(p.k > 1024 && !p.big),
+        // The kernel adds the per-row gate n/4 <= 32768 (§3.0 tshg, §6.3).
+        tsh_en: u32::from(p.split && p.b > 15 && p.k <= 1024),
+    })
+}
+
+/// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
+/// row of length `n`: the launch's own numbers when `n == n_plan`, else the
+/// §3.0 formulas redone from the frozen launch knobs. This is the Rust twin
+/// of `ss_row_schedule` in `ss_main.cu` (line for line), tested against
+/// `MainParams::for_row_len`.
+pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
+    if n == a.n_plan {
+        return (a.smp, a.ss2, a.tgt, a.tgt2);
+    }
+    let k = a.k;
+    let floor6 = (0.5 + (6.0 * n as f64).sqrt()) as u32;
+    let mut aim = a.aim_base.max(floor6);
+    if a.r > 1 {
+        aim = aim.max(a.amin);
+    }
+    aim = aim.min(a.scap >> 1).max(k);
+    let small_dense = a.small_dense_en != 0 && n <= a.scap && n > 2 * k;
+    let sampled = (n > a.scap || small_dense) && (n >> 2) >= 4;
+    if !sampled {
+        return (0, 1, 0, 0);
+    }
+    let sel = (a.sfac as u64 * n as u64 / aim.max(1) as u64)
+        .max(256)
+        .min((n >> 1) as u64);
+    let half = ((n >> 2) >> 1).max(1);
+    let pairs = ((sel >> 3) as u32).max(1).min(half);
+    let ss2 = (half / pairs).max(1);
+    let smp = (half / ss2).max(1);
+    let tgt = (aim as u64 * 8 * smp as u64 / n as u64).max(1) as u32;
+    let tgt2 = (k as u64 * 8 * smp as u64 / n as u64).max(1) as u32;
+    (smp, ss2, tgt, tgt2)
+}
+
+/// Which arm is planning: `ss` follows the route, `ss-main` forces main.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Routed,
+    ForcedMain,
+}
+
+/// Split factor of the streaming block forced to main (§5.2 step 1 without
+/// the cluster rounding, as `route_streaming(..., force_main)`), with the
+/// device's SM count for 148 and the `MAXC` row cap of the workspace.
+pub fn forced_main_r(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> u32 {
+    let b = b.max(1);
+    let sms = dev.sms as usize;
+    let n4 = n >> 2;
+    let r = if b <= 32 {
+        (sms / b).min(n4.div_ceil(1024)).max(1)
+    } else if b <= sms / 2 && n4 >= 16384 && k <= 1024 {
+        2
+    } else {
+        1
+    };
+    if r > 1 && b > SPLIT_MAX_ROWS {
+        1
+    } else {
+        r as u32
+    }
+}
+
+/// Everything one launch needs, derived from the shape alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SsPlan {
+    pub params: MainParams,
+    pub args: SsMainArgs,
+    pub entry: String,
+    /// (R, rows, 1).
+    pub grid: (u32, u32, u32),
+    pub block: u32,
+    pub dyn_smem_bytes: u32,
+    /// 0 for one CTA per row.
+    pub workspace_bytes: usize,
+    /// The family the route intended (always `Main` for `ss-main`).
+    pub intended: Family,
+}
+
+impl SsPlan {
+    /// Recorded variant: `main/blk512/r1`, or `main(for reg)/blk1024/r1`
+    /// when `ss` runs main in place of a family that is not built yet.
+    pub fn variant(&self) -> String {
+        let tail = format!("blk{}/r{}", self.params.blk, self.params.r);
+        match self.intended {
+            Family::Main => format!("main/{tail}"),
+            other => format!("main(for {})/{tail}", other.name()),
+        }
+    }
+
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.block, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
+    }
+}
+
+/// `Err(reason)` for shapes the kernel does not take.
+pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
+    if !SUPPORTED_K.contains(&shape.k) {
+        return Err(format!("k = {} is not one of {SUPPORTED_K:?}", shape.k));
+    }
+    if shape.n > MAX_ROW_LEN {
+        return Err(format!("row length {} exceeds {MAX_ROW_LEN}", shape.n));
+    }
+    if shape.n > shape.npad {
+        return Err(format!(
+            "row length {} exceeds npad {}",
+            shape.n, shape.npad
+        ));
+    }
+    if shape.npad == 0 || !shape.npad.is_multiple_of(64) {
+        return Err(format!(
+            "npad = {} is not a positive multiple of 64",
+            shape.npad
+        ));
+    }
+    if u32::try_from(shape.npad).is_err() {
+        return Err(format!("npad = {} does not fit 32 bits", shape.npad));
+    }
+    if shape.rows > MAX_ROWS {
+        return Err(format!(
+            "{} rows exceed one launch's {MAX_ROWS}",
+            shape.rows
+        ));
+    }
+    Ok(())
+}
+
+/// The launch for `shape` on `dev`.
+pub fn plan(mode: Mode, shape: &Shape, dev: &DeviceProfile) -> std::result::Result<SsPlan, String> {
+    admits(shape)?;
+    let b = shape.rows.max(1);
+    let (intended, r) = match mode {
+        Mode::ForcedMain => (Family::Main, forced_main_r(b, shape.n, shape.k, dev)),
+        Mode::Routed => {
+            let decision = route(b, shape.n, shape.npad, shape.k, dev);
+            match decision.family {
+                Family::Main => (Family::Main, decision.ctas_per_row),
+                other => (other, forced_main_r(b, shape.n, shape.k, dev)),
+            }
+        }
+    };
+    let params = main_params(b, shape.n, shape.npad, shape.k, r, dev);
+    if params.split && (params.blk != 1024 || b > SPLIT_MAX_ROWS) {
+        // Cannot happen with the route's R (R > 1 implies b·R ≤ SMs); kept
+        // as a refusal rather than a wrong launch.
+        return Err(format!(
+            "SPLIT plan with BLK {} and {b} rows is not compiled",
+            params.blk
+        ));
+    }
+    let entry = entry_name(params.blk, params.u, params.split);
+    if !ENTRY_SHAPES.contains(&(params.blk, params.u, params.split)) {
+        return Err(format!("no compiled entry point {entry}"));
+    }
+    let dyn_smem = (params.scap + 4 + params.cmp + 1) * PAIR_BYTES;
+    if dyn_smem > dev.smem_optin as usize {
+        return Err(format!(
+            "{dyn_smem} B of shared memory exceed the device's {}",
+            dev.smem_optin
+        ));
+    }
+    Ok(SsPlan {
+        args: kernel_args(&params)?,
+        entry,
+        grid: (params.r, to_u32(shape.rows, "rows")?, 1),
+        block: params.blk,
+        dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
+        workspace_bytes: if params.split { WORKSPACE_BYTES } else { 0 },
+        intended,
+        params,
+    })
+}
+
+/// The device profile the arm plans for: the H200 profile of `route`, with
+/// the SM count of the device actually opened.
+fn profile_for(gpu: &Gpu) -> DeviceProfile {
+    DeviceProfile {
+        sms: gpu.facts.sms.max(1),
+        ..DeviceProfile::h200()
+    }
+}
+
+/// Build the `ss` or `ss-main` arm (registry entry point).
+pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
+    let mode = match name {
+        "ss" => Mode::Routed,
+        "ss-main" => Mode::ForcedMain,
+        other => {
+            return Err(GvrError::Usage(format!(
+                "arm `{other}` is not built by arms::ss"
+            )))
+        }
+    };
+    let gpu = gpu.ok_or_else(|| {
+        GvrError::Usage(format!(
+            "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
+        ))
+    })?;
+    Ok(Box::new(SsMain::new(mode, gpu)))
+}
+
+/// The GPU arm.
+pub struct SsMain {
+    mode: Mode,
+    gpu: Arc<Gpu>,
+    device: DeviceProfile,
+    /// (entry, function) of the last plan's entry point.
+    function: Option<(String, CudaFunction)>,
+    /// Largest dynamic shared memory the current function may use so far.
+    smem_allowed: u32,
+    batch: Option<DeviceBatch>,
+    plan: Option<SsPlan>,
+    workspace: Workspace,
+}
+
+impl SsMain {
+    pub fn new(mode: Mode, gpu: Arc<Gpu>) -> SsMain {
+        SsMain {
+            mode,
+            device: profile_for(&gpu),
+            workspace: Workspace::new(&gpu),
+            gpu,
+            function: None,
+            smem_allowed: 0,
+            batch: None,
+            plan: None,
+        }
+    }
+
+    fn arm_name(&self) -> &'static str {
+        match self.mode {
+            Mode::Routed => "ss",
+            Mode::ForcedMain => "ss-main",
+        }
+    }
+
+    fn not_staged(&self) -> GvrError {
+        GvrError::Other(anyhow::anyhow!(
+            "arm {}: launch before stage",
+            self.arm_name()
+        ))
+    }
+
+    fn ensure_function(&mut self, plan: &SsPlan) -> Result<()> {
+        let stale = self
+            .function
+            .as_ref()
+            .is_none_or(|(entry, _)| *entry != plan.entry);
+        if stale {
+            let module = self.gpu.module(&SS_MAIN, &[])?;
+            let function = self.gpu.function(&module, &plan.entry)?;
+            self.function = Some((plan.entry.clone(), function));
+            self.smem_allowed = 0;
+        }
+        // Above the 48 KiB default a kernel must opt in to its dynamic smem.
+        if plan.dyn_smem_bytes > self.smem_allowed {
+            if let Some((_, f)) = &self.function {
+                self.gpu
+                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
+            }
+            self.smem_allowed = plan.dyn_smem_bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Arm for SsMain {
+    fn name(&self) -> &str {
+        self.arm_name()
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        plan(self.mode, shape, &self.device).map(|_| ())
+    }
+
+    fn variant(&self, shape: &Shape) -> Option<String> {
+        plan(self.mode, shape, &self.device)
+            .ok()
+            .map(|p| p.variant())
+    }
+
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        let shape = Shape::of(batch);
+        let plan = plan(self.mode, &shape, &self.device).map_err(|reason| {
+            GvrError::Usage(format!(
+                "arm {} does not admit this batch: {reason}",
+                self.arm_name()
+            ))
+        })?;
+        self.ensure_function(&plan)?;
+        // Allocated (zeroed) once and kept: the kernel restores it to zero.
+        self.workspace.ensure(plan.workspace_bytes)?;
+        self.batch = None; // free the previous batch before uploading the next
+        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn poison_output(&mut self) -> Result<()> {
+        // Re-zero the workspace outside timing: a launch aborted mid-row
+        // would otherwise leave nonzero counters behind (§7).
+        self.workspace.zero()?;
+        match self.batch.as_mut() {
+            Some(batch) => batch.poison_output(),
+            None => Err(self.not_staged()),
+        }
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Err(self.not_staged());
+        };
+        if plan.grid.1 == 0 {
+            return Ok(());
+        }
+        let (Some((entry, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
+            return Err(GvrError::Other(anyhow::anyhow!(
+                "arm {}: launch before stage",
+                self.arm_name()
+            )));
+        };
+        let workspace = self.workspace.ensure(plan.workspace_bytes)?;
+        let mut args = self.gpu.stream.launch_builder(function);
+        args.arg(&batch.logits)
+            .arg(&batch.n)
+            .arg(&batch.hints)
+            .arg(&mut batch.output)
+            .arg(&plan.args)
+            .arg(workspace);
+        // SAFETY: the argument list matches the `ss_main_*` entry points in
+        // kernels/ss_main.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k], the by-value SsMainParams (SsMainArgs, same layout),
+        // and a zeroed workspace of WORKSPACE_BYTES for SPLIT plans (unused
+        // otherwise). Grid (R, rows), BLK threads, the planned dynamic smem.
+        unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
+            name: entry.clone(),
+            message: format!("launch failed: {e:?}"),
+        })?;
+        Ok(())
+    }
+
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
+        self.gpu.synchronize()?;
+        batch.download_output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(rows: usize, n: usize, k: usize) -> Shape {
+        Shape {
+            rows,
+            n,
+            npad: n.div_ceil(64).max(1) * 64,
+            k,
+        }
+    }
+
+    #[test]
+    fn args_struct_is_sixteen_packed_u32() {
+        assert_eq!(std::mem::size_of::<SsMainArgs>(), 64);
+        assert_eq!(std::mem::align_of::<SsMainArgs>(), 4);
+    }
+
+    #[test]
+    fn kernel_constants_match_the_workspace_layout() {
+        let code = SS_MAIN.code;
+        for needle in [
+            "#define SS_MAXC 160u",
+            "#define SS_GCAP 16384u",
+            "#define SS_WS_OFF_OFFSET 1280u",
+            "#define SS_WS_SLAB_OFFSET 2048u",
+        ] {
+            assert!(code.contains(needle), "ss_main.cu lacks `{needle}`");
+        }
+        assert_eq!(SPLIT_SLAB_CAP, 16384);
+        assert_eq!(WORKSPACE_BYTES, 20_973_568, "spec §7 size");
+    }
+
+    #[test]
+    fn kernel_params_struct_lists_the_fields_in_order() {
+        // Field order of SsMainParams in the kernel must equal SsMainArgs.
+        let code = SS_MAIN.code;
+        let body = &code[code.find("struct SsMainParams {").expect("struct present")..];
+        let body = &body[..body.find("};").expect("struct end")];
+        let fields: Vec<&str> = body
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.trim().strip_prefix("u32 "))
+            .map(|l| l.split(';').next().unwrap_or("").trim())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "n_plan",
+                "npad",
+                "k",
+                "r",
+                "scap",
+                "cmp",
+                "smp",
+                "ss2",
+                "tgt",
+                "tgt2",
+                "q",
+                "aim_base",
+                "amin",
+                "sfac",
+                "small_dense_en",
+                "tsh_en"
+            ]
+        );
+    }
+
+    #[test]
+    fn entry_names_follow_the_shapes() {
+        assert_eq!(entry_name(512, 8, false), "ss_main_b512_u8");
+        assert_eq!(entry_name(1024, 4, true), "ss_main_split_u4");
+    }
+
+    #[test]
+    fn row_schedule_equals_the_spec_formulas_for_every_row_length() {
+        let dev = DeviceProfile::h200();
+        for k in SUPPORTED_K {
+            for (b, r) in [
+                (1usize, 1u32),
+                (1, 132),
+                (1, 2),
+                (16, 8),
+                (20, 6),
+                (64, 2),
+                (132, 1),
+                (256, 1),
+                (512, 1),
+            ] {
+                let launch_n = 262_144usize;
+                let launch = main_params(b, launch_n, launch_n, k, r, &dev);
+                let args = kernel_args(&launch).unwrap();
+                let mut ns: Vec<usize> = (0..80).map(|i| 1 + i * 3_313).collect();
+                ns.extend([
+                    k,
+                    k + 1,
+                    2 * k,
+                    2 * k + 1,
+                    4096,
+                    8191,
+                    8192,
+                    8193,
+                    16384,
+                    16385,
+                    launch_n,
+                ]);
+                for n in ns.into_iter().filter(|&n| n <= launch_n) {
+                    let want = launch.for_row_len(n);
+                    let got = row_schedule(&args, n as u32);
+                    assert_eq!(
+                        got,
+                        (
+                            want.smp as u32,
+                            want.ss2 as u32,
+                            want.tgt as u32,
+                            want.tgt2 as u32
+                        ),
+                        "b={b} r={r} k={k} n={n}"
+                    );
+                    // The sample never reads past the row (float4 pairs).
+                    assert!(got.0 as usize * got.1 as usize * 8 <= n, "b={b} n={n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn forced_main_r_follows_the_streaming_block() {
+        let dev = DeviceProfile::h200();
+        assert_eq!(forced_main_r(1, 1 << 20, 1024, &dev), 132);
+        assert_eq!(forced_main_r(1, 131_072, 2048, &dev), 32);
+        assert_eq!(forced_main_r(4, 131_072, 512, &dev), 32);
+        assert_eq!(forced_main_r(16, 131_072, 512, &dev), 8);
+        assert_eq!(forced_main_r(1, 2048, 512, &dev), 1);
+        assert_eq!(forced_main_r(64, 65_536, 1024, &dev), 2);
+        assert_eq!(forced_main_r(64, 65_536, 2048, &dev), 1);
+        assert_eq!(
+            forced_main_r(67, 1 << 20, 512, &dev),
+            1,
+            "more than SMs/2 rows"
+        );
+        assert_eq!(
+            forced_main_r(0, 1 << 20, 512, &dev),
+            132,
+            "0 rows plans as one"
+        );
+    }
+
+    #[test]
+    fn ss_main_plans_match_main_params() {
+        let dev = DeviceProfile::h200();
+        let p = plan(Mode::ForcedMain, &shape(256, 262_144, 2048), &dev).unwrap();
+        assert_eq!(
+            (p.block, p.grid, p.entry.as_str()),
+            (512, (1, 256, 1), "ss_main_b512_u8")
+        );
+        assert_eq!(p.variant(), "main/blk512/r1");
+        assert_eq!(p.workspace_bytes, 0);
+        assert_eq!(p.dyn_smem_bytes as usize, (8192 + 4 + 1024 + 1) * 8);
+
+        let p = plan(Mode::ForcedMain, &shape(1, 131_072, 2048), &dev).unwrap();
+        assert_eq!((p.grid, p.block), ((32, 1, 1), 1024));
+        assert!(p.params.split && p.entry.starts_with("ss_main_split_u"));
+        assert_eq!(p.workspace_bytes, WORKSPACE_BYTES);
+        assert_eq!(p.variant(), "main/blk1024/r32");
+
+        let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
+        assert_eq!((p.block, p.entry.as_str()), (256, "ss_main_b256_u8"));
+    }
+
+    #[test]
+    fn ss_records_the_family_the_route_intended() {
+        let dev = DeviceProfile::h200();
+        let p = plan(Mode::Routed, &shape(1, 2048, 512), &dev).unwrap();
+        assert_eq!(p.intended, Family::Reg);
+        assert_eq!(p.variant(), "main(for reg)/blk1024/r1");
+        let p = plan(Mode::Routed, &shape(31, 131_072, 512), &dev).unwrap();
+        assert_eq!(p.intended, Family::Clus);
+        assert!(
+            p.variant().starts_with("main(for clus)/blk1024/r"),
+            "{}",
+            p.variant()
+        );
+        // Where the route picks main, ss and ss-main plan the same launch.
+        let s = shape(1, 1 << 20, 1024);
+        let routed = plan(Mode::Routed, &s, &dev).unwrap();
+        assert_eq!(routed.intended, Family::Main);
+        assert_eq!(routed, plan(Mode::ForcedMain, &s, &dev).unwrap());
+    }
+
+    #[test]
+    fn every_plan_is_launchable_and_covers_the_row() {
+        let dev = DeviceProfile::h200();
+        let mut bs: Vec<usize> = vec![
+            1, 2, 3, 15, 16, 17, 31, 32, 33, 65, 66, 67, 131, 132, 133, 263, 264, 265, 1000, 1024,
+        ];
+        bs.sort();
+        let ns = [
+            0usize,
+            1,
+            511,
+            512,
+            513,
+            2047,
+            2049,
+            4096,
+            6144,
+            16_385,
+            65_536,
+            131_075,
+            262_144,
+            1 << 20,
+        ];
+        for mode in [Mode::Routed, Mode::ForcedMain] {
+            for k in SUPPORTED_K {
+                for &b in &bs {
+                    for &n in &ns {
+                        let s = shape(b, n, k);
+                        let p = plan(mode, &s, &dev)
+                            .unwrap_or_else(|e| panic!("{mode:?} b={b} n={n} k={k}: {e}"));
+                        let ctx = format!("{mode:?} b={b} n={n} k={k}: {p:?}");
+                        assert!(
+                            ENTRY_SHAPES.contains(&(p.params.blk, p.params.u, p.params.split)),
+                            "{ctx}"
+                        );
+                        assert!(p.dyn_smem_bytes <= dev.smem_optin, "{ctx}");
+                        assert_eq!(p.grid.0, p.params.r, "{ctx}");
+                        assert_eq!(p.grid.1 as usize, b, "{ctx}");
+                        assert_eq!(p.block, p.params.blk, "{ctx}");
+                        // R CTAs of ⌈n4/R⌉ float4 cover every float4 of the row.
+                        let n4 = n >> 2;
+                        assert!(
+                            p.params.r as usize * n4.div_ceil(p.params.r as usize) >= n4,
+                            "{ctx}"
+                        );
+                        if p.params.split {
+                            assert!(
+                                b <= SPLIT_MAX_ROWS && p.workspace_bytes == WORKSPACE_BYTES,
+                                "{ctx}"
+                            );
+                            assert!(b as u64 * p.params.r as u64 <= dev.sms as u64, "{ctx}");
+                        }
+                        assert_eq!(p.args.k as usize, k);
+                        assert_eq!(p.args.n_plan as usize, n);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_shapes_are_refused_with_a_reason() {
+        let dev = DeviceProfile::h200();
+        let err = plan(Mode::Routed, &shape(1, 4096, 256), &dev).unwrap_err();
+        assert!(err.contains("k = 256"), "{err}");
+        let err = plan(Mode::ForcedMain, &shape(1, MAX_ROW_LEN + 64, 512), &dev).unwrap_err();
+        assert!(err.contains("exceeds"), "{err}");
+        let err = plan(Mode::ForcedMain, &shape(MAX_ROWS + 1, 4096, 512), &dev).unwrap_err();
+        assert!(err.contains("rows"), "{err}");
+        let bad_pad = Shape {
+            rows: 1,
+            n: 100,
+            npad: 100,
+            k: 512,
+        };
+        assert!(plan(Mode::ForcedMain, &bad_pad, &dev)
+            .unwrap_err()
+            .contains("npad"));
+    }
+
+    #[test]
+    fn create_without_gpu_is_a_usage_error() {
+        for name in ["ss", "ss-main"] {
+            let err = create(name, None).err().expect("no GPU");
+            assert_eq!(err.exit_code(), 2, "{err}");
+            assert!(err.to_string().contains("GPU"), "{err}");
+        }
+        assert!(create("radix", None).is_err());
+    }
+}

@@ -1,1 +1,0 @@
-//! `gvr-bench capture synth`: realistic synthetic decode captures.

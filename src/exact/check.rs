@@ -1,0 +1,342 @@
+//! The tie-aware exactness checker (METHOD.md §4).
+//!
+//! A row of length `n` is exact when:
+//! * `n <= k` (short row): slots `0..n` hold a permutation of `0..n` (any
+//!   order) and slots `n..k` hold `-1`;
+//! * `n > k`: the `k` indices are unique, all in `[0, n)`, and the multiset of
+//!   gathered values (signed zeros merged, compared bitwise) equals the
+//!   multiset of the row's `k` largest values. Tied values are
+//!   interchangeable, so index identity is never required.
+//!
+//! The value test avoids sorting the row: with `T` the k-th largest key and
+//! `G` the number of row values strictly above `T`, a set of `k` unique
+//! in-range indices has the top-k value multiset iff every selected key is
+//! `>= T` and exactly `G` selected keys are `> T` (a subset of the `G`
+//! above-threshold positions of the same size is all of them; the rest are
+//! ties at `T`). The fast path needs no selection at all: taking `T` to be
+//! the smallest *selected* key, the same count test holds iff the answer is
+//! exact, so a correct row costs one streaming pass. Only a wrong row pays
+//! for a `select_nth_unstable` to find the true `T` for the message.
+//!
+//! NaN is ordered above +inf (see [`order_key`]); NaN order is
+//! implementation-specific upstream and certify never generates NaN.
+
+use rayon::prelude::*;
+
+use super::reference::order_key;
+use super::{ExactStatus, UNWRITTEN};
+use crate::grid::Batch;
+
+/// Check one row's output against the tie-aware rule. `row` is the valid
+/// prefix (length `n`), `out` the row's `k` output slots.
+pub fn check_row(row: &[f32], k: usize, out: &[i32]) -> Result<(), String> {
+    let mut scratch = Scratch::default();
+    check_row_with(&mut scratch, row, k, out)
+}
+
+/// Check every row of `batch` against `out` (`[rows, k]` row-major).
+///
+/// An unwritten slot anywhere takes precedence (it means the arm skipped
+/// work, which is a different failure from a wrong answer); otherwise rows
+/// are checked in parallel and the first bad row by index is reported.
+pub fn check_batch(batch: &Batch, out: &[i32]) -> ExactStatus {
+    let k = batch.k;
+    let expected = batch.rows * k;
+    if out.len() != expected {
+        return ExactStatus::Failed {
+            message: format!(
+                "output has {} slots, expected rows·k = {}·{} = {expected}",
+                out.len(),
+                batch.rows,
+                k
+            ),
+        };
+    }
+    if batch.n.len() != batch.rows || batch.logits.len() < batch.rows * batch.npad {
+        return ExactStatus::Failed {
+            message: format!(
+                "malformed batch: {} rows, {} lengths, {} logits for npad {}",
+                batch.rows,
+                batch.n.len(),
+                batch.logits.len(),
+                batch.npad
+            ),
+        };
+    }
+    if let Some(pos) = out.iter().position(|&v| v == UNWRITTEN) {
+        return ExactStatus::Unwritten {
+            row: pos / k.max(1),
+            slot: pos % k.max(1),
+        };
+    }
+    if let Some(r) = batch.n.iter().position(|&n| n as usize > batch.npad) {
+        return ExactStatus::Failed {
+            message: format!("row {r}: length {} exceeds npad {}", batch.n[r], batch.npad),
+        };
+    }
+    let first_bad = (0..batch.rows)
+        .into_par_iter()
+        .map_init(Scratch::default, |scratch, r| {
+            check_row_with(scratch, batch.row(r), k, &out[r * k..(r + 1) * k])
+                .err()
+                .map(|reason| (r, reason))
+        })
+        .find_map_first(|bad| bad);
+    match first_bad {
+        Some((row, reason)) => ExactStatus::Wrong { row, reason },
+        None => ExactStatus::Exact,
+    }
+}
+
+/// Buffers reused across rows so a batch check does not allocate per row.
+#[derive(Default)]
+struct Scratch {
+    keys: Vec<u32>,
+    /// (index, slot) pairs of the output, sorted by index.
+    selected: Vec<(i32, usize)>,
+}
+
+fn check_row_with(scratch: &mut Scratch, row: &[f32], k: usize, out: &[i32]) -> Result<(), String> {
+    let n = row.len();
+    if out.len() != k {
+        return Err(format!(
+            "row output has {} slots, expected k = {k}",
+            out.len()
+        ));
+    }
+    if n <= k {
+        return check_short_row(scratch, n, out);
+    }
+    for (slot, &idx) in out.iter().enumerate() {
+        if idx < 0 || idx as usize >= n {
+            return Err(format!("slot {slot}: index {idx} out of range [0, {n})"));
+        }
+    }
+    check_unique(scratch, out)?;
+    if k == 0 {
+        return Ok(());
+    }
+
+    // Fast path, one streaming pass: with m the smallest selected key, the
+    // answer is exact iff every row value above m was selected (then the
+    // k-th largest is m and the rest of the selection are ties at m).
+    let min_selected = out
+        .iter()
+        .map(|&idx| order_key(row[idx as usize]))
+        .min()
+        .unwrap_or(u32::MAX);
+    let selected_above_min = out
+        .iter()
+        .filter(|&&idx| order_key(row[idx as usize]) > min_selected)
+        .count();
+    let row_above_min = row.iter().filter(|&&x| order_key(x) > min_selected).count();
+    if row_above_min == selected_above_min {
+        return Ok(());
+    }
+    diagnose_values(scratch, row, k, out)
+}
+
+/// Slow path for a wrong value multiset: find the true k-th largest and say
+/// what is wrong relative to it.
+fn diagnose_values(
+    scratch: &mut Scratch,
+    row: &[f32],
+    k: usize,
+    out: &[i32],
+) -> Result<(), String> {
+    scratch.keys.clear();
+    scratch.keys.extend(row.iter().map(|&x| order_key(x)));
+    let (above, &mut kth_key, _) = scratch.keys.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+    let row_above = above.iter().filter(|&&key| key > kth_key).count();
+    let kth_value = value_of_key(row, kth_key);
+
+    let mut selected_below = 0usize;
+    let mut first_below: Option<(usize, i32)> = None;
+    let mut selected_above = 0usize;
+    for (slot, &idx) in out.iter().enumerate() {
+        let key = order_key(row[idx as usize]);
+        if key < kth_key {
+            selected_below += 1;
+            first_below.get_or_insert((slot, idx));
+        } else if key > kth_key {
+            selected_above += 1;
+        }
+    }
+    if let Some((slot, idx)) = first_below {
+        return Err(format!(
+            "value multiset differs: {selected_below} selected values below the k-th largest {kth_value:e} \
+             (first: slot {slot} index {idx} value {:e})",
+            row[idx as usize]
+        ));
+    }
+    if selected_above != row_above {
+        // Every selected key is >= T, so some value above T was left out in
+        // favour of a tie at T. Name one missing index (slow path, failure only).
+        let missing = row.iter().enumerate().find(|&(i, &x)| {
+            order_key(x) > kth_key
+                && scratch
+                    .selected
+                    .binary_search_by_key(&(i as i32), |&(idx, _)| idx)
+                    .is_err()
+        });
+        let detail = match missing {
+            Some((i, &x)) => format!(" (first missing: index {i} value {x:e})"),
+            None => String::new(),
+        };
+        return Err(format!(
+            "value multiset differs: {} of the {row_above} values above the k-th largest {kth_value:e} \
+             are not selected{detail}",
+            row_above - selected_above
+        ));
+    }
+    Ok(())
+}
+
+/// Short row (n <= k): a permutation of 0..n in slots 0..n, then -1.
+fn check_short_row(scratch: &mut Scratch, n: usize, out: &[i32]) -> Result<(), String> {
+    for (slot, &idx) in out.iter().enumerate().take(n) {
+        if idx < 0 || idx as usize >= n {
+            return Err(format!(
+                "short row (n = {n} <= k = {}): slot {slot}: index {idx} out of range [0, {n})",
+                out.len()
+            ));
+        }
+    }
+    check_unique(scratch, &out[..n])?;
+    if let Some((slot, &idx)) = out.iter().enumerate().skip(n).find(|&(_, &idx)| idx != -1) {
+        return Err(format!(
+            "short row (n = {n} <= k = {}): slot {slot}: expected -1 after the identity, found {idx}",
+            out.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Fails on the first repeated index (lowest index value); leaves
+/// `scratch.selected` sorted by index for membership queries.
+fn check_unique(scratch: &mut Scratch, out: &[i32]) -> Result<(), String> {
+    scratch.selected.clear();
+    scratch
+        .selected
+        .extend(out.iter().enumerate().map(|(slot, &idx)| (idx, slot)));
+    scratch.selected.sort_unstable();
+    for pair in scratch.selected.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            return Err(format!(
+                "duplicate index {} at slots {} and {}",
+                pair[0].0, pair[0].1, pair[1].1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A row value whose key is `key` (for messages; the key came from this row).
+fn value_of_key(row: &[f32], key: u32) -> f32 {
+    row.iter()
+        .copied()
+        .find(|&x| order_key(x) == key)
+        .unwrap_or(f32::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exact::reference_topk;
+
+    #[test]
+    fn accepts_reference_and_any_tie_order() {
+        let row = [1.0, 5.0, 3.0, 5.0, -2.0, 3.0, 3.0];
+        let k = 3;
+        let reference = reference_topk(&row, k);
+        assert_eq!(check_row(&row, k, &reference), Ok(()));
+        // 5, 5, and any one of the three 3.0s.
+        assert_eq!(check_row(&row, k, &[6, 3, 1]), Ok(()));
+    }
+
+    #[test]
+    fn rejects_missing_value_above_threshold() {
+        let row = [5.0, 3.0, 3.0, 3.0];
+        let err = check_row(&row, 2, &[1, 2]).unwrap_err();
+        assert!(err.contains("first missing: index 0"), "{err}");
+    }
+
+    #[test]
+    fn rejects_value_below_threshold() {
+        let row = [5.0, 4.0, 1.0, 0.5];
+        let err = check_row(&row, 2, &[0, 3]).unwrap_err();
+        assert!(err.contains("1 selected values below"), "{err}");
+        assert!(err.contains("index 3"), "{err}");
+    }
+
+    #[test]
+    fn merges_signed_zeros() {
+        let row = [-0.0, 1.0, 0.0, -1.0];
+        assert_eq!(check_row(&row, 2, &[1, 0]), Ok(()));
+        assert_eq!(check_row(&row, 2, &[2, 1]), Ok(()));
+    }
+
+    /// Brute-force oracle: sort both value multisets and compare bitwise.
+    fn oracle_exact(row: &[f32], k: usize, out: &[i32]) -> bool {
+        let norm = |x: f32| order_key(x);
+        let mut all: Vec<u32> = row.iter().map(|&x| norm(x)).collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        let mut picked: Vec<u32> = out.iter().map(|&i| norm(row[i as usize])).collect();
+        picked.sort_unstable_by(|a, b| b.cmp(a));
+        picked == all[..k]
+    }
+
+    #[test]
+    fn fast_path_agrees_with_sorting_oracle_on_random_selections() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let mut exact_seen = 0;
+        let mut wrong_seen = 0;
+        for _ in 0..3000 {
+            let n = rng.random_range(2..40);
+            let k = rng.random_range(1..n);
+            // Few distinct levels (with ±0) so ties and near-misses are common.
+            let levels = [
+                -0.0f32,
+                0.0,
+                1.0,
+                1.0f32.next_up(),
+                2.0,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+            ];
+            let row: Vec<f32> = (0..n)
+                .map(|_| levels[rng.random_range(0..levels.len())])
+                .collect();
+            // A random k-subset, biased towards large values half of the time.
+            let mut idx: Vec<i32> = (0..n as i32).collect();
+            if rng.random_bool(0.5) {
+                idx.sort_by(|&a, &b| order_key(row[b as usize]).cmp(&order_key(row[a as usize])));
+                let swaps = rng.random_range(0..3);
+                for _ in 0..swaps {
+                    let a = rng.random_range(0..k);
+                    let b = rng.random_range(k..n);
+                    idx.swap(a, b);
+                }
+            } else {
+                for i in 0..k {
+                    let j = rng.random_range(i..n);
+                    idx.swap(i, j);
+                }
+            }
+            let out = &idx[..k];
+            let want = oracle_exact(&row, k, out);
+            let got = check_row(&row, k, out);
+            assert_eq!(got.is_ok(), want, "row {row:?} k {k} out {out:?}: {got:?}");
+            if want {
+                exact_seen += 1;
+            } else {
+                wrong_seen += 1;
+            }
+        }
+        assert!(
+            exact_seen > 300 && wrong_seen > 300,
+            "{exact_seen} exact / {wrong_seen} wrong"
+        );
+    }
+}

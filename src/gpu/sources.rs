@@ -1,0 +1,197 @@
+//! The CUDA sources compiled into the binary, and the table of
+//! specialisations (`-D` define lists) the arms build them with.
+//!
+//! Sources are embedded with `include_str!` so the binary is self-contained
+//! and the disk cache key can hash the exact text that was compiled.
+
+/// One `kernels/*.cu` translation unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSource {
+    /// File name under `kernels/`, e.g. `radix.cu`.
+    pub name: &'static str,
+    pub code: &'static str,
+}
+
+pub const FLUSH: KernelSource = KernelSource {
+    name: "flush.cu",
+    code: include_str!("../../kernels/flush.cu"),
+};
+pub const RADIX: KernelSource = KernelSource {
+    name: "radix.cu",
+    code: include_str!("../../kernels/radix.cu"),
+};
+pub const RADIX_MCTA: KernelSource = KernelSource {
+    name: "radix_mcta.cu",
+    code: include_str!("../../kernels/radix_mcta.cu"),
+};
+pub const FILTERED: KernelSource = KernelSource {
+    name: "filtered.cu",
+    code: include_str!("../../kernels/filtered.cu"),
+};
+pub const GVR1: KernelSource = KernelSource {
+    name: "gvr1.cu",
+    code: include_str!("../../kernels/gvr1.cu"),
+};
+pub const SS_MAIN: KernelSource = KernelSource {
+    name: "ss_main.cu",
+    code: include_str!("../../kernels/ss_main.cu"),
+};
+
+/// Every translation unit under `kernels/`. Add new `.cu` files here (one
+/// line) and, if they need specialisations, to [`variants`].
+pub static ALL: &[KernelSource] = &[FLUSH, RADIX, RADIX_MCTA, FILTERED, GVR1, SS_MAIN];
+
+/// In-memory headers handed to NVRTC (`nvrtcCreateProgram` headers), so
+/// `#include "common.cuh"` resolves without any file system or CUDA headers.
+pub static HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("ss_common.cuh", include_str!("../../kernels/ss_common.cuh")),
+];
+
+/// A `-D NAME=VALUE` specialisation list.
+pub type Defines = Vec<(&'static str, String)>;
+
+/// Every (source, defines) combination the arms compile. The NVRTC compile
+/// test builds each of them and gates spills, so a specialisation that an arm
+/// uses but that is missing here escapes the gate: the kernel engineer
+/// extends this table together with the arm.
+pub fn variants() -> Vec<(KernelSource, Defines)> {
+    let mut table: Vec<(KernelSource, Defines)> = Vec::new();
+    // Sources without specialisations are compiled once as written.
+    for source in ALL {
+        table.push((*source, Vec::new()));
+    }
+    // Specialisations go here, one push per define list an arm compiles, e.g.
+    // `table.push((RADIX, vec![("TOPK_K", "2048".into())]));`
+    table
+}
+
+/// Look a source up by file name (`radix.cu`).
+pub fn by_name(name: &str) -> Option<KernelSource> {
+    ALL.iter().copied().find(|s| s.name == name)
+}
+
+/// Entry points whose register spills fail the compile gate: every kernel
+/// except the harness utilities in `flush.cu` (all named `flush*`).
+pub fn is_hot_entry(entry: &str) -> bool {
+    !entry.starts_with("flush")
+}
+
+/// Names of the `extern "C" __global__` entry points declared in `code`
+/// (a plain text scan; enough for our self-contained sources).
+pub fn declared_entries(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let marker = "__global__";
+    let mut rest = code;
+    while let Some(pos) = rest.find(marker) {
+        let after = &rest[pos + marker.len()..];
+        let before = &rest[..pos];
+        // Require `extern "C"` on the same declaration (within the line).
+        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let is_extern_c = before[line_start..].contains("extern \"C\"");
+        if is_extern_c {
+            if let Some(name) = entry_name_after_global(after) {
+                names.push(name);
+            }
+        }
+        rest = after;
+    }
+    names
+}
+
+/// Attribute macros that sit between `__global__` and the kernel name and
+/// carry their own parenthesised arguments.
+const KERNEL_ATTRIBUTES: [&str; 3] = ["__launch_bounds__", "__cluster_dims__", "__maxnreg__"];
+
+/// The kernel name in `void __launch_bounds__(256) name(args...)`: the last
+/// identifier before the first `(` that does not open an attribute.
+fn entry_name_after_global(text: &str) -> Option<String> {
+    let mut cursor = 0;
+    loop {
+        let paren = cursor + text[cursor..].find('(')?;
+        let head = text[cursor..paren].trim_end();
+        let ident_len = head
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .count();
+        let ident = &head[head.len() - ident_len..];
+        if KERNEL_ATTRIBUTES.contains(&ident) {
+            let close = paren + text[paren..].find(')')?;
+            cursor = close + 1;
+            continue;
+        }
+        return if ident.is_empty() {
+            None
+        } else {
+            Some(ident.to_string())
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_sources_have_distinct_names_and_are_listed_in_variants() {
+        let mut names: Vec<_> = ALL.iter().map(|s| s.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        let table = variants();
+        for s in ALL {
+            assert!(
+                table.iter().any(|(v, _)| v.name == s.name),
+                "{} missing",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn flush_kernels_are_found_and_cold() {
+        let entries = declared_entries(FLUSH.code);
+        assert!(entries.contains(&"flush_l2".to_string()), "{entries:?}");
+        assert!(
+            entries.contains(&"flush_noop_probe".to_string()),
+            "{entries:?}"
+        );
+        assert!(entries.iter().all(|e| !is_hot_entry(e)));
+        assert!(is_hot_entry("radix_topk"));
+    }
+
+    #[test]
+    fn declared_entries_skips_device_functions_and_non_extern() {
+        let code = "__device__ int f(int x);\n__global__ void mangled(int*);\n\
+                    extern \"C\" __global__ void __launch_bounds__(256) hot_a(float* x) {}\n\
+                    extern \"C\" __global__ void hot_b (int n) {}\n";
+        assert_eq!(declared_entries(code), vec!["hot_a", "hot_b"]);
+    }
+
+    #[test]
+    fn every_cu_file_on_disk_is_listed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels");
+        for entry in std::fs::read_dir(dir).expect("kernels/ exists") {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".cu") {
+                assert!(
+                    by_name(&name).is_some(),
+                    "kernels/{name} is not in gpu::sources::ALL"
+                );
+            }
+            if name.ends_with(".cuh") {
+                assert!(
+                    HEADERS.iter().any(|(h, _)| *h == name),
+                    "kernels/{name} is not in gpu::sources::HEADERS"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn by_name_finds_sources() {
+        assert_eq!(by_name("flush.cu").map(|s| s.name), Some("flush.cu"));
+        assert!(by_name("nope.cu").is_none());
+    }
+}

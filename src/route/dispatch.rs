@@ -1,0 +1,448 @@
+//! `route(b, n, npad, k)`: which self-sampling family serves a shape
+//! (GVR_V2_SPEC.md §5, the frozen HOST-B dispatch), with the H200 changes:
+//!
+//! - every constant that is the SM count (148) is `dev.sms`; 74 and 296 (half
+//!   and double waves) are `sms/2` and `2·sms` (§5.4 recommendation);
+//! - a cluster shape is only chosen when `DeviceProfile::cluster_fits` says
+//!   all `b` clusters are co-resident (the measured
+//!   `cudaOccupancyMaxActiveClusters` row of §8.2 for 1024-thread, 1-CTA/SM
+//!   kernels), which replaces the B200 "cs = 8 needs b ≤ 15" veto.
+//!
+//! The function is total and pure: any (b, n, npad, k) gets a decision.
+//! `b = 0` is routed as one row (a zero-row launch is a no-op anyway).
+
+use serde::Serialize;
+
+use super::params::{clus_params, kpt_for, main_params, MainParams};
+use super::DeviceProfile;
+
+/// The self-sampling kernel families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// Streaming, R CTAs per row (SPLIT when R > 1).
+    Main,
+    /// Register-resident, one CTA per row.
+    Reg,
+    /// Register-resident with the row image in shared memory.
+    RegImg,
+    /// Clustered streaming (CS CTAs per row).
+    Clus,
+    /// Clustered register-resident (CS CTAs per row).
+    RegClus,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Main => "main",
+            Family::Reg => "reg",
+            Family::RegImg => "regimg",
+            Family::Clus => "clus",
+            Family::RegClus => "reg_clus",
+        }
+    }
+}
+
+/// The knobs of a register-resident plan (§4.1 / §4.3 / §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RegPlan {
+    /// float4 per thread held in registers.
+    pub vpt: u32,
+    /// Histogram bins.
+    pub nbh: u32,
+    /// Hint slots per thread.
+    pub kpt: u32,
+    /// Whole-row bracket (`n ≤ 4k + 64`).
+    pub deg: bool,
+    /// Cursor emit form.
+    pub cur: bool,
+    /// Crossing-candidate capacity.
+    pub cmp: usize,
+    /// O(m²) rank gate.
+    pub qc: usize,
+}
+
+/// One dispatch decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RouteDecision {
+    pub family: Family,
+    /// CTAs per row: R for main (SPLIT when > 1), CS for clus / reg_clus, 1 for reg.
+    pub ctas_per_row: u32,
+    /// Cluster dimension of the launch (1 = no cluster).
+    pub cluster: u32,
+    pub blk: u32,
+    pub minb: u32,
+    /// Dynamic shared memory of the launch, bytes (incl. the reg families' 512 B prelude).
+    pub smem_bytes: u32,
+    /// The §3.0 parameters (main and clus).
+    pub params: Option<MainParams>,
+    /// The register plan (reg, regimg, reg_clus).
+    pub reg: Option<RegPlan>,
+    /// Which rule picked the family (for logs and records).
+    pub reason: &'static str,
+}
+
+impl RouteDecision {
+    /// Short label as used in the spec's §4.4 table, e.g. `reg512/1D`, `img`,
+    /// `rc8x2`, `cl4`, `m1024R64`, `m256`.
+    pub fn label(&self) -> String {
+        match (self.family, self.reg) {
+            (Family::Reg, Some(reg)) => format!(
+                "reg{}/{}{}",
+                self.blk,
+                reg.vpt,
+                if reg.deg { "D" } else { "" }
+            ),
+            (Family::RegImg, _) => "img".to_string(),
+            (Family::RegClus, Some(reg)) => format!("rc{}x{}", self.cluster, reg.vpt),
+            (Family::Clus, _) => format!("cl{}", self.cluster),
+            (Family::Main, _) if self.ctas_per_row > 1 => {
+                format!("m{}R{}", self.blk, self.ctas_per_row)
+            }
+            _ => format!("m{}", self.blk),
+        }
+    }
+}
+
+/// Bytes of the register families' static prelude (result slots, counters...).
+const REG_PRELUDE_BYTES: u32 = 512;
+/// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci), §4.3.
+const REG_CLUS_SMEM_BYTES: u32 = 45_056;
+/// Most SPLIT rows one workspace serves (`MAXC`, §7).
+const SPLIT_MAX_ROWS: usize = 160;
+
+/// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
+pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
+    let b = b.max(1);
+    register_block(b, n, k, dev).unwrap_or_else(|| streaming_block(b, n, npad, k, dev))
+}
+
+/// §5.1: the register-resident rungs, or `None` to fall through to streaming.
+fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
+    let sms = dev.sms as usize;
+    let wide = b <= sms;
+    let n4 = n >> 2;
+    let deg = n <= 4 * k + 64;
+    let cmp = if deg { n } else { n.min(2560) };
+    let qc = if b > sms { 1024 } else { 96 };
+    let cur = !(n < 2 * k && b > sms);
+
+    let reg = |blk: u32, vpt: u32, minb: u32, nbh: u32, reason: &'static str| {
+        let kpt = if deg { 1 } else { kpt_for(k, blk).min(4) };
+        let plan = RegPlan {
+            vpt,
+            nbh,
+            kpt,
+            deg,
+            cur,
+            cmp,
+            qc,
+        };
+        RouteDecision {
+            family: Family::Reg,
+            ctas_per_row: 1,
+            cluster: 1,
+            blk,
+            minb,
+            smem_bytes: REG_PRELUDE_BYTES + ((nbh as usize + 2 * cmp) * 4) as u32,
+            params: None,
+            reg: Some(plan),
+            reason,
+        }
+    };
+
+    if n4 <= 256 {
+        return Some(reg(256, 1, 8, 1024, "reg: n/4 <= 256"));
+    }
+    if n4 <= 512 {
+        return Some(reg(512, 1, 4, 1024, "reg: n/4 <= 512"));
+    }
+    if n4 <= 1024 && wide && !deg && k <= 1024 {
+        let image_words = (2 * cmp).max((n + 3) & !3);
+        let plan = RegPlan {
+            vpt: 1,
+            nbh: 2048,
+            kpt: 1,
+            deg,
+            cur: true,
+            cmp,
+            qc,
+        };
+        return Some(RouteDecision {
+            family: Family::RegImg,
+            ctas_per_row: 1,
+            cluster: 1,
+            blk: 1024,
+            minb: 2,
+            smem_bytes: REG_PRELUDE_BYTES + ((2048 + image_words) * 4) as u32,
+            params: None,
+            reg: Some(plan),
+            reason: "regimg: n/4 <= 1024, wide batch, not DEG, k <= 1024",
+        });
+    }
+    if n4 <= 1024 && wide {
+        return Some(reg(1024, 1, 2, 2048, "reg: n/4 <= 1024, wide batch"));
+    }
+    if n4 <= 1024 {
+        return Some(reg(512, 2, 4, 1024, "reg: n/4 <= 1024, narrow batch"));
+    }
+    if n4 > 4096 && n4 <= 32768 && k <= 1024 {
+        if let Some(decision) = reg_clus_rung(b, n4, dev) {
+            return Some(decision);
+        }
+    }
+    if n4 <= 4096 && wide {
+        return Some(reg(1024, 4, 1, 2048, "reg: n/4 <= 4096, wide batch"));
+    }
+    None
+}
+
+/// §5.1 rung 6: the smallest co-resident cluster whose registers hold the row.
+fn reg_clus_rung(b: usize, n4: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
+    let available = dev.sms as usize / b;
+    if available < 2 {
+        return None;
+    }
+    let largest = 1usize << (usize::BITS - 1 - available.leading_zeros());
+    let max_cs = largest.min(dev.max_cluster as usize);
+    if max_cs < 2 {
+        return None;
+    }
+    for vpt in [1usize, 2, 4] {
+        let per_cta = 1024 * vpt;
+        let cs = n4.div_ceil(per_cta).next_power_of_two().max(1);
+        if cs > max_cs || !dev.cluster_fits(cs as u32, b) {
+            continue;
+        }
+        if cs < 2 {
+            return None;
+        }
+        let plan = RegPlan {
+            vpt: vpt as u32,
+            nbh: 1024,
+            kpt: 1,
+            deg: false,
+            cur: true,
+            cmp: 4096,
+            qc: 96,
+        };
+        return Some(RouteDecision {
+            family: Family::RegClus,
+            ctas_per_row: cs as u32,
+            cluster: cs as u32,
+            blk: 1024,
+            minb: 1,
+            smem_bytes: REG_CLUS_SMEM_BYTES + REG_PRELUDE_BYTES,
+            params: None,
+            reg: Some(plan),
+            reason: "reg_clus: 16K < n <= 128K, co-resident cluster holds the row",
+        });
+    }
+    None
+}
+
+/// §5.2: split factor, cluster rounding, then clus or main.
+fn streaming_block(
+    b: usize,
+    n: usize,
+    npad: usize,
+    k: usize,
+    dev: &DeviceProfile,
+) -> RouteDecision {
+    let sms = dev.sms as usize;
+    let n4 = n >> 2;
+    let (mut r, mut reason) = if b <= 32 {
+        let r = (sms / b).min(n4.div_ceil(1024)).max(1);
+        (r, "main: b <= 32 splits the row over the SMs")
+    } else if b <= sms / 2 && n4 >= 16384 && k <= 1024 {
+        (2, "main: half-wave batch of long rows, R = 2")
+    } else {
+        (1, "main: one CTA per row")
+    };
+
+    if (2..=8).contains(&r) && k <= 1024 {
+        let mut cs = 1usize << (usize::BITS - 1 - r.leading_zeros());
+        cs = cs.min(dev.max_cluster as usize);
+        while cs >= 2 && !dev.cluster_fits(cs as u32, b) {
+            cs /= 2;
+        }
+        if cs >= 2 {
+            let params = clus_params(b, n, npad, k, cs as u32, dev);
+            return RouteDecision {
+                family: Family::Clus,
+                ctas_per_row: cs as u32,
+                cluster: cs as u32,
+                blk: 1024,
+                minb: 1,
+                smem_bytes: params.smem_bytes,
+                params: Some(params),
+                reg: None,
+                reason: "clus: 2 <= R <= 8, k <= 1024, co-resident cluster",
+            };
+        }
+        // No co-resident cluster of two: one CTA per row is always admissible.
+        r = 1;
+        reason = "main: no co-resident cluster for R in 2..=8";
+    }
+    if r > 1 && b > SPLIT_MAX_ROWS {
+        r = 1;
+        reason = "main: more rows than the SPLIT workspace holds";
+    }
+    let params = main_params(b, n, npad, k, r as u32, dev);
+    RouteDecision {
+        family: Family::Main,
+        ctas_per_row: params.r,
+        cluster: 1,
+        blk: params.blk,
+        minb: params.minb,
+        smem_bytes: params.smem_bytes,
+        params: Some(params),
+        reg: None,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The §4.4 table (B200 constants), `-` entries (n ≤ k) left out.
+    #[rustfmt::skip]
+    const B200_TABLE: &[(usize, usize, [&str; 9])] = &[
+        (512, 1,    ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc8x1", "rc8x2", "rc8x4", "m1024R64", "m1024R148"]),
+        (512, 16,   ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc4x2", "rc4x4", "m1024R9", "m1024R9", "m1024R9"]),
+        (512, 32,   ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc4x2", "rc4x4", "cl4", "cl4", "cl4"]),
+        (512, 64,   ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc2x4", "cl2", "cl2", "cl2", "cl2"]),
+        (512, 148,  ["reg512/1D", "img", "reg1024/4", "reg1024/4", "m1024", "m1024", "m1024", "m1024", "m1024"]),
+        (512, 256,  ["reg512/1D", "reg512/2", "m512", "m512", "m512", "m512", "m512", "m512", "m512"]),
+        (512, 512,  ["reg512/1D", "reg512/2", "m256", "m256", "m256", "m256", "m256", "m256", "m256"]),
+        (1024, 1,   ["reg512/1D", "reg1024/1D", "reg1024/4", "reg1024/4", "rc8x1", "rc8x2", "rc8x4", "m1024R64", "m1024R148"]),
+        (1024, 64,  ["reg512/1D", "reg1024/1D", "reg1024/4", "reg1024/4", "rc2x4", "cl2", "cl2", "cl2", "cl2"]),
+        (1024, 256, ["reg512/1D", "reg512/2D", "m512", "m512", "m512", "m512", "m512", "m512", "m512"]),
+        (2048, 1,   ["-", "reg1024/1D", "reg1024/4D", "reg1024/4", "m1024R8", "m1024R16", "m1024R32", "m1024R64", "m1024R148"]),
+        (2048, 32,  ["-", "reg1024/1D", "reg1024/4D", "reg1024/4", "m1024R4", "m1024R4", "m1024R4", "m1024R4", "m1024R4"]),
+        (2048, 64,  ["-", "reg1024/1D", "reg1024/4D", "reg1024/4", "m1024", "m1024", "m1024", "m1024", "m1024"]),
+        (2048, 256, ["-", "reg512/2D", "m512", "m512", "m512", "m512", "m512", "m512", "m512"]),
+    ];
+    const TABLE_N: [usize; 9] = [
+        2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
+    ];
+
+    #[test]
+    fn reproduces_the_b200_family_table() {
+        let dev = DeviceProfile::b200();
+        for &(k, b, labels) in B200_TABLE {
+            for (n, want) in TABLE_N.iter().zip(labels) {
+                if want == "-" {
+                    continue;
+                }
+                let got = route(b, *n, *n, k, &dev).label();
+                assert_eq!(got, want, "k={k} b={b} n={n}");
+            }
+        }
+    }
+
+    #[test]
+    fn reproduces_the_worked_example_families() {
+        let dev = DeviceProfile::b200();
+        let d = route(16, 131072, 131072, 512, &dev);
+        assert_eq!((d.family, d.ctas_per_row), (Family::Main, 9));
+        assert!(d.params.is_some_and(|p| p.tshg));
+        let d = route(512, 6144, 6144, 2048, &dev);
+        assert_eq!((d.family, d.blk), (Family::Main, 256));
+        assert!(d.params.is_some_and(|p| p.small_dense));
+        let d = route(64, 65536, 65536, 1024, &dev);
+        assert_eq!(
+            (d.family, d.cluster, d.smem_bytes),
+            (Family::Clus, 2, 84_000)
+        );
+    }
+
+    #[test]
+    fn h200_never_picks_a_non_resident_cluster() {
+        let dev = DeviceProfile::h200();
+        // 31 rows of 4-CTA clusters do not fit (30 max on H200) although 31·4 ≤ 132.
+        let d = route(31, 131072, 131072, 512, &dev);
+        assert_eq!(d.family, Family::Clus);
+        assert_eq!(d.cluster, 2, "{d:?}");
+        let d = route(30, 131072, 131072, 512, &dev);
+        assert_eq!((d.family, d.cluster), (Family::Clus, 4));
+        // One row of a 1M-element row splits over all 132 SMs.
+        let d = route(1, 1 << 20, 1 << 20, 1024, &dev);
+        assert_eq!((d.family, d.ctas_per_row), (Family::Main, 132));
+    }
+
+    fn sweep_ns(k: usize) -> Vec<usize> {
+        let mut ns = vec![
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+            k - 1,
+            k,
+            k + 1,
+            1027,
+            4 * k + 64,
+            4 * k + 65,
+            16384,
+            16385,
+        ];
+        let mut p = 1usize;
+        while p <= 1 << 20 {
+            ns.extend([p.saturating_sub(1), p, p + 1, p + 3]);
+            p <<= 1;
+        }
+        ns.extend((0..40).map(|i| 1 + i * 26_111));
+        ns
+    }
+
+    fn sweep_bs() -> Vec<usize> {
+        let mut bs = vec![
+            0, 3, 15, 16, 17, 31, 33, 65, 66, 67, 73, 75, 131, 133, 147, 149, 263, 265, 297, 1000,
+        ];
+        bs.extend((0..=13).map(|e| 1usize << e));
+        bs
+    }
+
+    #[test]
+    fn route_is_total_admissible_and_deterministic() {
+        for dev in [DeviceProfile::h200(), DeviceProfile::b200()] {
+            for k in [512usize, 1024, 2048] {
+                for n in sweep_ns(k) {
+                    for b in sweep_bs() {
+                        let d = route(b, n, n, k, &dev);
+                        let ctx = format!("{} b={b} n={n} k={k}: {d:?}", dev.name);
+                        assert!(d.smem_bytes <= dev.smem_optin, "{ctx}");
+                        assert!([256, 512, 1024].contains(&d.blk), "{ctx}");
+                        assert!(
+                            d.cluster <= dev.max_cluster_nonportable && d.cluster.is_power_of_two(),
+                            "{ctx}"
+                        );
+                        if d.cluster > 1 {
+                            assert!(dev.cluster_fits(d.cluster, b.max(1)), "{ctx}");
+                        }
+                        assert!(d.ctas_per_row >= 1 && d.ctas_per_row <= dev.sms, "{ctx}");
+                        match d.family {
+                            Family::Main | Family::Clus => {
+                                let p = d.params.expect("streaming decision carries params");
+                                assert_eq!(p.r, d.ctas_per_row, "{ctx}");
+                                assert!(p.smp * p.ss2 * p.unit_values <= n, "{ctx}");
+                                assert!(p.kpt <= 8 && k <= 8 * p.blk as usize, "{ctx}");
+                            }
+                            Family::Reg | Family::RegImg | Family::RegClus => {
+                                let reg = d.reg.expect("register decision carries a plan");
+                                let capacity =
+                                    d.ctas_per_row as usize * d.blk as usize * reg.vpt as usize;
+                                assert!(n / 4 <= capacity, "register capacity: {ctx}");
+                            }
+                        }
+                        assert_eq!(route(b, n, n, k, &dev), d, "determinism: {ctx}");
+                    }
+                }
+            }
+        }
+    }
+}

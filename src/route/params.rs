@@ -1,0 +1,503 @@
+//! The §3.0 launch parameters of the streaming families (GVR_V2_SPEC.md §3.0,
+//! §4.2 for the clus QUAD sample). This is the one place these formulas live:
+//! the GPU host side passes the resulting scalars to the kernels, and `cpu-ss`
+//! runs its CPU model of the main family with the very same numbers.
+//!
+//! All divisions are truncating integer divisions on non-negative values;
+//! products that can exceed 2^31 are done in 64 bits (spec §5).
+
+use serde::{Deserialize, Serialize};
+
+use super::DeviceProfile;
+
+/// Histogram bins of the streaming families (`NBS`).
+pub const STREAM_BINS: usize = 256;
+/// O(m²) rank gate of the main/clus crossing-bin refinement (`QUADC_CLUS`).
+pub const RANK_REFINE_MAX: usize = 288;
+/// Levels of key-space narrowing for a crossing bin (§2.3).
+pub const REFINE_LEVELS: u32 = 6;
+/// Levels of key-space narrowing for the whole-set fallbacks (§2.3, §3.9).
+pub const FALLBACK_LEVELS: u32 = 8;
+/// Attempts of the non-split retry ladder (`NATT`).
+pub const NON_SPLIT_ATTEMPTS: u32 = 3;
+/// Global slab capacity per SPLIT row (`GCAP`, §3.6 / §7).
+pub const SPLIT_SLAB_CAP: usize = 16384;
+/// Hint-bracket sentinels (§2.5): used when the hints are degenerate or absent.
+pub const SENTINEL_LO: f32 = -3.0e38;
+pub const SENTINEL_HI: f32 = 3.0e38;
+/// Window width used when the computed width is not positive (§3.4 step 2).
+pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
+
+/// Every §3.0 quantity for one launch of main (or clus, see [`clus_params`]).
+///
+/// Fields are the launch scalars and the compile-time knobs the kernel
+/// instance is built with; names follow the spec's symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MainParams {
+    /// SM count of the device the launch was planned for (`big`, BLK/MINB).
+    pub sms: u32,
+    /// Rows in the launch (used for `big`, BLK/MINB and `tshg`).
+    pub b: usize,
+    /// Valid row length the sample geometry was derived for.
+    pub n: usize,
+    /// Row stride in elements (passed through).
+    pub npad: usize,
+    pub k: usize,
+    /// CTAs per row (grid.x); for clus this is the cluster size.
+    pub r: u32,
+    /// `b·R ≤ SM count`: the launch fits one wave of one CTA per SM.
+    pub big: bool,
+    /// Staging capacity (survivors) per CTA.
+    pub scap: usize,
+    /// Crossing-bin candidate capacity.
+    pub cmp: usize,
+    /// Target number of survivors `count(x ≥ T)`.
+    pub aim: usize,
+    /// Expected sample points above the rung.
+    pub sfac: usize,
+    /// Whether the row is sampled at all (the sample gate).
+    pub sampled: bool,
+    /// `k > 1024 and not big and 2k < n ≤ SCAP`: sampled although it fits staging.
+    pub small_dense: bool,
+    /// Number of sample units (0 when not sampled).
+    pub smp: usize,
+    /// Stride between sample units, in units (pairs of float4 for main).
+    pub ss2: usize,
+    /// Sample values per unit: 8 (main PAIR geometry) or 16 (clus QUAD geometry).
+    pub unit_values: usize,
+    /// Sample-count target of the primary rung (≈ aim survivors).
+    pub tgt: usize,
+    /// Sample-count target of the upper anchor (≈ k-th value).
+    pub tgt2: usize,
+    /// float4 vectors per part.
+    pub q: usize,
+    /// float4 per thread per tile.
+    pub u: u32,
+    /// CTA size.
+    pub blk: u32,
+    /// Minimum CTAs per SM (`__launch_bounds__`).
+    pub minb: u32,
+    /// Hint slots per thread.
+    pub kpt: u32,
+    /// Multi-CTA row (R > 1).
+    pub split: bool,
+    /// TSH-floor staging in SPLIT.
+    pub tshg: bool,
+    /// Staging holds 8-byte (value, index) pairs (else 4-byte `bin<<22 | index`).
+    pub vstg: bool,
+    /// Dynamic shared memory bytes of the launch.
+    pub smem_bytes: u32,
+}
+
+impl MainParams {
+    /// Attempts of the admission ladder: SPLIT has exactly one.
+    pub fn attempts(&self) -> u32 {
+        if self.split {
+            1
+        } else {
+            NON_SPLIT_ATTEMPTS
+        }
+    }
+
+    /// Sample size in values (`S = unit_values·SMP`).
+    pub fn sample_values(&self) -> usize {
+        self.smp * self.unit_values
+    }
+
+    /// Parameters of the same launch for a different `k` (everything is
+    /// recomputed; only b, R, npad and the device stay).
+    pub fn with_k(&self, k: usize) -> MainParams {
+        if k == self.k {
+            return *self;
+        }
+        params_for_sms(self.b, self.n, self.npad, k, self.r, self.sms)
+    }
+
+    /// The per-row recomputation of the varlen kernels (§3.1, §6.3): the same
+    /// launch (b, R, BLK, SCAP, CMP, smem are frozen) but the n-dependent
+    /// schedule (aim, sample gate and geometry, targets, Q) for a row of
+    /// length `n_row`.
+    pub fn for_row_len(&self, n_row: usize) -> MainParams {
+        if n_row == self.n {
+            return *self;
+        }
+        let fresh = params_for_sms(self.b, n_row, self.npad, self.k, self.r, self.sms);
+        MainParams {
+            n: n_row,
+            aim: fresh.aim,
+            sampled: fresh.sampled,
+            small_dense: fresh.small_dense,
+            smp: fresh.smp,
+            ss2: fresh.ss2,
+            unit_values: fresh.unit_values,
+            tgt: fresh.tgt,
+            tgt2: fresh.tgt2,
+            q: fresh.q,
+            tshg: fresh.tshg,
+            ..*self
+        }
+    }
+}
+
+/// `round(x) = int(0.5 + x)` computed in double, as the host does (§3.0).
+fn round_half_up(x: f64) -> usize {
+    (0.5 + x) as usize
+}
+
+/// Smallest `u` ladder value for `per = Q >> 10` float4 per thread (§3.0).
+fn u_ladder(q: usize) -> u32 {
+    match q >> 10 {
+        p if p >= 8 => 8,
+        p if p >= 4 => 4,
+        p if p >= 2 => 2,
+        _ => 1,
+    }
+}
+
+/// Hint slots per thread for a CTA of `blk` threads (§3.0 KPT).
+pub fn kpt_for(k: usize, blk: u32) -> u32 {
+    let blk = blk as usize;
+    if k <= blk {
+        1
+    } else if k <= 2 * blk {
+        2
+    } else if k <= 4 * blk {
+        4
+    } else {
+        8
+    }
+}
+
+/// `aim` for the main/clus families (§3.0), including the sqrt(6n) floor,
+/// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
+fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize) -> usize {
+    let base = match (big, r) {
+        (true, 1) if k >= 1024 => 4 * k,
+        (true, 1) => 2 * k,
+        (true, _) => 2 * k,
+        (false, _) if k >= 1024 => 11 * k / 8,
+        (false, _) => 3 * k / 2,
+    };
+    let mut aim = base.max(round_half_up((6.0 * n as f64).sqrt()));
+    if r > 1 {
+        let amin = if r == 2 { 3 * k } else { 7 * k / 2 };
+        aim = aim.max(amin);
+    }
+    aim.min(scap / 2).max(k)
+}
+
+/// SFAC: expected sample points above the rung (§3.0).
+fn sfac_for(k: usize, r: u32) -> usize {
+    match r {
+        1 if k >= 1024 => 64,
+        1 => 32,
+        2 => 32,
+        _ if k > 1024 => 48,
+        _ => 16,
+    }
+}
+
+/// The §3.0 parameters of a main launch with `r` CTAs per row on `dev`
+/// (the device's SM count replaces the B200's 148 in `big`, and twice it
+/// replaces 296 in the BLK/MINB choice). `r = 0` is treated as 1.
+pub fn main_params(
+    b: usize,
+    n: usize,
+    npad: usize,
+    k: usize,
+    r: u32,
+    dev: &DeviceProfile,
+) -> MainParams {
+    params_for_sms(b, n, npad, k, r, dev.sms)
+}
+
+fn params_for_sms(
+    b: usize,
+    n: usize,
+    npad: usize,
+    k: usize,
+    r: u32,
+    device_sms: u32,
+) -> MainParams {
+    let r = r.max(1);
+    let sms = device_sms as u64;
+    let big = (b as u64) * (r as u64) <= sms;
+    let scap = match (big, r) {
+        (true, 1) => 16384,
+        (true, _) => 8192,
+        (false, _) if k > 1024 => 8192,
+        (false, _) => 4096,
+    };
+    let cmp = match big {
+        true if k > 1024 => 4096,
+        true => 2048,
+        false => 1024,
+    };
+    let aim = aim_for(n, k, r, big, scap);
+    let sfac = sfac_for(k, r);
+    let small_dense = k > 1024 && !big && n <= scap && n > 2 * k;
+    let sampled = (n > scap || small_dense) && n / 4 >= 4;
+
+    let (smp, ss2, tgt, tgt2) = if sampled {
+        let sel = sample_select(sfac, n, aim);
+        let pairs = (sel >> 3).max(1);
+        let half = ((n >> 2) >> 1).max(1);
+        let pairs = pairs.min(half);
+        let ss2 = (half / pairs).max(1);
+        let smp = (half / ss2).max(1);
+        let (tgt, tgt2) = sample_targets(aim, k, 8, smp, n);
+        (smp, ss2, tgt, tgt2)
+    } else {
+        (0, 1, 0, 0)
+    };
+
+    let n4 = n >> 2;
+    let q = n4.div_ceil(r as usize);
+    let (blk, minb) = if big {
+        (1024, 1)
+    } else if (b as u64) <= 2 * sms {
+        (512, 2)
+    } else {
+        (256, 4)
+    };
+    let u = if big { u_ladder(q) } else { 8 };
+    let split = r > 1;
+    let tshg = split && b > 15 && k <= 1024 && n4 <= 32768;
+    let vstg = split || blk >= 512;
+    let smem_bytes = ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32;
+    MainParams {
+        sms: device_sms,
+        b,
+        n,
+        npad,
+        k,
+        r,
+        big,
+        scap,
+        cmp,
+        aim,
+        sfac,
+        sampled,
+        small_dense,
+        smp,
+        ss2,
+        unit_values: 8,
+        tgt,
+        tgt2,
+        q,
+        u,
+        blk,
+        minb,
+        kpt: kpt_for(k, blk),
+        split,
+        tshg,
+        vstg,
+        smem_bytes,
+    }
+}
+
+/// `sel = clamp(⌊SFAC·n/aim⌋, 256, ⌊n/2⌋)` with a 64-bit product; the lower
+/// clamp is applied first, so `n/2` wins for tiny rows.
+fn sample_select(sfac: usize, n: usize, aim: usize) -> usize {
+    let raw = (sfac as u64 * n as u64 / aim.max(1) as u64) as usize;
+    raw.max(256).min(n / 2)
+}
+
+/// `TGT = max(⌊aim·V·SMP/n⌋, 1)`, `TGT2 = max(⌊k·V·SMP/n⌋, 1)` for V values per unit.
+fn sample_targets(
+    aim: usize,
+    k: usize,
+    unit_values: usize,
+    smp: usize,
+    n: usize,
+) -> (usize, usize) {
+    let n = n.max(1) as u64;
+    let scaled = |x: usize| ((x as u64 * unit_values as u64 * smp as u64 / n) as usize).max(1);
+    (scaled(aim), scaled(k))
+}
+
+/// The clus launch (§4.2, §5.2 step 4): main's §3.0 numbers with R = CS, then
+/// the QUAD sample geometry (one 64-byte line = 16 values per unit) when
+/// `n > SCAP`, a fixed BLK 1024 / MINB 1 and the clus shared-memory layout.
+pub fn clus_params(
+    b: usize,
+    n: usize,
+    npad: usize,
+    k: usize,
+    cs: u32,
+    dev: &DeviceProfile,
+) -> MainParams {
+    let mut p = main_params(b, n, npad, k, cs, dev);
+    if n > p.scap {
+        let sel = sample_select(p.sfac, n, p.aim);
+        let quarter = ((n >> 2) >> 2).max(1);
+        let quads = (sel >> 4).clamp(1, quarter);
+        let ss2 = (quarter / quads).max(1);
+        let smp = (quarter / ss2).max(1);
+        let (tgt, tgt2) = sample_targets(p.aim, k, 16, smp, n);
+        p.sampled = true;
+        p.smp = smp;
+        p.ss2 = ss2;
+        p.unit_values = 16;
+        p.tgt = tgt;
+        p.tgt2 = tgt2;
+    }
+    p.blk = 1024;
+    p.minb = 1;
+    p.kpt = kpt_for(k, 1024);
+    p.split = false;
+    p.tshg = false;
+    p.vstg = true;
+    p.smem_bytes = (2048 + (p.scap + 4) * 8 + p.cmp * 8) as u32;
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row of the §3.12 worked-example table (B200 constants).
+    struct Worked {
+        b: usize,
+        n: usize,
+        k: usize,
+        r: u32,
+        blk: u32,
+        u: u32,
+        minb: u32,
+        kpt: u32,
+        scap: usize,
+        cmp: usize,
+        aim: usize,
+        sfac: usize,
+        smp: usize,
+        ss2: usize,
+        tgt: usize,
+        tgt2: usize,
+        q: usize,
+        smem: u32,
+        tshg: bool,
+    }
+
+    #[rustfmt::skip]
+    fn table() -> Vec<Worked> {
+        let w = |b, n, k, r, blk, u, minb, kpt, scap, cmp, aim, sfac, smp, ss2, tgt, tgt2, q, smem, tshg| Worked {
+            b, n, k, r, blk, u, minb, kpt, scap, cmp, aim, sfac, smp, ss2, tgt, tgt2, q, smem, tshg,
+        };
+        vec![
+            w(1, 131072, 2048, 32, 1024, 1, 1, 2, 8192, 4096, 4096, 48, 192, 85, 48, 24, 1024, 98_344, false),
+            w(1, 1048576, 1024, 148, 1024, 1, 1, 1, 8192, 2048, 3584, 16, 585, 224, 15, 4, 1772, 81_960, false),
+            w(16, 131072, 512, 9, 1024, 2, 1, 1, 8192, 2048, 1792, 16, 146, 112, 15, 4, 3641, 81_960, true),
+            w(20, 262144, 2048, 7, 1024, 8, 1, 2, 8192, 4096, 4096, 48, 385, 85, 48, 24, 9363, 98_344, false),
+            w(256, 262144, 2048, 1, 512, 8, 2, 4, 8192, 1024, 2816, 64, 744, 44, 63, 46, 65536, 73_768, false),
+            w(512, 131072, 1024, 1, 256, 8, 4, 4, 4096, 1024, 1408, 64, 744, 22, 63, 46, 32768, 24_600, false),
+            w(512, 6144, 2048, 1, 256, 8, 4, 8, 8192, 1024, 2816, 64, 32, 24, 117, 85, 1536, 40_984, false),
+        ]
+    }
+
+    #[test]
+    fn reproduces_worked_examples_on_b200() {
+        let dev = DeviceProfile::b200();
+        for w in table() {
+            let p = main_params(w.b, w.n, w.n, w.k, w.r, &dev);
+            let ctx = format!("(b={}, n={}, k={}, R={})", w.b, w.n, w.k, w.r);
+            let got = (p.blk, p.u, p.minb, p.kpt, p.scap, p.cmp, p.aim);
+            let want = (w.blk, w.u, w.minb, w.kpt, w.scap, w.cmp, w.aim);
+            assert_eq!(got, want, "launch shape {ctx}");
+            let got = (p.sfac, p.smp, p.ss2, p.tgt, p.tgt2, p.q);
+            let want = (w.sfac, w.smp, w.ss2, w.tgt, w.tgt2, w.q);
+            assert_eq!(got, want, "sample schedule {ctx}");
+            assert_eq!(
+                p.smem_bytes, w.smem,
+                "smem for (b={}, n={}, k={})",
+                w.b, w.n, w.k
+            );
+            assert_eq!(p.tshg, w.tshg, "tshg for (b={}, n={}, k={})", w.b, w.n, w.k);
+            assert_eq!(p.split, w.r > 1);
+            assert!(p.sampled);
+        }
+    }
+
+    #[test]
+    fn small_dense_row_is_sampled_and_flagged() {
+        let p = main_params(512, 6144, 6144, 2048, 1, &DeviceProfile::b200());
+        assert!(p.small_dense && p.sampled);
+        let p = main_params(512, 4096, 4096, 2048, 1, &DeviceProfile::b200());
+        assert!(
+            !p.small_dense && !p.sampled,
+            "n = 2k is not small-dense and fits staging"
+        );
+    }
+
+    #[test]
+    fn reproduces_clus_worked_example_on_b200() {
+        let p = clus_params(64, 65536, 65536, 1024, 2, &DeviceProfile::b200());
+        let got = (
+            p.scap,
+            p.cmp,
+            p.aim,
+            p.sfac,
+            p.smp,
+            p.ss2,
+            p.tgt,
+            p.tgt2,
+            p.q,
+            p.u,
+            p.smem_bytes,
+        );
+        assert_eq!(got, (8192, 2048, 3072, 32, 42, 97, 31, 10, 8192, 8, 84_000));
+        assert_eq!(p.unit_values, 16);
+    }
+
+    #[test]
+    fn sample_never_reads_past_the_row() {
+        let dev = DeviceProfile::h200();
+        for &k in &[512usize, 1024, 2048] {
+            for &b in &[1usize, 7, 64, 133, 300, 1024] {
+                for n in (0..70_000)
+                    .step_by(997)
+                    .chain([16, 17, 31, 32, 33, 8191, 8192, 16385])
+                {
+                    let p = main_params(b, n, n, k, 1, &dev);
+                    assert!(
+                        p.smp * p.ss2 * p.unit_values <= n,
+                        "b={b} n={n} k={k}: {p:?}"
+                    );
+                    assert!(p.aim >= k);
+                    if p.sampled {
+                        assert!(p.tgt >= 1 && p.tgt2 >= 1 && p.smp >= 1);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn h200_uses_its_own_sm_count_for_big() {
+        let h = DeviceProfile::h200();
+        assert!(main_params(132, 1 << 17, 1 << 17, 1024, 1, &h).big);
+        assert!(!main_params(133, 1 << 17, 1 << 17, 1024, 1, &h).big);
+        assert!(main_params(148, 1 << 17, 1 << 17, 1024, 1, &DeviceProfile::b200()).big);
+        // 2 × SMs rows is the last BLK-512 batch.
+        assert_eq!(main_params(264, 1 << 17, 1 << 17, 1024, 1, &h).blk, 512);
+        assert_eq!(main_params(265, 1 << 17, 1 << 17, 1024, 1, &h).blk, 256);
+    }
+
+    #[test]
+    fn for_row_len_keeps_the_launch_and_redoes_the_schedule() {
+        let h = DeviceProfile::h200();
+        let launch = main_params(4, 200_000, 200_064, 2048, 1, &h);
+        let row = launch.for_row_len(50_000);
+        assert_eq!(
+            (row.blk, row.scap, row.cmp, row.smem_bytes),
+            (launch.blk, launch.scap, launch.cmp, launch.smem_bytes)
+        );
+        assert_eq!(
+            row,
+            MainParams {
+                npad: 200_064,
+                ..main_params(4, 50_000, 200_064, 2048, 1, &h)
+            }
+        );
+    }
+}

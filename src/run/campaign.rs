@@ -1,0 +1,775 @@
+//! `gvr-bench grid`: cases × arms with timing, exactness and streaming
+//! results.
+//!
+//! Shape of the loop:
+//! - a loader thread reads one cell ahead (at most two cells in memory);
+//! - the main thread forms each case's batch once, so every arm sees
+//!   byte-identical input, then stages, poisons, times and reads each arm;
+//! - checker threads verify outputs (overlapping the next arm's work) and
+//!   append the records to `results.jsonl`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::deps::{self, Gpu, Selection};
+use super::record::CaseRecord;
+use super::results::{completed_pairs, ResultsWriter, RESULTS_FILE};
+use crate::arms::{registry, Arm, Backend, Shape};
+use crate::capture::{CaptureSet, CellData, CellMeta};
+use crate::env_manifest::EnvManifest;
+use crate::error::{GvrError, Result};
+use crate::exact::ExactStatus;
+use crate::grid::{Batch, Case, RowsMode};
+use crate::timing::{HostTimer, Protocol, Timer, Timings};
+
+/// Everything `gvr-bench grid` was asked to do.
+#[derive(Debug, Clone)]
+pub struct GridConfig {
+    pub captures: PathBuf,
+    /// Grid file; `None` = every cell of the capture set.
+    pub grid: Option<PathBuf>,
+    pub selection: Selection,
+    /// Explicit arm list; `None` = the default for the available backend.
+    pub arms: Option<Vec<String>>,
+    pub run_dir: PathBuf,
+    /// Continue an existing run directory, skipping finished (case, arm) pairs.
+    pub resume: bool,
+    pub protocol: Protocol,
+    pub device: usize,
+    /// Do not try the GPU at all.
+    pub cpu_only: bool,
+    /// A/A: run this arm twice (as `ARM` and `ARM#2`), order alternating per case.
+    pub aa: Option<String>,
+    /// Record a memory-bandwidth probe in the manifest.
+    pub bandwidth: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub run_dir: PathBuf,
+    pub cases: usize,
+    pub records_written: usize,
+    pub pairs_skipped: usize,
+    /// Records whose exactness check failed (WRONG / UNWRITTEN / FAILED).
+    pub inexact: usize,
+    /// Stopped early by Ctrl-C; the run can be resumed.
+    pub interrupted: bool,
+    /// `--bandwidth` probe of the memory the arms ran on (bytes/s), for
+    /// roofline fractions; `None` when not asked for or not measurable.
+    pub bandwidth_bytes_per_s: Option<f64>,
+}
+
+/// GPU arms run by default when a GPU is present.
+pub const DEFAULT_GPU_ARMS: [&str; 5] = ["ss", "radix", "radix-mcta", "filtered", "gvr1"];
+
+/// Set by the Ctrl-C handler; the loop stops after the current case.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+fn install_ctrlc_handler() {
+    // The handler can be installed once per process; later calls fail
+    // harmlessly (library users running several campaigns).
+    let _ = ctrlc::set_handler(|| {
+        if STOP_REQUESTED.swap(true, Ordering::SeqCst) {
+            // Second Ctrl-C: the user really wants out.
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping after the current case (Ctrl-C again to abort now)");
+    });
+}
+
+/// The cases a configuration selects, checked against the capture set.
+pub fn select_cases(
+    captures: &CaptureSet,
+    grid: Option<&Path>,
+    selection: &Selection,
+) -> Result<Vec<Case>> {
+    let cells: Vec<CellMeta> = match grid {
+        Some(path) => deps::load_grid(path)?,
+        None => captures
+            .manifest
+            .cells
+            .iter()
+            .map(|c| c.meta.clone())
+            .collect(),
+    };
+    let cases = deps::select(&cells, selection)?;
+    if let Some(grid_path) = grid {
+        let mut missing: Vec<&str> = cases
+            .iter()
+            .map(|c| c.cell.id.as_str())
+            .filter(|id| captures.cell(id).is_none())
+            .collect();
+        missing.dedup();
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(5).copied().collect();
+            return Err(GvrError::input(
+                grid_path,
+                "cells",
+                format!(
+                    "{} selected cell(s) are not in the capture set {} (first: {})",
+                    missing.len(),
+                    captures.dir.display(),
+                    shown.join(", ")
+                ),
+            ));
+        }
+    }
+    if cases.is_empty() {
+        return Err(GvrError::Usage("the selection matches no cases".into()));
+    }
+    Ok(cases)
+}
+
+/// Consecutive runs of cases that share a cell, in selection order, so each
+/// cell file is loaded once.
+pub fn group_by_cell(cases: Vec<Case>) -> Vec<Vec<Case>> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, Vec<Case>> = HashMap::new();
+    for case in cases {
+        let id = case.cell.id.clone();
+        if !groups.contains_key(&id) {
+            order.push(id.clone());
+        }
+        groups.entry(id).or_default().push(case);
+    }
+    order
+        .into_iter()
+        .filter_map(|id| groups.remove(&id))
+        .collect()
+}
+
+/// The device, or why there is none (the reason is printed to the user).
+pub fn open_device(cpu_only: bool, device: usize) -> (Option<Arc<Gpu>>, Option<String>) {
+    if cpu_only {
+        return (None, Some("--cpu given".into()));
+    }
+    match deps::open_gpu(device) {
+        Ok(gpu) => (Some(gpu), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+/// Resolve the arm names for a run: explicit list, A/A pair, or defaults.
+/// Prints the one-line CPU notice when falling back to CPU engines.
+pub fn resolve_arms(
+    explicit: Option<&[String]>,
+    aa: Option<&str>,
+    gpu: &Option<Arc<Gpu>>,
+    no_gpu_reason: Option<&str>,
+) -> Result<Vec<String>> {
+    let mut names: Vec<String> = match explicit {
+        Some(list) => list.to_vec(),
+        None if aa.is_some() => Vec::new(),
+        None if gpu.is_some() => DEFAULT_GPU_ARMS.iter().map(|s| s.to_string()).collect(),
+        None => registry::CPU_ARMS.iter().map(|s| s.to_string()).collect(),
+    };
+    if let Some(arm) = aa {
+        registry::info(arm)?;
+        if arm.contains('#') {
+            return Err(GvrError::Usage(format!(
+                "--aa {arm}: give the plain arm name; the twin is added for you"
+            )));
+        }
+        for name in [arm.to_string(), format!("{arm}#2")] {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    for name in &names {
+        registry::info(name)?;
+    }
+    let wants_gpu = names.iter().any(|n| {
+        registry::info(n)
+            .map(|i| i.backend == Backend::Gpu)
+            .unwrap_or(false)
+    });
+    if gpu.is_none() {
+        if wants_gpu {
+            let reason = no_gpu_reason.unwrap_or("unknown reason");
+            return Err(GvrError::Usage(format!(
+                "no GPU available ({reason}), and the requested arms include GPU arms; use the CPU arms {}",
+                registry::CPU_ARMS.join(", ")
+            )));
+        }
+        if explicit.is_none() && aa.is_none() {
+            println!(
+                "no GPU available ({}): running the CPU engines {}; times are host-clock and not comparable to GPU kernel times",
+                no_gpu_reason.unwrap_or("unknown reason"),
+                registry::CPU_ARMS.join(", ")
+            );
+        }
+    }
+    Ok(names)
+}
+
+/// Arm names as recorded, with their instances (same order).
+pub type BuiltArms = (Vec<String>, Vec<Box<dyn Arm>>);
+
+/// Instantiate the arms. An explicitly requested arm must build; from a
+/// default list, GPU arms not yet in this binary are skipped with a note.
+pub fn build_arms(names: Vec<String>, defaults: bool, gpu: &Option<Arc<Gpu>>) -> Result<BuiltArms> {
+    if !defaults {
+        let arms = names
+            .iter()
+            .map(|n| registry::create(n, gpu.clone()))
+            .collect::<Result<_>>()?;
+        return Ok((names, arms));
+    }
+    let mut built = Vec::new();
+    let mut skipped = Vec::new();
+    for name in names {
+        match registry::try_create(&name, gpu.clone())? {
+            Some(arm) => built.push((name, arm)),
+            None => skipped.push(name),
+        }
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "note: skipping default arms not built into this binary yet: {}",
+            skipped.join(", ")
+        );
+    }
+    if built.is_empty() {
+        return Err(GvrError::Usage(
+            "none of the default arms is built into this binary; pass --arms".into(),
+        ));
+    }
+    Ok(built.into_iter().unzip())
+}
+
+/// One (case, arm) waiting for its exactness verdict.
+struct CheckJob {
+    batch: Arc<Batch>,
+    /// `None` when the verdict is already known (unsupported, failed).
+    output: Option<Vec<i32>>,
+    record: CaseRecord,
+}
+
+/// Checker threads: verify, then append. Errors (I/O) are kept for the caller.
+struct CheckerPool {
+    sender: Option<SyncSender<CheckJob>>,
+    workers: Vec<JoinHandle<()>>,
+    written: Arc<Mutex<(usize, usize)>>, // (records, inexact)
+    first_error: Arc<Mutex<Option<GvrError>>>,
+}
+
+impl CheckerPool {
+    fn start(writer: ResultsWriter, threads: usize) -> CheckerPool {
+        // Small bound: each queued job may hold a large batch (Arc-shared
+        // between the arms of one case, so this is about cases, not arms).
+        let (sender, receiver) = sync_channel::<CheckJob>(4);
+        let receiver = Arc::new(Mutex::new(receiver));
+        let writer = Arc::new(Mutex::new(writer));
+        let written = Arc::new(Mutex::new((0usize, 0usize)));
+        let first_error = Arc::new(Mutex::new(None));
+        let workers = (0..threads.max(1))
+            .map(|_| {
+                let receiver = Arc::clone(&receiver);
+                let writer = Arc::clone(&writer);
+                let written = Arc::clone(&written);
+                let first_error = Arc::clone(&first_error);
+                std::thread::spawn(move || checker_loop(&receiver, &writer, &written, &first_error))
+            })
+            .collect();
+        CheckerPool {
+            sender: Some(sender),
+            workers,
+            written,
+            first_error,
+        }
+    }
+
+    fn submit(&self, job: CheckJob) -> Result<()> {
+        let sender = self
+            .sender
+            .as_ref()
+            .ok_or_else(|| GvrError::Other(anyhow::anyhow!("checker pool closed")))?;
+        sender
+            .send(job)
+            .map_err(|_| GvrError::Other(anyhow::anyhow!("checker threads exited early")))
+    }
+
+    /// Wait for every queued check; → (records written, inexact records).
+    fn finish(mut self) -> Result<(usize, usize)> {
+        drop(self.sender.take());
+        for worker in self.workers.drain(..) {
+            if worker.join().is_err() {
+                return Err(GvrError::Other(anyhow::anyhow!(
+                    "a checker thread panicked"
+                )));
+            }
+        }
+        if let Some(e) = lock(&self.first_error).take() {
+            return Err(e);
+        }
+        let counts = *lock(&self.written);
+        Ok(counts)
+    }
+}
+
+/// A poisoned mutex only means another checker panicked; the data is still
+/// the best we have, and the panic itself is reported by `finish`.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn checker_loop(
+    receiver: &Mutex<Receiver<CheckJob>>,
+    writer: &Mutex<ResultsWriter>,
+    written: &Mutex<(usize, usize)>,
+    first_error: &Mutex<Option<GvrError>>,
+) {
+    loop {
+        let job = match lock(receiver).recv() {
+            Ok(job) => job,
+            Err(_) => return, // sender dropped: no more work
+        };
+        let CheckJob {
+            batch,
+            output,
+            mut record,
+        } = job;
+        if let Some(output) = output {
+            record.exact = deps::check_batch(&batch, &output);
+        }
+        drop(batch);
+        let inexact = is_inexact(&record.exact);
+        match lock(writer).append(&record) {
+            Ok(()) => {
+                let mut counts = lock(written);
+                counts.0 += 1;
+                counts.1 += usize::from(inexact);
+            }
+            Err(e) => {
+                lock(first_error).get_or_insert(e);
+            }
+        }
+    }
+}
+
+/// A verdict that blocks certification: the arm ran (or tried to) and was wrong.
+pub fn is_inexact(status: &ExactStatus) -> bool {
+    matches!(
+        status,
+        ExactStatus::Wrong { .. } | ExactStatus::Unwritten { .. } | ExactStatus::Failed { .. }
+    )
+}
+
+/// The record skeleton of (case, arm); timings and verdict are filled later.
+pub fn base_record(
+    case: &Case,
+    rows: RowsMode,
+    batch: &Batch,
+    arm: &str,
+    variant: Option<String>,
+) -> CaseRecord {
+    let meta = &case.cell;
+    let valid_elems: u64 = batch.n.iter().map(|&n| n as u64).sum();
+    CaseRecord {
+        case: case.id(),
+        cell: meta.id.clone(),
+        model: meta.model,
+        isl: meta.isl.clone(),
+        layer: meta.layer,
+        n: meta.n,
+        k: meta.k,
+        cr: meta.cr,
+        next_n: meta.next_n,
+        b: case.b as u32,
+        rows,
+        arm: arm.to_string(),
+        variant,
+        cold_us: Vec::new(),
+        warm_us: Vec::new(),
+        method: None,
+        exact: ExactStatus::Unsupported {
+            reason: "not run".into(),
+        },
+        // 4·Σ(n_r + K): equals min_bytes(B, N, K) for uniform rows and stays
+        // the true minimum when rows differ in length.
+        bytes: 4 * (valid_elems + batch.rows as u64 * batch.k as u64),
+    }
+}
+
+/// Stage, poison, time and read one arm on a batch. Timings are kept even
+/// when the read-back fails, so a slow-but-broken arm is still visible.
+pub fn measure_arm(
+    arm: &mut dyn Arm,
+    timer: &mut dyn Timer,
+    batch: &Batch,
+    protocol: &Protocol,
+) -> (Option<Timings>, Result<Vec<i32>>) {
+    if let Err(e) = arm.stage(batch).and_then(|_| arm.poison_output()) {
+        return (None, Err(e));
+    }
+    let timings = match timer.measure(arm, protocol) {
+        Ok(t) => t,
+        Err(e) => return (None, Err(e)),
+    };
+    (Some(timings), arm.read_output())
+}
+
+/// A cell's cases with the loaded cell (or why it failed to load).
+type LoadedGroup = (Vec<Case>, Result<CellData>);
+
+/// Cells loaded one ahead of the consumer on a background thread.
+fn spawn_loader(
+    captures: CaptureSet,
+    groups: Vec<Vec<Case>>,
+) -> (Receiver<LoadedGroup>, JoinHandle<()>) {
+    // Capacity 0: the loader holds at most one finished cell while the main
+    // thread works on another: two cells in memory at most.
+    let (sender, receiver) = sync_channel(0);
+    let handle = std::thread::spawn(move || {
+        for group in groups {
+            let id = group[0].cell.id.clone();
+            let cell = match captures.cell(&id) {
+                Some(entry) => deps::load_cell(&captures, entry),
+                None => Err(GvrError::input(
+                    &captures.dir,
+                    "cells",
+                    format!("cell {id} is not in the capture set"),
+                )),
+            };
+            if sender.send((group, cell)).is_err() {
+                return; // consumer stopped (Ctrl-C or error)
+            }
+        }
+    });
+    (receiver, handle)
+}
+
+/// Run a campaign. Prints progress to stderr; returns counts for the caller
+/// to report.
+pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
+    let captures = deps::open_captures(&cfg.captures)?;
+    let cases = select_cases(&captures, cfg.grid.as_deref(), &cfg.selection)?;
+    let rows_mode = deps::rows_mode(&cfg.selection);
+
+    let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
+    let arm_names = resolve_arms(
+        cfg.arms.as_deref(),
+        cfg.aa.as_deref(),
+        &gpu,
+        no_gpu_reason.as_deref(),
+    )?;
+    let defaults = cfg.arms.is_none() && cfg.aa.is_none();
+    let (arm_names, mut arms) = build_arms(arm_names, defaults, &gpu)?;
+    let mut host_timer = HostTimer;
+    let mut gpu_timer = gpu
+        .clone()
+        .map(|g| deps::gpu_timer(g, cfg.protocol))
+        .transpose()?;
+
+    // Run directory: fresh unless resuming.
+    let run_dir = &cfg.run_dir;
+    let done: HashSet<(String, String)> = if cfg.resume {
+        if !run_dir.join(crate::env_manifest::MANIFEST_FILE).exists() {
+            return Err(GvrError::input(
+                run_dir,
+                "manifest.json",
+                "not a run directory (nothing to resume)",
+            ));
+        }
+        super::results::repair_torn_tail(run_dir)?;
+        completed_pairs(run_dir)?
+    } else {
+        if run_dir.join(RESULTS_FILE).exists() {
+            return Err(GvrError::input(
+                run_dir,
+                RESULTS_FILE,
+                "run directory already has results; pass --resume to continue it or choose another --out",
+            ));
+        }
+        std::fs::create_dir_all(run_dir).map_err(|e| GvrError::io(run_dir, e))?;
+        HashSet::new()
+    };
+
+    let mut manifest = EnvManifest::collect(&cfg.captures, cfg.protocol, rows_mode);
+    if cfg.resume {
+        // Keep the original start time and any notes; refresh the rest.
+        if let Ok(previous) = EnvManifest::read(run_dir) {
+            if let Err(why) = previous.merge_conflict(&manifest) {
+                return Err(GvrError::input(
+                    run_dir,
+                    "manifest.json",
+                    format!("cannot resume: {why}"),
+                ));
+            }
+            manifest.started_utc = previous.started_utc;
+            // The original command line defines the run (`--resume` re-parses it).
+            manifest.command_line = previous.command_line;
+            manifest.notes = previous.notes;
+            manifest.timing_methods = previous.timing_methods;
+        }
+    }
+    manifest.gpu = gpu.as_deref().map(deps::gpu_facts);
+    if let Some(shard) = deps::shard(&cfg.selection) {
+        manifest
+            .notes
+            .insert("shard".into(), serde_json::json!(shard));
+    }
+    manifest
+        .notes
+        .insert("arms".into(), serde_json::json!(arm_names));
+    // Only the host probe exists: it describes CPU arms' memory, not HBM.
+    let bandwidth_bytes_per_s = match (cfg.bandwidth, &gpu) {
+        (true, None) => {
+            let gbs = super::bandwidth::host_copy_gbs();
+            manifest
+                .notes
+                .insert("host_copy_bandwidth_gbs".into(), serde_json::json!(gbs));
+            Some(gbs * 1e9)
+        }
+        (true, Some(_)) => {
+            tracing::warn!(
+                "--bandwidth: no device bandwidth probe yet; reports use the H200 nominal figure"
+            );
+            None
+        }
+        (false, _) => None,
+    };
+    manifest.write(run_dir)?;
+
+    install_ctrlc_handler();
+    STOP_REQUESTED.store(false, Ordering::SeqCst);
+
+    let total_cases = cases.len();
+    let progress = indicatif::ProgressBar::new(total_cases as u64);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} cases  ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+
+    let checkers = CheckerPool::start(ResultsWriter::open(run_dir)?, checker_threads());
+    let (cells, loader) = spawn_loader(captures, group_by_cell(cases));
+    let mut skipped = 0usize;
+    let mut interrupted = false;
+    let mut case_index = 0usize;
+    let loop_result: Result<()> = (|| {
+        for (group, cell) in cells.iter() {
+            let cell = cell?;
+            for case in &group {
+                let pending: Vec<usize> = (0..arms.len())
+                    .filter(|&i| !done.contains(&(case.id(), arms[i].name().to_string())))
+                    .collect();
+                skipped += arms.len() - pending.len();
+                if !pending.is_empty() {
+                    progress.set_message(case.id());
+                    let batch = Arc::new(deps::form_batch(&cell, case.b, rows_mode)?);
+                    // With an A/A pair, alternate the arm order per case so
+                    // neither twin always runs first (drift cancels out).
+                    let order: Vec<usize> = if cfg.aa.is_some() && case_index % 2 == 1 {
+                        pending.into_iter().rev().collect()
+                    } else {
+                        pending
+                    };
+                    for i in order {
+                        let arm = arms[i].as_mut();
+                        let timer: &mut dyn Timer = match (arm.backend(), gpu_timer.as_mut()) {
+                            (Backend::Gpu, Some(t)) => t.as_mut(),
+                            _ => &mut host_timer,
+                        };
+                        let job = run_one(arm, timer, case, rows_mode, &batch, &cfg.protocol);
+                        if let Some(method) = job.record.method {
+                            manifest
+                                .timing_methods
+                                .insert(job.record.arm.clone(), method);
+                        }
+                        checkers.submit(job)?;
+                    }
+                }
+                case_index += 1;
+                progress.inc(1);
+                if STOP_REQUESTED.load(Ordering::SeqCst) {
+                    interrupted = true;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    })();
+    drop(cells); // lets the loader thread exit if we stopped early
+    let _ = loader.join();
+    progress.finish_and_clear();
+    let (written, inexact) = checkers.finish()?;
+    loop_result?;
+
+    if !interrupted {
+        manifest.finished_utc = Some(crate::env_manifest::utc_now_iso());
+    }
+    manifest.write(run_dir)?;
+    if interrupted {
+        eprintln!(
+            "interrupted: {} holds every finished record; continue with: gvr-bench grid --resume {}",
+            run_dir.join(RESULTS_FILE).display(),
+            run_dir.display()
+        );
+    }
+    Ok(RunOutcome {
+        run_dir: run_dir.clone(),
+        cases: total_cases,
+        records_written: written,
+        pairs_skipped: skipped,
+        inexact,
+        interrupted,
+        bandwidth_bytes_per_s,
+    })
+}
+
+fn checker_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get().clamp(1, 4))
+        .unwrap_or(1)
+}
+
+/// One (case, arm): admissibility, measurement, read-back → a check job.
+fn run_one(
+    arm: &mut dyn Arm,
+    timer: &mut dyn Timer,
+    case: &Case,
+    rows: RowsMode,
+    batch: &Arc<Batch>,
+    protocol: &Protocol,
+) -> CheckJob {
+    let shape = Shape::of(batch);
+    let mut record = base_record(case, rows, batch, arm.name(), arm.variant(&shape));
+    if let Err(reason) = arm.admits(&shape) {
+        record.exact = ExactStatus::Unsupported { reason };
+        return CheckJob {
+            batch: Arc::clone(batch),
+            output: None,
+            record,
+        };
+    }
+    let (timings, output) = measure_arm(arm, timer, batch, protocol);
+    if let Some(t) = timings {
+        record.cold_us = t.cold_us;
+        record.warm_us = t.warm_us;
+        record.method = Some(t.method);
+    }
+    match output {
+        Ok(output) => CheckJob {
+            batch: Arc::clone(batch),
+            output: Some(output),
+            record,
+        },
+        Err(e) => {
+            tracing::warn!("{} on {}: {e}", record.arm, record.case);
+            record.exact = ExactStatus::Failed {
+                message: e.to_string(),
+            };
+            CheckJob {
+                batch: Arc::clone(batch),
+                output: None,
+                record,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::Model;
+
+    fn case(cell: &str, b: usize) -> Case {
+        Case {
+            cell: CellMeta {
+                id: cell.into(),
+                model: Model::Flash,
+                isl: "16k".into(),
+                layer: 2,
+                n: 4099,
+                k: 512,
+                cr: 4,
+                next_n: 1,
+            },
+            b,
+        }
+    }
+
+    #[test]
+    fn groups_keep_first_appearance_order() {
+        let groups = group_by_cell(vec![
+            case("a", 1),
+            case("b", 1),
+            case("a", 4),
+            case("c", 2),
+            case("b", 8),
+        ]);
+        let ids: Vec<Vec<String>> = groups
+            .iter()
+            .map(|g| g.iter().map(Case::id).collect())
+            .collect();
+        assert_eq!(
+            ids,
+            vec![vec!["a@b1", "a@b4"], vec!["b@b1", "b@b8"], vec!["c@b2"]]
+        );
+    }
+
+    #[test]
+    fn arm_resolution() {
+        let none = None;
+        // Explicit CPU arms: no notice needed, kept in order.
+        let explicit = vec!["cpu-ss".to_string(), "cpu-ref".to_string()];
+        assert_eq!(
+            resolve_arms(Some(&explicit), None, &none, Some("x")).unwrap(),
+            explicit
+        );
+        // A/A adds the twin after the explicit arms, once.
+        let names = resolve_arms(Some(&explicit), Some("cpu-ref"), &none, Some("x")).unwrap();
+        assert_eq!(names, ["cpu-ss", "cpu-ref", "cpu-ref#2"]);
+        // A/A alone runs just the pair.
+        assert_eq!(
+            resolve_arms(None, Some("cpu-ss"), &none, None).unwrap(),
+            ["cpu-ss", "cpu-ss#2"]
+        );
+        assert!(resolve_arms(None, Some("cpu-ss#2"), &none, None).is_err());
+        // No GPU: defaults fall back to the CPU engines; GPU arms are refused.
+        assert_eq!(
+            resolve_arms(None, None, &none, Some("x")).unwrap(),
+            registry::CPU_ARMS
+        );
+        let gpu_arms = vec!["radix".to_string()];
+        let err = resolve_arms(Some(&gpu_arms), None, &none, Some("no driver")).unwrap_err();
+        assert!(err.to_string().contains("no driver"), "{err}");
+    }
+
+    #[test]
+    fn inexact_means_ran_and_was_wrong() {
+        assert!(!is_inexact(&ExactStatus::Exact));
+        assert!(!is_inexact(&ExactStatus::Unsupported {
+            reason: String::new()
+        }));
+        assert!(is_inexact(&ExactStatus::Unwritten { row: 0, slot: 0 }));
+        assert!(is_inexact(&ExactStatus::Failed {
+            message: String::new()
+        }));
+    }
+
+    #[test]
+    fn bytes_count_each_rows_own_length() {
+        let c = case("a", 2);
+        let batch = Batch {
+            rows: 2,
+            npad: 64,
+            k: 4,
+            logits: vec![0.0; 128],
+            n: vec![10, 64],
+            hints: vec![0; 8],
+            varlen: None,
+        };
+        let rec = base_record(&c, RowsMode::Independent, &batch, "cpu-ref", None);
+        assert_eq!(rec.bytes, 4 * (10 + 64 + 2 * 4));
+        assert_eq!(rec.case, "a@b2");
+        assert_eq!(rec.rows, RowsMode::Independent);
+    }
+}

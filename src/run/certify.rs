@@ -1,0 +1,201 @@
+//! `gvr-bench certify`: exactness only, no timing. Every selected case and
+//! the adversarial suite for each K are run once per arm and checked.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use super::campaign::{
+    build_arms, group_by_cell, is_inexact, open_device, resolve_arms, select_cases,
+};
+use super::deps::{self, Selection};
+use crate::arms::{Arm, Shape};
+use crate::error::Result;
+use crate::exact::ExactStatus;
+use crate::grid::Batch;
+
+#[derive(Debug, Clone)]
+pub struct CertifyConfig {
+    pub captures: PathBuf,
+    pub selection: Selection,
+    pub arms: Option<Vec<String>>,
+    /// Also run `exact::adversarial::suite(k)` for each selected K.
+    pub adversarial: bool,
+    /// Fill each row's pad `[n, npad)` with +3e38 so any read past n shows.
+    pub poison_pad: bool,
+    pub device: usize,
+    pub cpu_only: bool,
+}
+
+/// Per-arm tally.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArmTally {
+    pub arm: String,
+    pub exact: usize,
+    pub inexact: usize,
+    pub unsupported: usize,
+    /// The first inexact check, described for the user.
+    pub first_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertifyOutcome {
+    pub tallies: Vec<ArmTally>,
+}
+
+impl CertifyOutcome {
+    pub fn any_inexact(&self) -> bool {
+        self.tallies.iter().any(|t| t.inexact > 0)
+    }
+
+    /// Markdown table of the tallies plus the first failure of each arm.
+    pub fn table(&self) -> String {
+        let mut out =
+            String::from("| arm | exact | inexact | unsupported |\n|---|---:|---:|---:|\n");
+        for t in &self.tallies {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                t.arm, t.exact, t.inexact, t.unsupported
+            );
+        }
+        for t in &self.tallies {
+            if let Some(f) = &t.first_failure {
+                let _ = writeln!(out, "\n{}: first failure: {f}", t.arm);
+            }
+        }
+        out
+    }
+}
+
+/// Value written into the pad by `--poison-pad` (the TRT-LLM unit-test
+/// sentinel): larger than any real logit, so a kernel that reads past n puts
+/// it among the winners and the value check fails.
+pub const PAD_POISON: f32 = 3e38;
+
+/// Run one arm once on a batch and check it.
+pub fn check_arm(arm: &mut dyn Arm, batch: &Batch) -> ExactStatus {
+    let shape = Shape::of(batch);
+    if let Err(reason) = arm.admits(&shape) {
+        return ExactStatus::Unsupported { reason };
+    }
+    let output = arm
+        .stage(batch)
+        .and_then(|_| arm.poison_output())
+        .and_then(|_| arm.launch())
+        .and_then(|_| arm.read_output());
+    match output {
+        Ok(output) => deps::check_batch(batch, &output),
+        Err(e) => ExactStatus::Failed {
+            message: e.to_string(),
+        },
+    }
+}
+
+fn tally(t: &mut ArmTally, status: &ExactStatus, what: &str) {
+    match status {
+        ExactStatus::Exact => t.exact += 1,
+        ExactStatus::Unsupported { .. } => t.unsupported += 1,
+        other => {
+            debug_assert!(is_inexact(other));
+            t.inexact += 1;
+            if t.first_failure.is_none() {
+                t.first_failure = Some(format!("{what}: {}", describe(other)));
+            }
+        }
+    }
+}
+
+fn describe(status: &ExactStatus) -> String {
+    match status {
+        ExactStatus::Wrong { row, reason } => format!("WRONG at row {row}: {reason}"),
+        ExactStatus::Unwritten { row, slot } => format!("UNWRITTEN row {row} slot {slot}"),
+        ExactStatus::Failed { message } => format!("FAILED: {message}"),
+        other => other.label().to_string(),
+    }
+}
+
+pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
+    let captures = deps::open_captures(&cfg.captures)?;
+    let cases = select_cases(&captures, None, &cfg.selection)?;
+    let rows_mode = deps::rows_mode(&cfg.selection);
+    let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
+    let names = resolve_arms(cfg.arms.as_deref(), None, &gpu, no_gpu_reason.as_deref())?;
+    let (names, mut arms) = build_arms(names, cfg.arms.is_none(), &gpu)?;
+    let mut tallies: Vec<ArmTally> = names
+        .iter()
+        .map(|n| ArmTally {
+            arm: n.clone(),
+            ..ArmTally::default()
+        })
+        .collect();
+
+    let ks: BTreeSet<usize> = cases.iter().map(|c| c.cell.k as usize).collect();
+    for group in group_by_cell(cases) {
+        let Some(entry) = captures.cell(&group[0].cell.id) else {
+            continue; // select_cases only yields cells of this capture set
+        };
+        let cell = deps::load_cell(&captures, entry)?;
+        for case in &group {
+            let mut batch = deps::form_batch(&cell, case.b, rows_mode)?;
+            if cfg.poison_pad {
+                batch.poison_pad(PAD_POISON);
+            }
+            for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
+                let status = check_arm(arm.as_mut(), &batch);
+                tally(t, &status, &case.id());
+            }
+        }
+    }
+
+    if cfg.adversarial {
+        for k in ks {
+            for (name, mut batch) in deps::adversarial_suite(k) {
+                if cfg.poison_pad {
+                    batch.poison_pad(PAD_POISON);
+                }
+                for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
+                    let status = check_arm(arm.as_mut(), &batch);
+                    tally(t, &status, &format!("adversarial {name} (K={k})"));
+                }
+            }
+        }
+    }
+    Ok(CertifyOutcome { tallies })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_count_and_keep_first_failure() {
+        let mut t = ArmTally::default();
+        tally(&mut t, &ExactStatus::Exact, "a");
+        tally(
+            &mut t,
+            &ExactStatus::Unsupported { reason: "x".into() },
+            "b",
+        );
+        tally(
+            &mut t,
+            &ExactStatus::Wrong {
+                row: 3,
+                reason: "dup".into(),
+            },
+            "c",
+        );
+        tally(
+            &mut t,
+            &ExactStatus::Failed {
+                message: "boom".into(),
+            },
+            "d",
+        );
+        assert_eq!((t.exact, t.inexact, t.unsupported), (1, 2, 1));
+        assert_eq!(t.first_failure.as_deref(), Some("c: WRONG at row 3: dup"));
+        let outcome = CertifyOutcome { tallies: vec![t] };
+        assert!(outcome.any_inexact());
+        assert!(outcome.table().contains("|  | 1 | 2 | 1 |"));
+    }
+}

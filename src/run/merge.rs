@@ -1,0 +1,188 @@
+//! `gvr-bench merge`: combine shard runs into one run directory. Shards must
+//! have been measured by the same binary, kernels and capture set under the
+//! same protocol and rows mode, and may not overlap.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::results::{run_records, ResultsWriter, RESULTS_FILE};
+use crate::env_manifest::EnvManifest;
+use crate::error::{GvrError, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeOutcome {
+    pub records: usize,
+    pub cases: usize,
+}
+
+pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
+    if runs.is_empty() {
+        return Err(GvrError::Usage(
+            "merge needs at least one run directory".into(),
+        ));
+    }
+    let manifests = runs
+        .iter()
+        .map(|run| {
+            if !run.is_dir() {
+                return Err(GvrError::input(run, "run", "no such run directory"));
+            }
+            EnvManifest::read(run)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let first = &manifests[0];
+    for (run, manifest) in runs.iter().zip(&manifests).skip(1) {
+        let conflict = first.merge_conflict(manifest).err().or_else(|| {
+            if first.rows_mode != manifest.rows_mode {
+                Some(format!(
+                    "rows mode differs ({:?} vs {:?})",
+                    first.rows_mode, manifest.rows_mode
+                ))
+            } else if first.protocol != manifest.protocol {
+                Some("measurement protocol differs".to_string())
+            } else {
+                None
+            }
+        });
+        if let Some(why) = conflict {
+            return Err(GvrError::Usage(format!(
+                "cannot merge {} with {}: {why}",
+                runs[0].display(),
+                run.display()
+            )));
+        }
+    }
+
+    // Read everything before creating the output so a refusal leaves no debris.
+    let mut owner: HashMap<(String, String), &Path> = HashMap::new();
+    let mut records = Vec::new();
+    for run in runs {
+        for record in run_records(run)? {
+            let key = (record.case.clone(), record.arm.clone());
+            if let Some(previous) = owner.insert(key, run) {
+                return Err(GvrError::Usage(format!(
+                    "case {} arm {} appears in both {} and {}; shards must not overlap",
+                    record.case,
+                    record.arm,
+                    previous.display(),
+                    run.display()
+                )));
+            }
+            records.push(record);
+        }
+    }
+
+    if out.join(RESULTS_FILE).exists() {
+        return Err(GvrError::input(
+            out,
+            RESULTS_FILE,
+            "output run directory already has results",
+        ));
+    }
+    std::fs::create_dir_all(out).map_err(|e| GvrError::io(out, e))?;
+    let mut writer = ResultsWriter::open(out)?;
+    for record in &records {
+        writer.append(record)?;
+    }
+
+    let mut merged = first.clone();
+    merged.started_utc = manifests
+        .iter()
+        .map(|m| m.started_utc.clone())
+        .min()
+        .unwrap_or_default();
+    merged.finished_utc = manifests
+        .iter()
+        .filter_map(|m| m.finished_utc.clone())
+        .max();
+    let mut hosts: Vec<&str> = manifests.iter().map(|m| m.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    merged.host = hosts.join(",");
+    for m in &manifests[1..] {
+        merged.timing_methods.extend(m.timing_methods.clone());
+    }
+    merged.notes.insert(
+        "merged_from".into(),
+        serde_json::json!(runs
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect::<Vec<_>>()),
+    );
+    merged.write(out)?;
+
+    let mut cases: Vec<&str> = records.iter().map(|r| r.case.as_str()).collect();
+    cases.sort_unstable();
+    cases.dedup();
+    Ok(MergeOutcome {
+        records: records.len(),
+        cases: cases.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::RowsMode;
+    use crate::run::results::tests::record;
+    use crate::timing::Protocol;
+
+    fn make_run(root: &Path, name: &str, pairs: &[(&str, &str)]) -> PathBuf {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = EnvManifest::without_hashes(
+            Path::new("/nonexistent"),
+            Protocol::default(),
+            RowsMode::Replicate,
+        );
+        manifest.write(&dir).unwrap();
+        let mut w = ResultsWriter::open(&dir).unwrap();
+        for (case, arm) in pairs {
+            w.append(&record(case, arm)).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn merges_disjoint_shards() {
+        let root = tempfile::tempdir().unwrap();
+        let a = make_run(
+            root.path(),
+            "a",
+            &[("x@b1", "cpu-ref"), ("x@b2", "cpu-ref")],
+        );
+        let b = make_run(root.path(), "b", &[("y@b1", "cpu-ref")]);
+        let out = root.path().join("merged");
+        let outcome = merge(&[a.clone(), b.clone()], &out).unwrap();
+        assert_eq!(
+            outcome,
+            MergeOutcome {
+                records: 3,
+                cases: 3
+            }
+        );
+        assert_eq!(run_records(&out).unwrap().len(), 3);
+        let m = EnvManifest::read(&out).unwrap();
+        assert_eq!(m.notes["merged_from"].as_array().unwrap().len(), 2);
+        // Merging again into the same directory is refused.
+        assert!(merge(&[a, b], &out).is_err());
+    }
+
+    #[test]
+    fn refuses_overlap_and_mismatch() {
+        let root = tempfile::tempdir().unwrap();
+        let a = make_run(root.path(), "a", &[("x@b1", "cpu-ref")]);
+        let b = make_run(root.path(), "b", &[("x@b1", "cpu-ref")]);
+        let err = merge(&[a.clone(), b], &root.path().join("o1")).unwrap_err();
+        assert!(err.to_string().contains("x@b1"), "{err}");
+        assert!(!root.path().join("o1").exists());
+
+        let c = make_run(root.path(), "c", &[("z@b1", "cpu-ref")]);
+        let mut m = EnvManifest::read(&c).unwrap();
+        m.capture_set_hash = "other".into();
+        m.write(&c).unwrap();
+        let err = merge(&[a, c], &root.path().join("o2")).unwrap_err();
+        assert!(err.to_string().contains("capture_set_hash"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+    }
+}

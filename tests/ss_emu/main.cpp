@@ -1,0 +1,156 @@
+// Host emulator driver for kernels/ss_main.cu (see common.cuh here and
+// tests/ss_emu_exact.rs). Usage: emu <input> <output>.
+// Input (little-endian): 10 u32 header {magic 0x55EE0001, entry id, grid x,
+// grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 16 u32
+// SsMainParams, f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
+// Output: i32 [rows*k] (rows not emulated keep INT_MIN). Exit 0 on success;
+// non-zero with a message on stderr for a deadlock, a bad load or a
+// workspace left non-zero.
+#include "ss_main.cu"
+
+#include <algorithm>
+#include <climits>
+#include <random>
+
+typedef void (*Entry)(const float*, const i32*, const i32*, i32*, const SsMainParams, unsigned char*);
+
+template <int BLK, int U, bool SPLIT>
+void small_entry(SS_MAIN_ARGS) {
+    ss_main_body<BLK, U, SPLIT>(SS_MAIN_PASS);
+}
+
+// Ids 0..9 follow arms::ss::ENTRY_SHAPES; 10.. are small CTAs for stress.
+static Entry entry_by_id(u32 id) {
+    switch (id) {
+        case 0: return ss_main_b1024_u1;
+        case 1: return ss_main_b1024_u2;
+        case 2: return ss_main_b1024_u4;
+        case 3: return ss_main_b1024_u8;
+        case 4: return ss_main_b512_u8;
+        case 5: return ss_main_b256_u8;
+        case 6: return ss_main_split_u1;
+        case 7: return ss_main_split_u2;
+        case 8: return ss_main_split_u4;
+        case 9: return ss_main_split_u8;
+        case 10: return small_entry<64, 2, false>;
+        case 11: return small_entry<64, 2, true>;
+        case 12: return small_entry<128, 1, true>;
+        default: return nullptr;
+    }
+}
+
+static const size_t STACK_BYTES = 64 * 1024;
+
+struct Launch {
+    Entry entry;
+    const float* logits;
+    const i32* n;
+    const i32* hints;
+    i32* out;
+    SsMainParams p;
+    unsigned char* workspace;
+};
+static Launch g_launch;
+
+static void fiber_entry() {
+    g_launch.entry(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p, g_launch.workspace);
+    emu::fibers[emu::current].done = true;
+    --emu::live;
+    ++emu::events;
+    // An exiting thread no longer counts for block barriers.
+    if (emu::block_arrived > 0 && emu::block_arrived == emu::live) {
+        emu::block_arrived = 0;
+        ++emu::block_gen;
+    }
+}
+
+static void run_cta(u32 bx, u32 by, u32 block) {
+    emu::block_idx = dim3e{bx, by, 0};
+    emu::block_dim = block;
+    emu::fibers.assign(block, emu::Fiber{});
+    emu::live = block;
+    emu::block_arrived = 0;
+    for (u32 w = 0; w < 32; ++w) emu::warp_arrived[w] = 0;
+    for (u32 i = 0; i < block; ++i) {
+        emu::Fiber& f = emu::fibers[i];
+        f.tid = dim3e{i, 0, 0};
+        f.done = false;
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = emu::stacks.data() + (size_t)i * STACK_BYTES;
+        f.ctx.uc_stack.ss_size = STACK_BYTES;
+        f.ctx.uc_link = &emu::sched_ctx;
+        makecontext(&f.ctx, fiber_entry, 0);
+    }
+    while (emu::live > 0) {
+        const u64 before = emu::events;
+        bool ran_fresh = false;
+        for (u32 i = 0; i < block; ++i) {
+            if (emu::fibers[i].done) continue;
+            emu::current = i;
+            swapcontext(&emu::sched_ctx, &emu::fibers[i].ctx);
+            ran_fresh = true;
+        }
+        if (ran_fresh && emu::events == before) {
+            std::fprintf(stderr, "EMU: deadlock in CTA (%u, %u): %u threads wait forever\n", bx, by, emu::live);
+            std::exit(4);
+        }
+    }
+}
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: emu <input> <output>\n");
+        return 2;
+    }
+    FILE* in = std::fopen(argv[1], "rb");
+    if (!in) return 2;
+    u32 h[10];
+    if (std::fread(h, 4, 10, in) != 10 || h[0] != 0x55EE0001u) return 2;
+    const u32 id = h[1], gx = h[2], gy = h[3], block = h[4], smem = h[5], rows = h[6], npad = h[7], k = h[8];
+    const u32 emu_rows = std::min(h[9], rows);
+    SsMainParams p;
+    if (std::fread(&p, 4, 16, in) != 16) return 2;
+    std::vector<float> logits((size_t)rows * npad);
+    std::vector<i32> n(rows), hints((size_t)rows * k);
+    if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
+    if (std::fread(n.data(), 4, n.size(), in) != n.size()) return 2;
+    if (std::fread(hints.data(), 4, hints.size(), in) != hints.size()) return 2;
+    std::fclose(in);
+    Entry entry = entry_by_id(id);
+    if (!entry || gy != rows || block > 1024 || block % 32 != 0) {
+        std::fprintf(stderr, "EMU: bad launch (entry %u, grid y %u, rows %u, block %u)\n", id, gy, rows, block);
+        return 2;
+    }
+    std::vector<i32> out((size_t)rows * k, INT_MIN);
+    std::vector<unsigned char> workspace(2048 + (size_t)160 * 16384 * 8, 0);
+    std::vector<u64> dyn((smem + 7) / 8 + 2);
+    ss_dyn = dyn.data();
+    emu::stacks.assign((size_t)block * STACK_BYTES, 0);
+    emu::logits_base = logits.data();
+    emu::logits_len = logits.size();
+    emu::guard_npad = npad;
+    emu::guard_n = n.data();
+    g_launch = Launch{entry, logits.data(), n.data(), hints.data(), out.data(), p, workspace.data()};
+    std::mt19937 rng(12345u + rows * 7u + gx);
+    std::vector<u32> parts(gx);
+    for (u32 y = 0; y < emu_rows; ++y) {
+        for (u32 x = 0; x < gx; ++x) parts[x] = x;
+        std::shuffle(parts.begin(), parts.end(), rng);  // arrival order must not matter
+        for (u32 x : parts) {
+            std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
+            run_cta(x, y, block);
+        }
+    }
+    // The SPLIT workspace must be back to zero (self-restoring, §7).
+    for (size_t i = 0; i < 2048; ++i) {
+        if (workspace[i] != 0) {
+            std::fprintf(stderr, "EMU: workspace byte %zu left at %u\n", i, workspace[i]);
+            return 5;
+        }
+    }
+    FILE* o = std::fopen(argv[2], "wb");
+    if (!o) return 2;
+    std::fwrite(out.data(), 4, out.size(), o);
+    std::fclose(o);
+    return 0;
+}

@@ -1,0 +1,273 @@
+//! Shared by tests/ss_gpu_exact.rs and tests/ss_emu_exact.rs: batch
+//! builders and the constructed rows that drive each path of the main
+//! family, checked against the CPU model with the launch's own parameters.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+
+use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
+use gvr_bench::arms::ss::{self, Mode};
+use gvr_bench::arms::Shape;
+use gvr_bench::capture::format::npad_for;
+use gvr_bench::exact::check_row;
+use gvr_bench::grid::Batch;
+use gvr_bench::route::{DeviceProfile, MainParams};
+
+pub const PAD: f32 = 3e38;
+
+/// A batch of `rows` (each its own length), +3e38 padding, given hints
+/// (one list per row, padded with -1 to k).
+pub fn batch(rows: &[Vec<f32>], hints: &[Vec<i32>], k: usize) -> Batch {
+    let npad = npad_for(rows.iter().map(Vec::len).max().unwrap_or(0));
+    let mut logits = vec![PAD; rows.len() * npad];
+    let mut all_hints = vec![-1; rows.len() * k];
+    for (r, row) in rows.iter().enumerate() {
+        logits[r * npad..r * npad + row.len()].copy_from_slice(row);
+        if let Some(h) = hints.get(r) {
+            for (slot, &i) in h.iter().take(k).enumerate() {
+                all_hints[r * k + slot] = i;
+            }
+        }
+    }
+    Batch {
+        rows: rows.len(),
+        npad,
+        k,
+        logits,
+        n: rows.iter().map(|r| r.len() as u32).collect(),
+        hints: all_hints,
+        varlen: None,
+    }
+}
+
+/// `copies` identical rows (so the plan's batch size, hence BLK / R, is chosen).
+pub fn replicated(row: &[f32], hints: &[i32], copies: usize, k: usize) -> Batch {
+    batch(
+        &vec![row.to_vec(); copies],
+        &vec![hints.to_vec(); copies],
+        k,
+    )
+}
+
+/// The §3.0 parameters `ss-main` launches for this batch.
+pub fn planned(b: &Batch) -> MainParams {
+    ss::plan(Mode::ForcedMain, &Shape::of(b), &DeviceProfile::h200())
+        .expect("ss-main plans the batch")
+        .params
+}
+
+/// The CPU model of the kernel on row `r` with the launch's parameters:
+/// exact, and returns the path counts.
+pub fn model_row(b: &Batch, r: usize) -> PathCounts {
+    let params = planned(b);
+    let mut counts = PathCounts::default();
+    let out = select_row(b.row(r), b.hints(r), b.k, &params, &mut counts);
+    if let Err(reason) = check_row(b.row(r), b.k, &out) {
+        panic!("model inexact on row {r}: {reason}; {counts:?}");
+    }
+    assert_eq!(counts.narrow_level_cap, 0, "{counts:?}");
+    counts
+}
+
+/// Positions the sample of the planned launch reads in a row of length n.
+pub fn sample_positions(p: &MainParams) -> Vec<usize> {
+    assert!(p.sampled, "construction needs a sampled row: {p:?}");
+    (0..p.smp)
+        .flat_map(|j| {
+            let start = j * p.ss2 * p.unit_values;
+            start..start + p.unit_values
+        })
+        .collect()
+}
+
+/// Distinct values in [0, 1) spread over the row (a permutation of i/n).
+pub fn spread(n: usize) -> Vec<f32> {
+    (0..n).map(|i| ((i * 7919) % n) as f32 / n as f32).collect()
+}
+
+/// A constructed batch, the path it must take (checked on the model), and
+/// its label.
+pub struct PathCase {
+    pub label: &'static str,
+    pub batch: Batch,
+    pub expect: fn(&PathCounts) -> bool,
+}
+
+pub fn path_cases() -> Vec<PathCase> {
+    let k = 512;
+    let mut cases = Vec::new();
+    // 40 rows: one CTA per row, BLK 1024 (b > 32, b·R ≤ SMs).
+    let rows40 = 40;
+    let n = 40_000;
+    let probe = replicated(&spread(n), &[], rows40, k);
+    let p = planned(&probe);
+    assert!(!p.split && p.blk == 1024, "{p:?}");
+    let sample = sample_positions(&p);
+    let in_sample: HashSet<usize> = sample.iter().copied().collect();
+
+    cases.push(PathCase {
+        label: "sample rung, rank refine",
+        batch: probe.clone(),
+        expect: |c| c.sample_rung == 1 && c.rank_refine == 1 && c.retries == 0,
+    });
+
+    {
+        // Sample sees TGT tens and TGT fives; the row has 2k more fives.
+        let mut row = spread(n);
+        for (rank, &i) in sample.iter().enumerate() {
+            if rank < p.tgt {
+                row[i] = 10.0;
+            } else if rank < 2 * p.tgt {
+                row[i] = 5.0;
+            }
+        }
+        for i in (0..n).filter(|i| !in_sample.contains(i)).take(2 * k) {
+            row[i] = 5.0;
+        }
+        cases.push(PathCase {
+            label: "TSH floor after an overshooting rung",
+            batch: replicated(&row, &[], rows40, k),
+            expect: |c| c.tsh_floor == 1 && c.retries == 1,
+        });
+    }
+    {
+        let mut row = spread(n);
+        for &i in sample.iter().take(3 * p.tgt) {
+            row[i] = 10.0;
+        }
+        let floor_index = (0..n)
+            .filter(|&i| row[i] < 10.0)
+            .min_by(|&a, &b| (row[a] - 0.9).abs().total_cmp(&(row[b] - 0.9).abs()))
+            .expect("small values");
+        cases.push(PathCase {
+            label: "hint floor after an overshooting rung",
+            batch: replicated(&row, &[floor_index as i32, sample[0] as i32], rows40, k),
+            expect: |c| c.hint_floor == 1 && c.retries >= 1,
+        });
+    }
+    {
+        let mut row = vec![-3.2e38f32; n];
+        for (placed, i) in (0..n)
+            .filter(|i| !in_sample.contains(i))
+            .take(k - 1)
+            .enumerate()
+        {
+            row[i] = 1.0 + placed as f32;
+        }
+        cases.push(PathCase {
+            label: "whole-row fallback (ladder exhausted)",
+            batch: replicated(&row, &[], rows40, k),
+            expect: |c| c.degenerate_sample == 1 && c.whole_row_fallback == 1,
+        });
+    }
+    cases.push(PathCase {
+        label: "degen A (unsampled, collapsed window)",
+        batch: replicated(&spread(5000), &[], rows40, k),
+        expect: |c| c.unsampled == 1 && c.degen_a == 1,
+    });
+    {
+        let mut row = spread(n);
+        for &i in &sample {
+            row[i] = 0.5;
+        }
+        cases.push(PathCase {
+            label: "degen B (degenerate sample, staging overflow)",
+            batch: replicated(&row, &[], rows40, k),
+            expect: |c| c.degenerate_sample == 1 && c.degen_b_overflow == 1,
+        });
+        let lowest = (0..n).min_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+        let highest = (0..n).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+        let hints = [lowest, highest, highest, lowest].map(|i| i as i32);
+        cases.push(PathCase {
+            label: "staging overflow re-sweep",
+            batch: replicated(&row, &hints, rows40, k),
+            expect: |c| c.hint_floor == 1 && c.staging_resweep == 1 && c.rank_refine == 1,
+        });
+    }
+    {
+        let small = 5000;
+        let mut row = spread(small);
+        for i in 0..k {
+            row[i * 9] = 100.0;
+        }
+        let lowest = (0..small)
+            .min_by(|&a, &b| row[a].total_cmp(&row[b]))
+            .unwrap();
+        cases.push(PathCase {
+            label: "whole crossing bin",
+            batch: replicated(&row, &[lowest as i32, 0], rows40, k),
+            expect: |c| c.hint_floor == 1 && c.whole_bin == 1,
+        });
+    }
+    {
+        let mut row = spread(n);
+        for &i in sample.iter().take(10) {
+            row[i] = f32::INFINITY;
+        }
+        for &i in sample.iter().skip(10).take(10) {
+            row[i] = f32::NEG_INFINITY;
+        }
+        row[1] = f32::INFINITY;
+        cases.push(PathCase {
+            label: "±inf in the sample",
+            batch: replicated(&row, &[sample[0] as i32, sample[15] as i32], rows40, k),
+            expect: |c| c.rows == 1,
+        });
+    }
+
+    // SPLIT: one row of 256K, R = 64, sample rung.
+    cases.push(PathCase {
+        label: "SPLIT sample rung",
+        batch: replicated(&spread(262_144), &[], 1, 1024),
+        expect: |c| c.split_rows == 1 && c.sample_rung == 1,
+    });
+    // SPLIT with TSH staging: 16 rows of 128K, k = 512 → R = 8, tshg.
+    {
+        let b = replicated(&spread(131_072), &[], 16, 512);
+        assert!(planned(&b).tshg, "{:?}", planned(&b));
+        cases.push(PathCase {
+            label: "SPLIT TSH staging",
+            batch: b,
+            expect: |c| c.split_rows == 1 && c.tsh_floor == 1,
+        });
+    }
+    // SPLIT part overflow: 16 rows of 128K, k = 2048 → R = 8 (no tshg);
+    // part 0 owns 16,384 elements, 9,000 of them survive the hint floor
+    // (> SCAP 8192, ≤ GCAP): re-swept into the slab, read back from global.
+    {
+        let n = 131_072;
+        let probe = replicated(&spread(n), &[], 16, 2048);
+        let p = planned(&probe);
+        assert!(p.split && p.r == 8 && p.scap == 8192, "{p:?}");
+        let mut row = spread(n);
+        for (rank, x) in row.iter_mut().skip(1000).take(9000).enumerate() {
+            *x = 1.0 + rank as f32 / 9000.0;
+        }
+        for i in sample_positions(&p) {
+            row[i] = 0.5;
+        }
+        cases.push(PathCase {
+            label: "SPLIT part staging overflow into the slab",
+            batch: replicated(&row, &[1000, 9999], 16, 2048),
+            expect: |c| c.split_part_resweep == 1 && c.hint_floor == 1,
+        });
+    }
+    // SPLIT slab overflow: degenerate sample, no hints, every value survives.
+    {
+        let n = 100_000;
+        let probe = replicated(&spread(n), &[], 1, 512);
+        let p = planned(&probe);
+        assert!(p.split, "{p:?}");
+        let mut row = spread(n);
+        for i in sample_positions(&p) {
+            row[i] = 0.5;
+        }
+        cases.push(PathCase {
+            label: "SPLIT slab overflow → whole-row fallback",
+            batch: replicated(&row, &[], 1, 512),
+            expect: |c| c.split_slab_overflow == 1 && c.whole_row_fallback == 1,
+        });
+    }
+    cases
+}
+
