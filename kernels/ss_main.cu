@@ -62,6 +62,31 @@ struct SsMainParams {
 #define SS_REFINE_LEVELS 6
 #define SS_FALLBACK_LEVELS 8
 
+// Path trace for the host emulator (tests/ss_emu): which §3 paths a row took,
+// compared there with the CPU model's path counts. Compiles to nothing on
+// the GPU.
+#define SS_TR_HINT_START 1u       // T started at the hint floor (unsampled / degenerate sample)
+#define SS_TR_RETRY 2u            // at least one extra streaming pass
+#define SS_TR_FALLBACK 4u         // no verified crossing: whole-row narrowing
+#define SS_TR_DEGEN_A 8u          // crossing bin > CMP, list complete
+#define SS_TR_DEGEN_B 16u         // crossing bin > CMP, list incomplete
+#define SS_TR_RESWEEP 32u         // staging overflowed, emit re-swept the row
+#define SS_TR_WHOLE_BIN 64u       // crossing bin needed whole
+#define SS_TR_RANK 128u           // O(m^2) rank refine
+#define SS_TR_NARROW 256u         // key-narrowing refine
+#define SS_TR_PART_RESWEEP 512u   // SPLIT part re-swept into the slab
+#define SS_TR_SLAB_OVERFLOW 1024u // SPLIT slab overflow
+#ifdef SS_EMULATION
+#define SS_TRACE(bit)                                        \
+    do {                                                     \
+        if (threadIdx.x == 0) ss_emu_trace(blockIdx.y, bit); \
+    } while (0)
+#else
+#define SS_TRACE(bit) \
+    do {              \
+    } while (0)
+#endif
+
 struct SsShared {
     u32 hist[SS_BINS];  // first member: 16-byte aligned for the scan's vector access
     u32 red[64];
@@ -229,7 +254,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser
         const u32 slot = atomicAdd(hist + bin, 1u);
-        if (slot < lim1) {
+        if (slot <= lim1) {
             out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
         } else if (!whole) {
             const u32 q = slot - above;
@@ -353,6 +378,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         gathered = true;
         T = gmin;
         H = NEG_INF;
+        SS_TRACE(SS_TR_HINT_START);
     }
     if (sok && b3.valid && tot0 >= 2u * rs.tgt && T > gmin) {
         const float t3 = __fmaf_rn((float)b3.bin, w, smin);
@@ -412,6 +438,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         const float floor_now = s.lad_floor;
         if (att == 0 && floor_now > NEG_INF && floor_now < TF) {
             T = floor_now;
+            SS_TRACE(SS_TR_RETRY);
             continue;
         }
         float gmin_now = s.lad_gmin;
@@ -426,6 +453,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         if (T <= gmin_now) break;
         T = gmin_now;
+        SS_TRACE(SS_TR_RETRY);
     }
 
     if (SPLIT) {
@@ -442,6 +470,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 if (base + i < SS_GCAP) slab[base + i] = stage[i];
         } else {
             // Local staging overflowed: re-sweep this CTA's slice straight into the slab.
+            SS_TRACE(SS_TR_PART_RESWEEP);
             __syncthreads();
             if (t == 0u) s.count = 0u;
             __syncthreads();
@@ -482,6 +511,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             g_don[row] = 0ull;
         }
         const u32 total = (u32)(old & 0xffffffffull) + myn;
+        if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
         if (total <= SS_GCAP) {
             from_slab = total > p.scap;
             for (u32 i = t; i < total; i += BLK) {
@@ -509,7 +539,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 need = valid ? k - cr.above : k;
     const bool whole = valid && need >= cr.m;
     const bool degen = !valid || cr.m > p.cmp;
+    if (!valid) SS_TRACE(SS_TR_FALLBACK);
     if (!degen) {
+        if (!complete) SS_TRACE(SS_TR_RESWEEP);
+        if (whole) SS_TRACE(SS_TR_WHOLE_BIN);
         const u32 lim1 = cr.above + (whole ? cr.m : 0u);
         if (complete) {
             if (SPLIT && from_slab) {
@@ -530,6 +563,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!whole) {
             const u32 mc = cr.m;  // == candidates written (m <= CMP)
             if (mc <= SS_RANK_MAX) {
+                SS_TRACE(SS_TR_RANK);
                 // §2.4: ranks over distinct 64-bit (value, index) keys are a permutation.
                 for (u32 i = t; i < mc; i += BLK) {
                     const u64 mine = ck64[i];
@@ -538,6 +572,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                     if (rank < need) O[cr.above + rank] = (i32)(u32)mine;
                 }
             } else {
+                SS_TRACE(SS_TR_NARROW);
                 if (t == 0u) {
                     s.kmin = 0xffffffffu;
                     s.kmax = 0u;
@@ -556,6 +591,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
     } else if (valid && complete) {
         // Degen A: crossing bin above CMP, but every survivor is listed.
+        SS_TRACE(SS_TR_DEGEN_A);
         if (SPLIT && from_slab) {
             SsSrcSlab src;
             src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
@@ -566,6 +602,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             ss_narrow_emit<BLK>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
         }
     } else {
+        if (valid) SS_TRACE(SS_TR_DEGEN_B);
         // Degen B: radix select over the whole row, exact for any input (§3.11 I6).
         SsSrcRow src;
         src.row = X;

@@ -47,6 +47,22 @@ pub enum Command {
     Arms,
     /// Merge shard runs into one run directory.
     Merge(MergeArgs),
+    /// GPU runtime checks.
+    Gpu {
+        #[command(subcommand)]
+        action: GpuCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GpuCommand {
+    /// Open the device, print its facts, build every kernel (reporting
+    /// compilations vs cache hits), time the flush and an empty kernel.
+    Info {
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -246,6 +262,12 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Arms => {
             print!("{}", arms_table());
+            Ok(0)
+        }
+        Command::Gpu {
+            action: GpuCommand::Info { device },
+        } => {
+            println!("{}", crate::gpu::gpu_selfcheck_on(device)?);
             Ok(0)
         }
         Command::Merge(args) => {

@@ -195,3 +195,45 @@ fn validate_reports_missing_directory_as_input_error() {
     let err = validate(Path::new("/nonexistent/capture/set")).expect_err("no such set");
     assert_eq!(err.exit_code(), 2, "{err}");
 }
+
+#[test]
+fn imported_set_gets_temporal_gates_but_no_marginal_gates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut opts = SynthOptions::new(dir.path());
+    opts.cells = Some("v4_flash_64k_L0[2468]".into());
+    synth(&opts).expect("synth runs");
+    // Relabel the set as imported: the validator then has no target
+    // marginal, but hit rate and retention are still measured.
+    let manifest_path = dir.path().join("manifest.json");
+    let mut manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).expect("read manifest"))
+            .expect("manifest parses");
+    manifest.source = Source::Imported;
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).expect("serialize"),
+    )
+    .expect("write manifest");
+
+    let report = validate(dir.path()).expect("validate runs");
+    assert_eq!(report.source, Source::Imported);
+    assert_eq!(report.models.len(), 1);
+    assert_eq!(
+        status(&report, Model::Flash, "per-layer KS"),
+        GateStatus::NotApplicable
+    );
+    assert_eq!(
+        status(&report, Model::Flash, "aggregate KS"),
+        GateStatus::NotApplicable
+    );
+    assert_eq!(
+        status(&report, Model::Flash, "boundary mass @16K"),
+        GateStatus::Info
+    );
+    assert_eq!(
+        status(&report, Model::Flash, "hit rate"),
+        GateStatus::Pass,
+        "{report}"
+    );
+    assert!(report.to_string().contains("(imported)"), "{report}");
+}

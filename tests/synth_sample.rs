@@ -14,8 +14,8 @@ use gvr_bench::capture::validate::validate;
 
 /// The sample's cells. The temporal gates only use rows with K/N ≤ 1/8 and
 /// need a few dozen step pairs per model to be above sampling noise, so the
-/// bulk is the smallest such rung of each model (V3.2 16k: N = 16399; Flash
-/// 16k: N = 4099; Pro 32k: N = 8195), spread over all depth classes. Two
+/// bulk is a small rung of each model (V3.2 16k: N = 16399; Flash 32k:
+/// N = 8195; Pro 32k: N = 8195), spread over all depth classes. Two
 /// cells at N ≈ 16K (V4's 64k rung) and one Flash cell at N ≈ 64K add the
 /// boundary-mass gates at 16K and 64K.
 pub const SAMPLE_CELLS: &str = "v32_16k_L[0-5]5,v4_flash_32k_L[0-4][26],v4_pro_32k_L[1-4][26],\

@@ -221,7 +221,32 @@ pub fn write_cell(dir: &Path, file: &str, cell: &CellData) -> Result<()> {
 
     let bytes = safetensors::serialize(tensors, Some(metadata))
         .map_err(|e| GvrError::input(&path, "safetensors", format!("cannot serialize: {e}")))?;
+    let bytes = with_sorted_header(bytes)
+        .map_err(|e| GvrError::input(&path, "safetensors", format!("cannot serialize: {e}")))?;
     write_atomically(&path, &bytes)
+}
+
+/// The safetensors crate writes `__metadata__` from a HashMap, so its key
+/// order changes from run to run. Rewrite the JSON header with sorted keys
+/// (same length, space padded) so the same cell always gives the same bytes.
+fn with_sorted_header(mut bytes: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    let len_bytes: [u8; 8] = bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or("file shorter than its header length")?;
+    let header_len = u64::from_le_bytes(len_bytes) as usize;
+    let header = bytes
+        .get(8..8 + header_len)
+        .ok_or("header length past the end of the file")?;
+    // serde_json's default Map is a BTreeMap: re-serialising sorts every level.
+    let value: serde_json::Value = serde_json::from_slice(header).map_err(|e| e.to_string())?;
+    let mut sorted = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+    if sorted.len() > header_len {
+        return Err("sorted header longer than the original".into());
+    }
+    sorted.resize(header_len, b' ');
+    bytes[8..8 + header_len].copy_from_slice(&sorted);
+    Ok(bytes)
 }
 
 /// Write `<dir>/manifest.json`.

@@ -446,12 +446,22 @@ fn spawn_loader(
 
 /// Run a campaign. Prints progress to stderr; returns counts for the caller
 /// to report.
+/// Batch sizes a CPU-only run uses unless `--batches` is given.
+pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
+
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let captures = deps::open_captures(&cfg.captures)?;
-    let cases = select_cases(&captures, cfg.grid.as_deref(), &cfg.selection)?;
-    let rows_mode = deps::rows_mode(&cfg.selection);
-
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
+    let mut selection = cfg.selection.clone();
+    if gpu.is_none() && selection.batches.is_none() {
+        // CPU engines are references, not contenders: small batches keep a
+        // CPU-only run (the README's first command) to seconds.
+        selection.batches = Some(CPU_DEFAULT_BATCHES.to_string());
+        println!("CPU engines: batch sizes {CPU_DEFAULT_BATCHES} (pass --batches to change)");
+    }
+    let cases = select_cases(&captures, cfg.grid.as_deref(), &selection)?;
+    let rows_mode = deps::rows_mode(&selection);
+
     let arm_names = resolve_arms(
         cfg.arms.as_deref(),
         cfg.aa.as_deref(),

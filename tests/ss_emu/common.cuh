@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csetjmp>
 #include <ucontext.h>
 #include <vector>
 
@@ -27,7 +28,7 @@ typedef unsigned short u16;
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __shared__ static
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 
 struct alignas(16) float4 {
@@ -43,12 +44,16 @@ inline uint4 make_uint4(u32 a, u32 b, u32 c, u32 d) { return uint4{a, b, c, d}; 
 
 // ---------------------------------------------------------------- fibers
 namespace emu {
+// A fiber starts once through its ucontext; every later switch is a
+// _setjmp/_longjmp pair (no signal-mask system call, unlike swapcontext).
 struct Fiber {
     ucontext_t ctx;
+    jmp_buf jb;
     dim3e tid;
+    bool started;
     bool done;
 };
-inline ucontext_t sched_ctx;
+inline jmp_buf sched_jb;
 inline std::vector<Fiber> fibers;
 inline std::vector<char> stacks;
 inline u32 current = 0;
@@ -61,7 +66,9 @@ inline u32 warp_arrived[32];
 inline u32 warp_slots[32][32];
 inline dim3e block_idx, grid_dim;
 
-inline void yield() { swapcontext(&fibers[current].ctx, &sched_ctx); }
+inline void yield() {
+    if (_setjmp(fibers[current].jb) == 0) _longjmp(sched_jb, 1);
+}
 
 inline u64 events = 0;  // barrier arrivals and exits: no change in a full pass = deadlock
 
@@ -267,6 +274,12 @@ inline float ldg_nc_f(const float* p) {
     return *p;
 }
 inline u64 ld_cg_u64(const u64* p) { return *p; }
+
+// Path trace (see SS_TRACE in ss_main.cu): OR of the bits each row reported.
+namespace emu {
+inline std::vector<u32> trace;
+}
+inline void ss_emu_trace(u32 row, u32 bit) { emu::trace.at(row) |= bit; }
 
 inline void write_identity_row(i32* out_row, u32 n, u32 k) {
     for (u32 s = threadIdx.x; s < k; s += blockDim.x) out_row[s] = (s < n) ? (i32)s : -1;

@@ -3,7 +3,8 @@
 // Input (little-endian): 10 u32 header {magic 0x55EE0001, entry id, grid x,
 // grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 16 u32
 // SsMainParams, f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
-// Output: i32 [rows*k] (rows not emulated keep INT_MIN). Exit 0 on success;
+// Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
+// path-trace bits (SS_TR_* in ss_main.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a
 // workspace left non-zero.
 #include "ss_main.cu"
@@ -62,6 +63,7 @@ static void fiber_entry() {
         emu::block_arrived = 0;
         ++emu::block_gen;
     }
+    _longjmp(emu::sched_jb, 1);  // never return: the fiber's stack is simply abandoned
 }
 
 static void run_cta(u32 bx, u32 by, u32 block) {
@@ -75,19 +77,32 @@ static void run_cta(u32 bx, u32 by, u32 block) {
         emu::Fiber& f = emu::fibers[i];
         f.tid = dim3e{i, 0, 0};
         f.done = false;
+        f.started = false;
         getcontext(&f.ctx);
         f.ctx.uc_stack.ss_sp = emu::stacks.data() + (size_t)i * STACK_BYTES;
         f.ctx.uc_stack.ss_size = STACK_BYTES;
-        f.ctx.uc_link = &emu::sched_ctx;
+        f.ctx.uc_link = nullptr;
         makecontext(&f.ctx, fiber_entry, 0);
     }
+    u64 pass = 0;
     while (emu::live > 0) {
         const u64 before = emu::events;
         bool ran_fresh = false;
-        for (u32 i = 0; i < block; ++i) {
+        // Alternate the resume order so shared atomics (slot reservations,
+        // cursors) hand out slots in different orders from pass to pass.
+        const bool reverse = (pass++ & 1u) != 0;
+        for (u32 j = 0; j < block; ++j) {
+            const u32 i = reverse ? block - 1u - j : j;
             if (emu::fibers[i].done) continue;
             emu::current = i;
-            swapcontext(&emu::sched_ctx, &emu::fibers[i].ctx);
+            if (_setjmp(emu::sched_jb) == 0) {
+                emu::Fiber& f = emu::fibers[i];
+                if (!f.started) {
+                    f.started = true;
+                    setcontext(&f.ctx);
+                }
+                _longjmp(f.jb, 1);
+            }
             ran_fresh = true;
         }
         if (ran_fresh && emu::events == before) {
@@ -131,6 +146,8 @@ int main(int argc, char** argv) {
     emu::guard_npad = npad;
     emu::guard_n = n.data();
     g_launch = Launch{entry, logits.data(), n.data(), hints.data(), out.data(), p, workspace.data()};
+    emu::grid_dim = dim3e{gx, gy, 1u};
+    emu::trace.assign(rows, 0u);
     std::mt19937 rng(12345u + rows * 7u + gx);
     std::vector<u32> parts(gx);
     for (u32 y = 0; y < emu_rows; ++y) {
@@ -151,6 +168,7 @@ int main(int argc, char** argv) {
     FILE* o = std::fopen(argv[2], "wb");
     if (!o) return 2;
     std::fwrite(out.data(), 4, out.size(), o);
+    std::fwrite(emu::trace.data(), 4, emu::trace.size(), o);
     std::fclose(o);
     return 0;
 }

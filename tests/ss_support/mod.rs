@@ -270,4 +270,3 @@ pub fn path_cases() -> Vec<PathCase> {
     }
     cases
 }
-

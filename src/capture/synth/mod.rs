@@ -118,7 +118,7 @@ impl std::fmt::Display for SynthSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "wrote {} synthetic cells × {} steps ({:.1} MB of logits) to {} in {:.1} s",
+            "wrote {} synthetic cells × {} steps ({:.2} MB of logits) to {} in {:.1} s",
             self.cells,
             self.steps,
             self.logit_bytes as f64 / 1e6,

@@ -16,7 +16,8 @@
 //! (ρ), a partial re-draw (ρ₂, probability w₂) and a fresh draw (ρ = 0,
 //! probability w₀). Every regime keeps the N(0, 1) marginal exactly, so the
 //! marginal calibration is untouched. The parameters are fitted at run time
-//! (deterministically, a few ms per (model, N)) by `fit_temporal`.
+//! by `fit_temporal` (deterministic; well under a second per (model, N) in
+//! release builds, cached).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};

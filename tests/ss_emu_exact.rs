@@ -1,0 +1,406 @@
+//! Runs the real `kernels/ss_main.cu` source on the CPU and checks it exact.
+//!
+//! The kernel is compiled with g++ against `tests/ss_emu/common.cuh`, a host
+//! emulation of the CUDA subset it uses (every CUDA thread a fiber, switched
+//! at barriers and warp collectives; loads bounds-checked so a read past a
+//! row's n, outside the redirect rule, aborts; shared memory pre-filled with
+//! garbage; SPLIT parts of a row run in a shuffled order; the workspace must
+//! come back zeroed). This executes the kernel's own control flow, slot
+//! arithmetic and fallbacks, not a transcription of them. It does not model
+//! the memory model (fences, L1 staleness) or true thread interleaving
+//! between barriers; the GPU tests in `ss_gpu_exact.rs` cover those on the H200.
+//!
+//! Skips (passes with a note) when g++ is not installed.
+
+mod ss_support;
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
+use gvr_bench::arms::ss::{self, Mode, SsPlan, ENTRY_SHAPES};
+use gvr_bench::arms::Shape;
+use gvr_bench::exact::check_row;
+use gvr_bench::exact::{check_batch, row_generators};
+use gvr_bench::gpu::sources::{HEADERS, SS_MAIN};
+use gvr_bench::grid::Batch;
+use gvr_bench::route::DeviceProfile;
+use gvr_bench::route::MainParams;
+use ss_support::{batch, model_row, path_cases, planned, spread};
+
+const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u64 ss_dyn[];";
+
+/// Build the emulator (once per source version: cached under cargo's test
+/// temp dir, keyed by a hash of every source); `None` if g++ is missing.
+fn emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if Command::new("g++").arg("--version").output().is_err() {
+                eprintln!("SKIPPED: g++ not found, the ss_main.cu host emulation cannot be built");
+                return None;
+            }
+            let ss_common = HEADERS
+                .iter()
+                .find(|(name, _)| *name == "ss_common.cuh")
+                .expect("ss_common.cuh is an NVRTC header")
+                .1;
+            assert!(
+                SS_MAIN.code.contains(DYN_SMEM_DECL),
+                "dynamic smem declaration moved"
+            );
+            // The one line g++ cannot take: dynamic shared memory becomes a
+            // pointer the driver sets per CTA.
+            let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
+            let sources = [
+                ("common.cuh", include_str!("ss_emu/common.cuh")),
+                ("ss_common.cuh", ss_common),
+                ("ss_main.cu", kernel.as_str()),
+                ("main.cpp", include_str!("ss_emu/main.cpp")),
+            ];
+            let mut hasher = DefaultHasher::new();
+            sources.hash(&mut hasher);
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("ss-emu-{:016x}", hasher.finish()));
+            let exe = dir.join("emu");
+            if exe.is_file() {
+                return Some(exe);
+            }
+            std::fs::create_dir_all(&dir).expect("emulator dir");
+            for (name, text) in sources {
+                std::fs::write(dir.join(name), text).expect("write emulator source");
+            }
+            let building = dir.join(format!("emu.{}.tmp", std::process::id()));
+            let status = Command::new("g++")
+                .args([
+                    "-O1",
+                    "-std=c++17",
+                    "-U_FORTIFY_SOURCE",
+                    "-DSS_EMULATION",
+                    "-w",
+                    "-o",
+                ])
+                .arg(&building)
+                .arg(dir.join("main.cpp"))
+                .status()
+                .expect("run g++");
+            assert!(
+                status.success(),
+                "g++ failed to build the emulator in {}",
+                dir.display()
+            );
+            std::fs::rename(&building, &exe).expect("install emulator");
+            Some(exe)
+        })
+        .as_deref()
+}
+
+/// Entry id of a (BLK, U, SPLIT) shape in main.cpp's table.
+fn entry_id(plan: &SsPlan) -> u32 {
+    let key = (plan.params.blk, plan.params.u, plan.params.split);
+    ENTRY_SHAPES
+        .iter()
+        .position(|&s| s == key)
+        .expect("planned entry is compiled") as u32
+}
+
+/// One emulated launch: everything the kernel receives.
+struct EmuLaunch {
+    entry: u32,
+    grid_x: u32,
+    block: u32,
+    args: ss::SsMainArgs,
+    /// Rows actually emulated (a prefix of the batch).
+    rows: usize,
+}
+
+impl EmuLaunch {
+    fn planned(b: &Batch, rows: usize) -> EmuLaunch {
+        let plan = ss::plan(Mode::ForcedMain, &Shape::of(b), &DeviceProfile::h200()).expect("plan");
+        EmuLaunch {
+            entry: entry_id(&plan),
+            grid_x: plan.grid.0,
+            block: plan.block,
+            args: plan.args,
+            rows,
+        }
+    }
+}
+
+/// Run the launch on the emulator; check the emulated rows exact; return
+/// each emulated row's path-trace bits.
+fn emu_check(exe: &Path, b: &Batch, launch: &EmuLaunch, label: &str) -> Vec<u32> {
+    let a = &launch.args;
+    let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8;
+    let header = [
+        0x55EE_0001u32,
+        launch.entry,
+        launch.grid_x,
+        b.rows as u32,
+        launch.block,
+        dyn_smem as u32,
+        b.rows as u32,
+        b.npad as u32,
+        b.k as u32,
+        launch.rows as u32,
+    ];
+    let params = [
+        a.n_plan,
+        a.npad,
+        a.k,
+        a.r,
+        a.scap,
+        a.cmp,
+        a.smp,
+        a.ss2,
+        a.tgt,
+        a.tgt2,
+        a.q,
+        a.aim_base,
+        a.amin,
+        a.sfac,
+        a.small_dense_en,
+        a.tsh_en,
+    ];
+    let mut bytes = Vec::new();
+    for w in header.iter().chain(&params) {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    for x in &b.logits {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    for &n in &b.n {
+        bytes.extend_from_slice(&(n as i32).to_le_bytes());
+    }
+    for h in &b.hints {
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    let dir = exe.parent().expect("emulator dir");
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        label.replace([' ', '/', '(', ')', ','], "_")
+    );
+    let input = dir.join(format!("in-{tag}.bin"));
+    let output = dir.join(format!("out-{tag}.bin"));
+    std::fs::write(&input, &bytes).expect("write input");
+    let result = Command::new(exe)
+        .arg(&input)
+        .arg(&output)
+        .output()
+        .expect("run emulator");
+    let _ = std::fs::remove_file(&input);
+    assert!(
+        result.status.success(),
+        "{label}: emulator failed ({}): {}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let raw = std::fs::read(&output).expect("emulator output");
+    let _ = std::fs::remove_file(&output);
+    let words: Vec<i32> = raw
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(words.len(), b.rows * b.k + b.rows, "{label}");
+    let (out, trace) = words.split_at(b.rows * b.k);
+    // Check the emulated prefix as a batch of its own.
+    let rows = launch.rows;
+    let prefix = Batch {
+        rows,
+        npad: b.npad,
+        k: b.k,
+        logits: b.logits[..rows * b.npad].to_vec(),
+        n: b.n[..rows].to_vec(),
+        hints: b.hints[..rows * b.k].to_vec(),
+        varlen: None,
+    };
+    let status = check_batch(&prefix, &out[..rows * b.k]);
+    assert!(status.is_exact(), "{label}: {status:?}");
+    trace[..rows].iter().map(|&t| t as u32).collect()
+}
+
+/// The kernel's SS_TR_* bits a row must report for the CPU model's path
+/// counts of that row (same decisions, same order).
+fn expected_trace(c: &PathCounts) -> u32 {
+    let bits = [
+        (c.unsampled + c.degenerate_sample > 0, 1),
+        (c.retries > 0, 2),
+        (c.whole_row_fallback > 0, 4),
+        (c.degen_a > 0, 8),
+        (c.degen_b_overflow > 0, 16),
+        (c.staging_resweep > 0, 32),
+        (c.whole_bin > 0, 64),
+        (c.rank_refine > 0, 128),
+        (c.narrow_refine > 0, 256),
+        (c.split_part_resweep > 0, 512),
+        (c.split_slab_overflow > 0, 1024),
+    ];
+    bits.iter().filter(|(on, _)| *on).map(|(_, bit)| bit).sum()
+}
+
+/// Model row `r` with `params` (exactness checked) → its path counts.
+fn model(b: &Batch, r: usize, params: &MainParams) -> PathCounts {
+    let mut counts = PathCounts::default();
+    let out = select_row(b.row(r), b.hints(r), b.k, params, &mut counts);
+    if let Err(reason) = check_row(b.row(r), b.k, &out) {
+        panic!("model inexact on row {r}: {reason}; {counts:?}");
+    }
+    counts
+}
+
+#[test]
+fn every_constructed_path_is_exact_in_the_kernel_source() {
+    let Some(exe) = emulator() else { return };
+    for case in path_cases() {
+        let counts = model_row(&case.batch, 0);
+        assert!((case.expect)(&counts), "{}: {counts:?}", case.label);
+        let trace = emu_check(
+            exe,
+            &case.batch,
+            &EmuLaunch::planned(&case.batch, 1),
+            case.label,
+        );
+        assert_eq!(
+            trace[0],
+            expected_trace(&counts),
+            "{}: kernel path bits vs the model's {counts:?}",
+            case.label
+        );
+    }
+}
+
+#[test]
+fn small_ctas_with_tiny_buffers_stay_exact() {
+    // Exactness must not depend on SCAP / CMP / BLK: tiny capacities force
+    // staging overflow, crossing bins above CMP and slab hand-offs on
+    // ordinary rows, through the real kernel body (64- and 128-thread CTAs).
+    let Some(exe) = emulator() else { return };
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(2026);
+    let k = 512;
+    for (i, n) in [700usize, 6_001, 12_345].into_iter().enumerate() {
+        for g in &generators {
+            let rows: Vec<Vec<f32>> = (0..2)
+                .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
+                .collect();
+            let b = batch(&rows, &[], k);
+            for (entry, grid_x, scap, cmp) in [
+                (10u32, 1u32, 64u32, 16u32),
+                (10, 1, 1024, 300),
+                (10, 1, 8192, 2048),
+                (11, 3, 256, 64),
+                (11, 5, 4096, 600),
+                (12, 2, 2048, 2048),
+            ] {
+                let mut launch = EmuLaunch::planned(&b, 2);
+                launch.entry = entry;
+                launch.grid_x = grid_x;
+                launch.block = if entry == 12 { 128 } else { 64 };
+                launch.args.scap = scap;
+                launch.args.cmp = cmp;
+                launch.args.r = grid_x;
+                launch.args.tsh_en = 0;
+                let label = format!(
+                    "{} n={n} entry={entry} R={grid_x} scap={scap} cmp={cmp} #{i}",
+                    g.name
+                );
+                let trace = emu_check(exe, &b, &launch, &label);
+                // The model with the same capacities and split takes the same paths.
+                let params = MainParams {
+                    scap: scap as usize,
+                    cmp: cmp as usize,
+                    r: grid_x,
+                    q: (n >> 2).div_ceil(grid_x as usize),
+                    split: grid_x > 1,
+                    tshg: false,
+                    ..planned(&b)
+                };
+                for (r, &bits) in trace.iter().enumerate() {
+                    let counts = model(&b, r, &params);
+                    assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    let lens = [0usize, 1, k - 1, k, k + 1, 3 * k + 5, 9_001, 17, 20_000];
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let rows: Vec<Vec<f32>> = lens
+        .iter()
+        .enumerate()
+        .map(|(r, &n)| (generators[r % generators.len()].generate)(&mut rng as &mut dyn RngCore, n))
+        .collect();
+    // Hints: the row's own top indices, junk, duplicates, -1.
+    let hints: Vec<Vec<i32>> = lens
+        .iter()
+        .enumerate()
+        .map(|(r, &n)| match r % 3 {
+            0 => (0..k as i32).map(|i| i * 3 % n.max(1) as i32).collect(),
+            1 => vec![7; k],
+            _ => (0..k as i32).map(|i| i * 1_000_003 - 50).collect(),
+        })
+        .collect();
+    let b = batch(&rows, &hints, k);
+    // 9 rows → SPLIT with per-row schedules (n differs from the planned n).
+    let launch = EmuLaunch::planned(&b, lens.len());
+    assert!(launch.grid_x > 1, "varlen batch should split");
+    let trace = emu_check(exe, &b, &launch, "varlen split");
+    let params = planned(&b);
+    for (r, &bits) in trace.iter().enumerate() {
+        let counts = model(&b, r, &params);
+        assert_eq!(
+            bits,
+            expected_trace(&counts),
+            "varlen split row {r} (n = {}): {counts:?}",
+            b.n[r]
+        );
+    }
+    // The same rows as one CTA each (BLK 64, small buffers).
+    let mut small = EmuLaunch::planned(&b, lens.len());
+    small.entry = 10;
+    small.grid_x = 1;
+    small.block = 64;
+    small.args.r = 1;
+    small.args.scap = 2048;
+    small.args.cmp = 256;
+    emu_check(exe, &b, &small, "varlen one CTA per row");
+    // The BLK-512 (200 rows) and BLK-256 (300 rows) entry points on the same
+    // rows (the first lens.len() rows emulated), paths equal to the model's.
+    for (copies, blk) in [(200usize, 512u32), (300, 256)] {
+        let many_rows: Vec<Vec<f32>> = (0..copies).map(|r| rows[r % rows.len()].clone()).collect();
+        let many_hints: Vec<Vec<i32>> = (0..copies)
+            .map(|r| hints[r % hints.len()].clone())
+            .collect();
+        let many = batch(&many_rows, &many_hints, k);
+        let launch = EmuLaunch::planned(&many, lens.len());
+        assert_eq!((launch.block, launch.grid_x), (blk, 1), "{copies} rows");
+        let label = format!("varlen x{copies} (BLK {blk})");
+        let trace = emu_check(exe, &many, &launch, &label);
+        let params = planned(&many);
+        for (r, &bits) in trace.iter().enumerate() {
+            let counts = model(&many, r, &params);
+            assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+        }
+    }
+    // A plain row for the record: the sample rung on a real entry point.
+    let plain = batch(&[spread(30_000)], &[], 1024);
+    emu_check(
+        exe,
+        &plain,
+        &EmuLaunch::planned(&plain, 1),
+        "plain split row",
+    );
+}
