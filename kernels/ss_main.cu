@@ -254,7 +254,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser
         const u32 slot = atomicAdd(hist + bin, 1u);
-        if (slot <= lim1) {
+        if (slot < lim1) {
             out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
         } else if (!whole) {
             const u32 q = slot - above;

@@ -18,7 +18,7 @@ want() { local s; for s in "${STEPS[@]}"; do [ "$s" = "$1" ] && return 0; done; 
 step() { # step NAME CMD...: time it, keep its output, never abort the session
   local name="$1"; shift; local t0=$SECONDS
   echo "== $name: $*" | tee -a "$LOG"
-  "$@" > "$LOGS/$name.log" 2>&1; local rc=$?
+  timeout "${STEP_TIMEOUT:-300}" "$@" > "$LOGS/$name.log" 2>&1; local rc=$?
   echo "   rc=$rc in $((SECONDS - t0)) s" | tee -a "$LOG"
   tail -n 40 "$LOGS/$name.log" >> "$LOG"
   return $rc
@@ -38,6 +38,7 @@ if want info; then
 fi
 if want certify; then
   step certify-smoke "$BIN" certify --captures "$CAPS" --grid grids/smoke.csv --arms "$ARMS" --poison-pad
+  [ -n "${SS_ARMS:-}" ] && step certify-ss "$BIN" certify --captures "$CAPS" --grid grids/smoke.csv --arms "$SS_ARMS" --poison-pad
   step certify-sample "$BIN" certify --captures "$CAPS" --grid grids/dsa886.csv --sample "$SAMPLE" --arms "$ARMS" --no-adversarial
 fi
 if want smoke; then

@@ -134,6 +134,9 @@ pub struct GridArgs {
 pub struct CertifyArgs {
     #[arg(long, default_value = "captures/sample")]
     pub captures: PathBuf,
+    /// Grid file (CSV of cells); default: every cell of the capture set.
+    #[arg(long)]
+    pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub selection: Selection,
     /// Comma-separated arms; default as for `grid`.
@@ -376,6 +379,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
 fn cmd_certify(args: CertifyArgs) -> Result<i32> {
     let cfg = CertifyConfig {
         captures: args.captures,
+        grid: args.grid,
         selection: args.selection,
         arms: parse_arms(args.arms.as_deref())?,
         adversarial: !args.no_adversarial,

@@ -63,7 +63,7 @@ impl EnvManifest {
             .ok()
             .and_then(|p| sha256_file(&p).ok())
             .unwrap_or_else(|| "unknown".into());
-        manifest.git_sha = git_head().unwrap_or_else(|| "unknown".into());
+        manifest.git_sha = build_git_sha().unwrap_or_else(|| "unknown".into());
         manifest.kernel_hashes = crate::run::deps::kernel_source_hashes();
         manifest.capture_set_hash =
             sha256_file(&capture_dir.join("manifest.json")).unwrap_or_else(|_| "unknown".into());
@@ -196,17 +196,11 @@ fn os_description() -> String {
     parts.join(" / ")
 }
 
-fn git_head() -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (!sha.is_empty()).then_some(sha)
+/// The commit the binary was built from (embedded by build.rs; "-dirty"
+/// when tracked files had uncommitted changes).
+fn build_git_sha() -> Option<String> {
+    let sha = env!("GVR_BUILD_GIT_SHA");
+    (sha != "unknown").then(|| sha.to_string())
 }
 
 /// Current time as ISO-8601 UTC with second precision.

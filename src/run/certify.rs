@@ -17,6 +17,8 @@ use crate::grid::Batch;
 #[derive(Debug, Clone)]
 pub struct CertifyConfig {
     pub captures: PathBuf,
+    /// Grid file restricting the cells (default: every cell of the capture set).
+    pub grid: Option<PathBuf>,
     pub selection: Selection,
     pub arms: Option<Vec<String>>,
     /// Also run `exact::adversarial::suite(k)` for each selected K.
@@ -117,7 +119,7 @@ fn describe(status: &ExactStatus) -> String {
 
 pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
     let captures = deps::open_captures(&cfg.captures)?;
-    let cases = select_cases(&captures, None, &cfg.selection)?;
+    let cases = select_cases(&captures, cfg.grid.as_deref(), &cfg.selection)?;
     let rows_mode = deps::rows_mode(&cfg.selection);
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
     let names = resolve_arms(cfg.arms.as_deref(), None, &gpu, no_gpu_reason.as_deref())?;
