@@ -63,6 +63,7 @@ PY
 fi
 if want sample; then
   step report-sample "$BIN" report "$RUNS/sample" --base radix
+  case ",$ARMS," in *,ss,*) step report-sample-ss "$BIN" report "$RUNS/sample" --base ss --out "$RUNS/sample/report-ss" ;; esac
   for arm in radix-mcta filtered gvr1 radix; do
     step "report-vs-torch-$arm" "$BIN" report "$RUNS/sample" --base "$arm" --vs torch --out "$RUNS/sample/report-$arm-vs-torch" --no-plots
   done

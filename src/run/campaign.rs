@@ -616,6 +616,15 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         manifest.finished_utc = Some(crate::env_manifest::utc_now_iso());
     }
     manifest.write(run_dir)?;
+    if let Some(gpu) = &gpu {
+        let stats = gpu.compile_stats();
+        eprintln!(
+            "kernels: {} compiled by NVRTC, {} from the disk cache ({})",
+            stats.compiled,
+            stats.disk_hits,
+            gpu.cache_dir().display()
+        );
+    }
     if interrupted {
         eprintln!(
             "interrupted: {} holds every finished record; continue with: gvr-bench grid --resume {}",
