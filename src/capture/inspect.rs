@@ -118,32 +118,6 @@ impl CellSummary {
     }
 }
 
-/// Exact top-`k` positions of `row` (all positions when `k >= row.len()`).
-/// Order: larger value first; NaN ranks below every number; equal values are
-/// broken by lower index, so the chosen set is deterministic even with ties.
-/// Local on purpose: `inspect` must not depend on the exactness module.
-pub fn exact_topk_indices(row: &[f32], k: usize) -> Vec<u32> {
-    let mut indices: Vec<u32> = (0..row.len() as u32).collect();
-    if k == 0 {
-        return Vec::new();
-    }
-    if k < indices.len() {
-        let rank = |&a: &u32, &b: &u32| {
-            let (va, vb) = (row[a as usize], row[b as usize]);
-            // Descending by value with NaN last, then ascending by index.
-            match (va.is_nan(), vb.is_nan()) {
-                (true, false) => std::cmp::Ordering::Greater,
-                (false, true) => std::cmp::Ordering::Less,
-                _ => vb.total_cmp(&va),
-            }
-            .then(a.cmp(&b))
-        };
-        indices.select_nth_unstable_by(k - 1, rank);
-        indices.truncate(k);
-    }
-    indices
-}
-
 /// Per-step overlap |topK(s) ∩ hints(s)| / min(K, n[s]) for s ≥ 1 (step 0's
 /// hints come from before the capture). Hints of -1 and duplicates do not
 /// count. With ties at the K-th value the top-K set is one valid choice
@@ -155,9 +129,12 @@ pub fn hint_overlaps(cell: &CellData) -> Vec<f64> {
         .map(|s| {
             let row = cell.row(s);
             let mut in_topk = vec![false; row.len()];
-            let top = exact_topk_indices(row, k);
+            let top: Vec<usize> = crate::exact::reference_topk(row, k)
+                .into_iter()
+                .filter_map(|i| usize::try_from(i).ok())
+                .collect();
             for &i in &top {
-                in_topk[i as usize] = true;
+                in_topk[i] = true;
             }
             let mut hits = 0usize;
             for &h in cell.hints(s) {
@@ -317,48 +294,8 @@ mod tests {
         }
     }
 
-    fn sorted(mut v: Vec<u32>) -> Vec<u32> {
-        v.sort_unstable();
-        v
-    }
 
-    #[test]
-    fn topk_picks_largest_and_breaks_ties_by_index() {
-        let row = [1.0, 5.0, 3.0, 5.0, 2.0, 5.0];
-        assert_eq!(sorted(exact_topk_indices(&row, 2)), vec![1, 3]);
-        assert_eq!(sorted(exact_topk_indices(&row, 4)), vec![1, 2, 3, 5]);
-        assert_eq!(sorted(exact_topk_indices(&row, 10)), vec![0, 1, 2, 3, 4, 5]);
-        assert!(exact_topk_indices(&row, 0).is_empty());
-    }
 
-    #[test]
-    fn topk_ranks_nan_last_and_infinities_correctly() {
-        let row = [f32::NAN, f32::NEG_INFINITY, 0.0, f32::INFINITY, -1.0];
-        assert_eq!(sorted(exact_topk_indices(&row, 2)), vec![2, 3]);
-        assert_eq!(sorted(exact_topk_indices(&row, 4)), vec![1, 2, 3, 4]);
-    }
-
-    #[test]
-    fn topk_matches_full_sort_on_pseudo_random_rows() {
-        let mut state = 12345u64;
-        let row: Vec<f32> = (0..1000)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((state >> 40) % 200) as f32 // many ties
-            })
-            .collect();
-        let mut order: Vec<u32> = (0..row.len() as u32).collect();
-        order.sort_by(|&a, &b| row[b as usize].total_cmp(&row[a as usize]).then(a.cmp(&b)));
-        for k in [1, 7, 100, 512, 999] {
-            assert_eq!(
-                sorted(exact_topk_indices(&row, k)),
-                sorted(order[..k].to_vec()),
-                "k={k}"
-            );
-        }
-    }
 
     #[test]
     fn overlap_counts_hits_once_and_ignores_minus_one() {

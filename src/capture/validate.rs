@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use super::format::{CellData, Model, Source};
 use super::load::CaptureSet;
-use super::synth::exact_topk;
+use crate::exact::reference_topk;
 use super::synth::marginal::{
     body_fits, boundary_target, depth_class, marginal_for, MarginalKind, BOUNDARY_WIDTHS,
 };
@@ -252,7 +252,7 @@ fn cell_stats(cell: &CellData, grid: Option<&KsGrid>) -> CellStats {
         let previous: Vec<i32> = if s == 0 {
             cell.hints(0).to_vec()
         } else {
-            exact_topk(cell.row(s - 1), k)
+            reference_topk(cell.row(s - 1), k)
         };
         let mut was_selected = vec![false; row.len()];
         for &i in &previous {
@@ -260,7 +260,7 @@ fn cell_stats(cell: &CellData, grid: Option<&KsGrid>) -> CellStats {
                 was_selected[i as usize] = true;
             }
         }
-        for (rank, &i) in exact_topk(row, k).iter().enumerate() {
+        for (rank, &i) in reference_topk(row, k).iter().enumerate() {
             let bucket = rank * RETENTION_BUCKETS / k;
             retention_slots[bucket] += 1;
             if i >= 0 && was_selected[i as usize] {

@@ -15,6 +15,7 @@
 pub mod marginal;
 pub mod temporal;
 
+use crate::exact::reference_topk;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -316,7 +317,7 @@ pub fn generate_cell(meta: &CellMeta, steps: usize, seed: u64, ablation: Ablatio
         .map(|_| rng.sample::<f32, _>(StandardNormal))
         .collect();
     let mut row: Vec<f32> = latent.iter().map(|&z| marginal.value_of_z(z)).collect();
-    let mut previous_topk = exact_topk(&row, k);
+    let mut previous_topk = reference_topk(&row, k);
 
     let mut logits = vec![PAD_VALUE; steps * npad];
     let mut hints = Vec::with_capacity(steps * k);
@@ -336,7 +337,7 @@ pub fn generate_cell(meta: &CellMeta, steps: usize, seed: u64, ablation: Ablatio
             *value = marginal.value_of_z(*z);
         }
         logits[s * npad..s * npad + n].copy_from_slice(&row);
-        let current = exact_topk(&row, k);
+        let current = reference_topk(&row, k);
         hints.extend_from_slice(&previous_topk);
         topk.extend_from_slice(&current);
         previous_topk = current;
@@ -356,27 +357,6 @@ pub fn generate_cell(meta: &CellMeta, steps: usize, seed: u64, ablation: Ablatio
         topk: Some(topk),
         kv_lens: Some(vec![kv_len; steps]),
     }
-}
-
-/// Exact top-K of a row as indices, ordered by value descending then index
-/// ascending (so ties resolve deterministically). Rows shorter than K give
-/// all indices followed by −1 (the short-row contract).
-pub fn exact_topk(row: &[f32], k: usize) -> Vec<i32> {
-    let by_value_then_index = |a: &u32, b: &u32| {
-        let (va, vb) = (row[*a as usize], row[*b as usize]);
-        vb.partial_cmp(&va)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(a.cmp(b))
-    };
-    let mut idx: Vec<u32> = (0..row.len() as u32).collect();
-    if idx.len() > k && k > 0 {
-        idx.select_nth_unstable_by(k - 1, by_value_then_index);
-        idx.truncate(k);
-    }
-    idx.sort_unstable_by(by_value_then_index);
-    let mut out: Vec<i32> = idx.into_iter().map(|i| i as i32).collect();
-    out.resize(k, -1);
-    out
 }
 
 /// Convenience for tests and examples: the canonical cell with this id.
@@ -409,12 +389,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn exact_topk_orders_by_value_then_index_and_pads_short_rows() {
-        let row = [1.0, 3.0, 3.0, -2.0, 0.5];
-        assert_eq!(exact_topk(&row, 3), vec![1, 2, 0]);
-        assert_eq!(exact_topk(&row[..2], 3), vec![1, 0, -1]);
-    }
 
     #[test]
     fn hints_are_previous_steps_topk_and_pad_is_untouched() {
@@ -425,7 +399,7 @@ mod tests {
             assert_eq!(cell.hints(s), &topk[(s - 1) * 512..s * 512]);
         }
         for s in 0..3 {
-            assert_eq!(exact_topk(cell.row(s), 512), &topk[s * 512..(s + 1) * 512]);
+            assert_eq!(reference_topk(cell.row(s), 512), &topk[s * 512..(s + 1) * 512]);
             assert!(cell.padded_row(s)[1000..].iter().all(|&v| v == PAD_VALUE));
         }
         assert_eq!(cell.kv_lens.as_deref(), Some(&[4000u32, 4000, 4000][..]));
