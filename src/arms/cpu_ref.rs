@@ -81,20 +81,7 @@ mod tests {
     use super::*;
 
     fn batch(rows: &[&[f32]], k: usize) -> Batch {
-        let npad = 64;
-        let mut logits = vec![-3e38f32; rows.len() * npad];
-        for (r, row) in rows.iter().enumerate() {
-            logits[r * npad..r * npad + row.len()].copy_from_slice(row);
-        }
-        Batch {
-            rows: rows.len(),
-            npad,
-            k,
-            logits,
-            n: rows.iter().map(|r| r.len() as u32).collect(),
-            hints: vec![-1; rows.len() * k],
-            varlen: None,
-        }
+        Batch::from_rows(rows, 64, k, -3e38)
     }
 
     #[test]

@@ -205,19 +205,7 @@ mod tests {
     use super::*;
 
     fn batch(rows: Vec<Vec<f32>>, npad: usize, k: usize) -> Batch {
-        let mut logits = vec![3.0e38f32; rows.len() * npad];
-        for (r, row) in rows.iter().enumerate() {
-            logits[r * npad..r * npad + row.len()].copy_from_slice(row);
-        }
-        Batch {
-            rows: rows.len(),
-            npad,
-            k,
-            logits,
-            n: rows.iter().map(|r| r.len() as u32).collect(),
-            hints: vec![-1; rows.len() * k],
-            varlen: None,
-        }
+        Batch::from_rows(&rows, npad, k, 3.0e38)
     }
 
     #[test]

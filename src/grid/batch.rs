@@ -77,6 +77,26 @@ impl Batch {
 }
 
 impl Batch {
+    /// A batch holding `rows` as given (row r has length `rows[r].len()`),
+    /// stride `npad`, the pad filled with `pad`, and no hints (all −1).
+    /// For tests and generated suites.
+    pub fn from_rows<R: AsRef<[f32]>>(rows: &[R], npad: usize, k: usize, pad: f32) -> Batch {
+        let mut logits = vec![pad; rows.len() * npad];
+        for (r, row) in rows.iter().enumerate() {
+            let row = row.as_ref();
+            logits[r * npad..r * npad + row.len()].copy_from_slice(row);
+        }
+        Batch {
+            rows: rows.len(),
+            npad,
+            k,
+            logits,
+            n: rows.iter().map(|r| r.as_ref().len() as u32).collect(),
+            hints: vec![-1; rows.len() * k],
+            varlen: None,
+        }
+    }
+
     /// Form a batch of `b` rows from a captured cell (METHOD.md §2).
     ///
     /// * `Replicate`: the last captured step (the "mature steady-state" row
