@@ -58,12 +58,12 @@ const ARMS: &[ArmInfo] = &[
         name: "gvr1",
         backend: Backend::Gpu,
         description: "GVR V1 (guess-verify-refine with the previous step's hint)",
-        admits: "rows with hints",
+        admits: "every shape (degenerate hints fall back exactly)",
     },
     ArmInfo {
         name: "ss",
         backend: Backend::Gpu,
-        description: "self-sampling GVR V2, routed to the best family per shape",
+        description: "self-sampling GVR V2, routed per shape (only the main family is built yet: other route picks run main)",
         admits: "every shape",
     },
     ArmInfo {
@@ -75,19 +75,19 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss-reg",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the register family",
+        description: "self-sampling V2 forced to the register family (not built yet)",
         admits: "rows small enough for registers",
     },
     ArmInfo {
         name: "ss-clus",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the cluster family",
+        description: "self-sampling V2 forced to the cluster family (not built yet)",
         admits: "shapes the cluster family admits",
     },
     ArmInfo {
         name: "ss-regclus",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the clustered-register family",
+        description: "self-sampling V2 forced to the clustered-register family (not built yet)",
         admits: "shapes the clustered-register family admits",
     },
 ];
