@@ -1,5 +1,7 @@
 // gvr1.cu — GVR V1, Guess-Verify-Refine with previous-step hints ("gvr1"
-// arm; BASELINES.md (b)). One CTA of 512 threads per row.
+// arm; BASELINES.md (b)). One CTA of 512 threads per row (`gvr1_topk`), or
+// a thread-block cluster of CS ∈ {2, 4, 8} CTAs per row for small batches of
+// long rows (`gvr1_topk_c2/_c4/_c8`; the host plan picks the tier).
 //
 //  Guess   gather the current values at the hinted positions (hint +
 //          hint_offset, 0 in our harness: raw previous-step indices);
@@ -33,6 +35,19 @@
 //                   range — a plain radix (2048-bin narrowing) over the row
 //                   until the range fits the buffer.
 // Positions >= n are masked by index (load_row_f4), never by value.
+//
+// Cluster tier (CS > 1, same template, CS = 1 is the per-row kernel): CTA
+// `rank` of the row's cluster owns the contiguous float4 slice
+// [rank * chunk, (rank + 1) * chunk) of the row. Every CTA gathers the hints
+// itself (identical code on identical data: identical bracket and guess);
+// each count pass counts the CTA's slice and the counts are all-reduced
+// through DSMEM between aligned cluster barriers, so every CTA sees the same
+// whole-row c(T) and takes the same secant decision. Found T: each CTA
+// compacts its slice's keys >= T into its own buffer (the slice counts sum to
+// c(T) <= cap), rank 0 pulls the peers' buffers through DSMEM and runs the
+// single-CTA refine. Not found: rank 0 runs the whole-row exact selection
+// alone. Peers leave only after a cluster barrier that follows the last DSMEM
+// read of their shared memory.
 
 #include "common.cuh"
 
@@ -58,6 +73,7 @@ struct Gvr1Shared {
     u32 cand_count;
     u32 cand_min;
     u32 cand_max;
+    u32 xchg[2];  // cluster tier: this CTA's slice count, double-buffered
 };
 
 // Exact-selection state (see the header comment).
@@ -94,15 +110,17 @@ __device__ __forceinline__ void g1_zero_hist(u32* hist) {
     for (u32 b = threadIdx.x; b < G1_BINS; b += G1_BLK) hist[b] = 0u;
 }
 
-// Counting pass: #{i < n : fkey(x_i) >= t}, block-wide (all threads get it).
-__device__ u32 g1_count_ge(const float* row, u32 n, u32 t, Gvr1Shared& sm) {
-    const u32 nvec = (n + 3u) >> 2;
+// Counting pass: #{i < n : fkey(x_i) >= t} over the float4 slice
+// [v_begin, v_end) of the row, block-wide (all threads get it). Vectors past
+// v_end are redirected into the slice and masked (load_row_f4 with v_end as
+// the vector count), elements >= n by index.
+__device__ u32 g1_count_ge(const float* row, u32 n, u32 v_begin, u32 v_end, u32 t, Gvr1Shared& sm) {
     u32 mine = 0u;
-    for (u32 base = 0; base < nvec; base += G1_BLK * 2u) {
+    for (u32 base = v_begin; base < v_end; base += G1_BLK * 2u) {
         float4 v[2];
         u32 valid[2];
 #pragma unroll
-        for (u32 u = 0; u < 2u; ++u) valid[u] = load_row_f4(row, base + u * G1_BLK + threadIdx.x, nvec, n, &v[u]);
+        for (u32 u = 0; u < 2u; ++u) valid[u] = load_row_f4(row, base + u * G1_BLK + threadIdx.x, v_end, n, &v[u]);
 #pragma unroll
         for (u32 u = 0; u < 2u; ++u)
 #pragma unroll
@@ -132,6 +150,9 @@ __device__ void g1_row_level(const float* row, u32 n, SelState& st, Gvr1Shared& 
     find_crossing<G1_BINS, G1_BLK>(sm.hist, st.need, sm.scratch, &sm.cross);
     g1_narrow(st, sh, sm.cross);
 }
+
+__device__ void g1_refine(u32 k, SelState st, u32 m_total, u32 cand_lo, u32 cand_hi, i32* out_row, Gvr1Shared& sm,
+                          const u32* cand_key, const i32* cand_idx);
 
 // Exact selection of the k largest of the row from state `st` (see header).
 __device__ void g1_select(const float* row, u32 n, u32 k, SelState st, i32* out_row, Gvr1Shared& sm,
@@ -194,12 +215,19 @@ __device__ void g1_select(const float* row, u32 n, u32 k, SelState st, i32* out_
     }
     if (!compact) return;
     __syncthreads();
+    g1_refine(k, st, min(sm.cand_count, G1_CAP), sm.cand_min, sm.cand_max, out_row, sm, cand_key, cand_idx);
+}
 
+// Refine + emission from the candidate buffer: `m_total` keys in
+// [cand_lo, cand_hi], all inside the state's [rlo, rhi]; sm.win_count counts
+// the winners already written. Every thread must see the buffer (barrier
+// before the call).
+__device__ void g1_refine(u32 k, SelState st, u32 m_total, u32 cand_lo, u32 cand_hi, i32* out_row, Gvr1Shared& sm,
+                          const u32* cand_key, const i32* cand_idx) {
     // Narrow in shared memory. Every buffer key is in the old [rlo, rhi], so
     // the tightened range [min, max] keeps the state's meaning.
-    const u32 m_total = min(sm.cand_count, G1_CAP);
-    st.rlo = sm.cand_min;
-    st.rhi = sm.cand_max;
+    st.rlo = cand_lo;
+    st.rhi = cand_hi;
     // Terminates within 4 levels: each level either leaves one key per bin
     // (shift 0) or shrinks the range from < 2^b to 2^(b - 11).
     for (int level = 0; level < 8 && st.m != st.need && st.rlo < st.rhi; ++level) {
@@ -237,25 +265,119 @@ __device__ void g1_select(const float* row, u32 n, u32 k, SelState st, i32* out_
     }
 }
 
-extern "C" __global__ void __launch_bounds__(G1_BLK) gvr1_topk(const float* __restrict__ logits,
-                                                             const i32* __restrict__ row_n,
-                                                             const i32* __restrict__ hints,
-                                                             i32* __restrict__ out, u32 rows, u32 npad, u32 k,
-                                                             i32 hint_offset) {
-    __shared__ Gvr1Shared sm;
+// ---- Cluster tier helpers (CS > 1) ----------------------------------------
+
+// Whole-row count from this CTA's slice count: every CTA publishes its count
+// in its own xchg slot, an aligned cluster barrier (arrive = release, wait =
+// acquire) makes the slots visible, then every warp sums the CS slots (lane q
+// reads rank q). Double-buffered by `phase`: a CTA can only rewrite a slot
+// after passing the next exchange's barrier, which every peer reaches only
+// after it has read this exchange's slots. Called by all threads of every CTA
+// of the cluster, the same number of times.
+template <u32 CS>
+__device__ __forceinline__ u32 g1_cluster_sum(u32 local, Gvr1Shared& sm, u32& phase) {
+    u32* slot = &sm.xchg[phase];
+    if (threadIdx.x == 0) *slot = local;
+    cluster_sync();
+    const u32 lane = lane_id();
+    const u32 part = (lane < CS) ? dsmem_ld_u32(cluster_map(slot, lane)) : 0u;
+    phase ^= 1u;
+    return warp_sum(part);
+}
+
+// Compaction of every key >= t of the float4 slice [v_begin, v_end) into this
+// CTA's buffer (count in sm.cand_count, range in sm.cand_min / cand_max).
+// Also clears the winner / tie counters the refine uses.
+__device__ void g1_collect_ge(const float* row, u32 n, u32 v_begin, u32 v_end, u32 t, Gvr1Shared& sm, u32* cand_key,
+                              i32* cand_idx) {
+    if (threadIdx.x == 0) {
+        sm.win_count = 0u;
+        sm.tie_count = 0u;
+        sm.cand_count = 0u;
+        sm.cand_min = 0xffffffffu;
+        sm.cand_max = 0u;
+    }
+    __syncthreads();
+    u32 lmin = 0xffffffffu, lmax = 0u;
+    for (u32 base = v_begin; base < v_end; base += G1_BLK) {  // warp-uniform trips
+        const u32 i4 = base + threadIdx.x;
+        float4 v;
+        const u32 valid = load_row_f4(row, i4, v_end, n, &v);
+#pragma unroll
+        for (u32 c = 0; c < 4u; ++c) {
+            const u32 key = fkey(f4_get(v, c));
+            const bool take = ((valid >> c) & 1u) && key >= t;
+            const u32 s = warp_reserve(take, &sm.cand_count);
+            if (take && s < G1_CAP) {
+                cand_key[s] = key;
+                cand_idx[s] = (i32)(i4 * 4u + c);
+                lmin = min(lmin, key);
+                lmax = max(lmax, key);
+            }
+        }
+    }
+    lmin = warp_min(lmin);
+    lmax = warp_max(lmax);
+    if (lane_id() == 0) {
+        atomicMin(&sm.cand_min, lmin);
+        atomicMax(&sm.cand_max, lmax);
+    }
+}
+
+// Rank 0 only, after the cluster barrier that published every slice's
+// buffer: append the peers' candidates (rank order) after its own. Returns
+// the buffer's key count and range. The slice counts sum to c(T) <= cap, so
+// the room check never drops a key; it only keeps the writes in bounds.
+template <u32 CS>
+__device__ u32 g1_cluster_gather(Gvr1Shared& sm, u32* cand_key, i32* cand_idx, u32* cand_lo, u32* cand_hi) {
+    u32 total = min(sm.cand_count, G1_CAP);
+    u32 lo = sm.cand_min, hi = sm.cand_max;
+#pragma unroll 1
+    for (u32 q = 1; q < CS; ++q) {
+        const u32 cnt = min(dsmem_ld_u32(cluster_map(&sm.cand_count, q)), G1_CAP);
+        lo = min(lo, dsmem_ld_u32(cluster_map(&sm.cand_min, q)));
+        hi = max(hi, dsmem_ld_u32(cluster_map(&sm.cand_max, q)));
+        const u32 take = min(cnt, G1_CAP - total);
+        const u32 key_base = cluster_map(cand_key, q);
+        const u32 idx_base = cluster_map(cand_idx, q);
+        for (u32 i = threadIdx.x; i < take; i += G1_BLK) {
+            cand_key[total + i] = dsmem_ld_u32(key_base + 4u * i);
+            cand_idx[total + i] = (i32)dsmem_ld_u32(idx_base + 4u * i);
+        }
+        total += take;
+    }
+    *cand_lo = lo;
+    *cand_hi = hi;
+    return total;
+}
+
+// One row per CTA (CS = 1) or per cluster of CS CTAs; see the header.
+template <u32 CS>
+__device__ __forceinline__ void gvr1_row(const float* __restrict__ logits, const i32* __restrict__ row_n,
+                                         const i32* __restrict__ hints, i32* __restrict__ out, u32 rows, u32 npad,
+                                         u32 k, i32 hint_offset, Gvr1Shared& sm) {
     extern __shared__ u32 g1_dyn[];  // cand_key[G1_CAP] | cand_idx[G1_CAP]
     u32* cand_key = g1_dyn;
     i32* cand_idx = reinterpret_cast<i32*>(g1_dyn + G1_CAP);
 
-    const u32 r = blockIdx.x;
+    // Everything below that decides control flow is uniform over the
+    // cluster (same row, same data), so all CTAs reach the same barriers.
+    const u32 r = blockIdx.x / CS;
+    const u32 rank = (CS > 1) ? cluster_ctarank() : 0u;
     if (r >= rows) return;
     const u32 n = clamp_row_len(row_n[r], npad);
     i32* out_row = out + (u64)r * k;
     if (n <= k) {
-        write_identity_row(out_row, n, k);
+        if (rank == 0) write_identity_row(out_row, n, k);
         return;
     }
     const float* row = logits + (u64)r * npad;
+    // This CTA's float4 slice of the row (the whole row when CS = 1).
+    const u32 nvec = (n + 3u) >> 2;
+    const u32 chunk = (nvec + CS - 1u) / CS;
+    const u32 v_begin = min(rank * chunk, nvec);
+    const u32 v_end = min(v_begin + chunk, nvec);
+    u32 xphase = 0u;
 
     // ---- Guess: gather the hinted values ---------------------------------
     {
@@ -313,7 +435,8 @@ extern "C" __global__ void __launch_bounds__(G1_BLK) gvr1_topk(const float* __re
         u32 t = fkey(mean);
         if (!(mean == mean) || t < lo || t > hi) t = lo + (hi - lo) / 2u;
         for (int iter = 0; iter < G1_MAX_ITERS; ++iter) {
-            const u32 c = g1_count_ge(row, n, t, sm);
+            u32 c = g1_count_ge(row, n, v_begin, v_end, t, sm);
+            if (CS > 1) c = g1_cluster_sum<CS>(c, sm, xphase);
             if (c >= k && c <= cap) {
                 found = true;
                 t_found = t;
@@ -350,6 +473,30 @@ extern "C" __global__ void __launch_bounds__(G1_BLK) gvr1_topk(const float* __re
     }
 
     // ---- Collect + refine (exact in every case) ---------------------------
+    if (CS > 1 && found) {
+        // Every slice's keys >= T (c_found in all, <= cap) to rank 0.
+        g1_collect_ge(row, n, v_begin, v_end, t_found, sm, cand_key, cand_idx);
+        cluster_sync();  // publishes the buffers and counters
+        u32 m_total = 0u, cand_lo = 0u, cand_hi = 0u;
+        if (rank == 0) m_total = g1_cluster_gather<CS>(sm, cand_key, cand_idx, &cand_lo, &cand_hi);
+        cluster_sync();  // peers stay resident until rank 0 has read them
+        if (rank != 0) return;
+        __syncthreads();  // the gathered buffer is complete for every thread
+        SelState st;
+        st.rlo = t_found;
+        st.rhi = 0xffffffffu;
+        st.need = k;
+        st.m = c_found;
+        g1_refine(k, st, m_total, cand_lo, cand_hi, out_row, sm, cand_key, cand_idx);
+        return;
+    }
+    if (CS > 1) {
+        // Whole-row exact selection by rank 0 alone (its state holds
+        // whole-row counts). Peers leave after this barrier: it follows the
+        // last exchange, so no one reads their slots any more.
+        cluster_sync();
+        if (rank != 0) return;
+    }
     SelState st;
     if (found) {
         st.rlo = t_found;
@@ -366,4 +513,36 @@ extern "C" __global__ void __launch_bounds__(G1_BLK) gvr1_topk(const float* __re
         st.m = (lo_measured ? cnt_lo : n) - above;
     }
     g1_select(row, n, k, st, out_row, sm, cand_key, cand_idx);
+}
+
+extern "C" __global__ void __launch_bounds__(G1_BLK) gvr1_topk(const float* __restrict__ logits,
+                                                             const i32* __restrict__ row_n,
+                                                             const i32* __restrict__ hints,
+                                                             i32* __restrict__ out, u32 rows, u32 npad, u32 k,
+                                                             i32 hint_offset) {
+    __shared__ Gvr1Shared sm;
+    gvr1_row<1>(logits, row_n, hints, out, rows, npad, k, hint_offset, sm);
+}
+
+// Cluster tier entries: grid = rows * CS; blocks CS*r .. CS*r + CS - 1 form row
+// r's cluster (1-D clusters of consecutive blocks, rank = blockIdx.x % CS).
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(G1_BLK)
+    gvr1_topk_c2(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+                 i32* __restrict__ out, u32 rows, u32 npad, u32 k, i32 hint_offset) {
+    __shared__ Gvr1Shared sm;
+    gvr1_row<2>(logits, row_n, hints, out, rows, npad, k, hint_offset, sm);
+}
+
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(G1_BLK)
+    gvr1_topk_c4(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+                 i32* __restrict__ out, u32 rows, u32 npad, u32 k, i32 hint_offset) {
+    __shared__ Gvr1Shared sm;
+    gvr1_row<4>(logits, row_n, hints, out, rows, npad, k, hint_offset, sm);
+}
+
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(G1_BLK)
+    gvr1_topk_c8(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+                 i32* __restrict__ out, u32 rows, u32 npad, u32 k, i32 hint_offset) {
+    __shared__ Gvr1Shared sm;
+    gvr1_row<8>(logits, row_n, hints, out, rows, npad, k, hint_offset, sm);
 }

@@ -1,12 +1,30 @@
-//! `filtered`: SGLang / FlashInfer FilteredTopK (`kernels/filtered.cu`).
+//! `filtered`: FlashInfer `top_k` on fp32, non-deterministic (BASELINES.md (d)).
 //!
-//! One 1024-thread CTA per row with 128 KiB of dynamic shared memory (two
-//! ping-pong buffers of candidate indices), so at most one CTA per SM.
+//! FlashInfer does not always run FilteredTopK: its dispatcher
+//! (`ShouldUseFilteredTopK`) sends small batches of long rows to its
+//! multi-CTA radix instead, because one CTA per row leaves most SMs idle
+//! there. This arm reproduces that choice ([`flashinfer_algo`]) so it is not
+//! handicapped where upstream would not use the filter:
+//!
+//! * [`Algo::Filtered`]: `kernels/filtered.cu`, one 1024-thread CTA per row
+//!   with 128 KiB of dynamic shared memory (two ping-pong buffers of
+//!   candidate indices), so at most one CTA per SM;
+//! * [`Algo::MultiCta`]: our model of FlashInfer's `RadixTopKKernel_Unified`,
+//!   i.e. the `radix-mcta` arm's kernel and launch plan, reused as is.
+//!
+//! Both kernels live in one NVRTC module ([`DISPATCH_SOURCE`], the two files
+//! concatenated at build time, no copied kernel code), so switching
+//! algorithm between shapes only switches the entry point.
+//!
+//! `GVR_FILTERED_ALGO=auto|filtered|multi_cta` (default `auto`) overrides the
+//! heuristic, like upstream's `FLASHINFER_TOPK_ALGO`; `filtered` forces the
+//! FilteredTopK kernel on every shape (certification of that kernel).
 
+use super::radix_mcta::{self, RadixMcta};
 use super::{arg_u32, launch_err, BaselineKernel, LaunchCtx, LaunchPlan, MAX_ROW_LEN};
 use crate::arms::Shape;
 use crate::error::Result;
-use crate::gpu::sources::{KernelSource, FILTERED};
+use crate::gpu::sources::KernelSource;
 use crate::gpu::PushKernelArg;
 
 /// Threads per CTA; must match `FT_BLK` in `kernels/filtered.cu`.
@@ -21,6 +39,84 @@ pub const STATIC_SMEM_RESERVE: usize = 4096;
 /// Opt-in shared memory per block on sm_90 (H100/H200: 227 KiB).
 pub const SMEM_OPTIN_BYTES: usize = 232_448;
 
+/// The module this arm builds: `filtered.cu` followed by `radix_mcta.cu`.
+/// Both include `common.cuh` (guarded by `#pragma once`) and their own names
+/// do not collide, so the concatenation is one valid translation unit; the
+/// kernels are byte-for-byte the certified sources.
+pub const DISPATCH_SOURCE: KernelSource = KernelSource {
+    name: "filtered.cu+radix_mcta.cu",
+    code: concat!(
+        include_str!("../../../kernels/filtered.cu"),
+        "\n",
+        include_str!("../../../kernels/radix_mcta.cu")
+    ),
+};
+
+/// Environment variable that overrides the dispatch heuristic.
+pub const ALGO_ENV: &str = "GVR_FILTERED_ALGO";
+
+/// Rows at or below this length always take FilteredTopK (fp32,
+/// non-deterministic branch of `ShouldUseFilteredTopK`).
+pub const FILTERED_MAX_ROW_LEN: usize = 32_768;
+/// Longer rows take FilteredTopK only when `rows > n / ROW_LEN_PER_ROW`
+/// (integer division, as upstream): the batch alone fills the device.
+pub const ROW_LEN_PER_ROW: usize = 16_384;
+
+/// The kernel FlashInfer `top_k` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algo {
+    Filtered,
+    MultiCta,
+}
+
+/// Which kernel the arm runs: upstream's heuristic or a forced one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgoChoice {
+    Auto,
+    Force(Algo),
+}
+
+/// FlashInfer's `ShouldUseFilteredTopK` for fp32, non-deterministic, no
+/// tie-break: FilteredTopK iff `n_max <= 32768` or `rows > n_max / 16384`,
+/// otherwise the multi-CTA radix.
+pub fn flashinfer_algo(rows: usize, n_max: usize) -> Algo {
+    if n_max <= FILTERED_MAX_ROW_LEN || rows > n_max / ROW_LEN_PER_ROW {
+        Algo::Filtered
+    } else {
+        Algo::MultiCta
+    }
+}
+
+/// Parse a `GVR_FILTERED_ALGO` value; unset or empty means `auto`.
+pub fn parse_algo_choice(value: Option<&str>) -> std::result::Result<AlgoChoice, String> {
+    match value.map(str::trim).unwrap_or("") {
+        "" | "auto" => Ok(AlgoChoice::Auto),
+        "filtered" => Ok(AlgoChoice::Force(Algo::Filtered)),
+        "multi_cta" | "multi-cta" => Ok(AlgoChoice::Force(Algo::MultiCta)),
+        other => Err(format!(
+            "{ALGO_ENV} = {other:?} is not one of auto | filtered | multi_cta"
+        )),
+    }
+}
+
+/// The choice from the environment (read at plan time, never while timing).
+pub fn algo_choice_from_env() -> std::result::Result<AlgoChoice, String> {
+    match std::env::var(ALGO_ENV) {
+        Ok(value) => parse_algo_choice(Some(&value)),
+        Err(std::env::VarError::NotPresent) => Ok(AlgoChoice::Auto),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{ALGO_ENV} is not valid UTF-8")),
+    }
+}
+
+/// Tier names recorded as the arm's variant: which kernel ran and why.
+pub const TIER_FILTERED: &str = "filtered";
+pub const TIER_MULTI_CTA: &str = "multi-cta (FlashInfer heuristic)";
+pub const TIER_FILTERED_FORCED: &str = "filtered (forced by GVR_FILTERED_ALGO)";
+pub const TIER_MULTI_CTA_FORCED: &str = "multi-cta (forced by GVR_FILTERED_ALGO)";
+/// Upstream refuses its multi-CTA launch on small devices; we then stay on
+/// FilteredTopK rather than refusing the shape.
+pub const TIER_FILTERED_NO_MCTA: &str = "filtered (multi-cta does not fit the device)";
+
 /// One CTA per row; refuses rows beyond the contract and grids beyond u32.
 pub fn plan(rows: usize, n_max: usize, k: usize) -> Result<LaunchPlan, String> {
     if n_max > MAX_ROW_LEN {
@@ -33,7 +129,7 @@ pub fn plan(rows: usize, n_max: usize, k: usize) -> Result<LaunchPlan, String> {
         u32::try_from(rows).map_err(|_| format!("rows = {rows} does not fit a 32-bit grid"))?;
     Ok(LaunchPlan {
         entry: ENTRY,
-        tier: "per-row",
+        tier: TIER_FILTERED,
         grid,
         block: BLOCK,
         dyn_smem_bytes: DYN_SMEM_BYTES as u32,
@@ -41,6 +137,37 @@ pub fn plan(rows: usize, n_max: usize, k: usize) -> Result<LaunchPlan, String> {
         chunk: 0,
         grid_barrier: false,
     })
+}
+
+/// The launch FlashInfer `top_k` would make for `rows` rows of at most
+/// `n_max` elements on `sms` SMs, under `choice`.
+pub fn dispatch_plan(
+    rows: usize,
+    n_max: usize,
+    npad: usize,
+    k: usize,
+    sms: usize,
+    choice: AlgoChoice,
+) -> Result<LaunchPlan, String> {
+    let multi_cta = |tier: &'static str| {
+        radix_mcta::plan(rows, n_max, npad, k, sms).map(|p| LaunchPlan { tier, ..p })
+    };
+    match choice {
+        AlgoChoice::Force(Algo::Filtered) => plan(rows, n_max, k).map(|p| LaunchPlan {
+            tier: TIER_FILTERED_FORCED,
+            ..p
+        }),
+        AlgoChoice::Force(Algo::MultiCta) => multi_cta(TIER_MULTI_CTA_FORCED),
+        AlgoChoice::Auto => match flashinfer_algo(rows, n_max) {
+            Algo::Filtered => plan(rows, n_max, k),
+            Algo::MultiCta => multi_cta(TIER_MULTI_CTA).or_else(|_| {
+                plan(rows, n_max, k).map(|p| LaunchPlan {
+                    tier: TIER_FILTERED_NO_MCTA,
+                    ..p
+                })
+            }),
+        },
+    }
 }
 
 /// The `filtered` arm's kernel.
@@ -52,14 +179,27 @@ impl BaselineKernel for Filtered {
     }
 
     fn source(&self) -> KernelSource {
-        FILTERED
+        DISPATCH_SOURCE
     }
 
-    fn plan(&self, shape: &Shape, _sms: usize) -> std::result::Result<LaunchPlan, String> {
-        plan(shape.rows, shape.n, shape.k)
+    fn plan(&self, shape: &Shape, sms: usize) -> std::result::Result<LaunchPlan, String> {
+        let choice = algo_choice_from_env()?;
+        dispatch_plan(shape.rows, shape.n, shape.npad, shape.k, sms, choice)
+    }
+
+    fn workspace_bytes(&self, plan: &LaunchPlan, shape: &Shape) -> usize {
+        if plan.entry == radix_mcta::ENTRY {
+            RadixMcta.workspace_bytes(plan, shape)
+        } else {
+            0
+        }
     }
 
     fn launch(&self, ctx: LaunchCtx<'_>) -> Result<()> {
+        if ctx.plan.entry == radix_mcta::ENTRY {
+            // Same module, same arguments and workspace as the radix-mcta arm.
+            return RadixMcta.launch(ctx);
+        }
         let batch = ctx.batch;
         let rows = arg_u32(batch.rows, "rows")?;
         let npad = arg_u32(batch.npad, "npad")?;
@@ -81,13 +221,15 @@ impl BaselineKernel for Filtered {
         Ok(())
     }
 }
-
 #[cfg(test)]
 mod model;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::sources::{declared_entries, FILTERED, RADIX_MCTA};
+
+    const SMS: usize = 132;
 
     #[test]
     fn one_cta_per_row_with_opt_in_smem() {
@@ -102,7 +244,7 @@ mod tests {
                 assert!(p.dyn_smem_bytes > 48 * 1024, "needs the opt-in path");
             }
         }
-        assert_eq!(plan(3, 1000, 512).unwrap().describe(), "per-row (grid 3)");
+        assert_eq!(plan(3, 1000, 512).unwrap().describe(), "filtered (grid 3)");
     }
 
     #[test]
@@ -110,6 +252,156 @@ mod tests {
         assert!(plan(1, MAX_ROW_LEN + 1, 512).is_err());
         assert!(plan(1, 1000, 4096).is_err());
         plan(1, MAX_ROW_LEN, 2048).unwrap();
+    }
+
+    #[test]
+    fn heuristic_short_rows_always_filter() {
+        for rows in [0usize, 1, 2, 16, 1024] {
+            for n in [0usize, 1, 2048, 16_384, 32_767, 32_768] {
+                assert_eq!(flashinfer_algo(rows, n), Algo::Filtered, "{rows}x{n}");
+            }
+        }
+    }
+
+    #[test]
+    fn heuristic_long_rows_filter_only_when_rows_exceed_n_over_16k() {
+        // (n, largest batch that still goes multi-CTA = n / 16384, floored)
+        for (n, last_multi) in [
+            (32_769usize, 2usize),
+            (49_151, 2),
+            (49_152, 3),
+            (65_536, 4),
+            (131_072, 8),
+            (262_144, 16),
+            (1 << 20, 64),
+        ] {
+            for rows in 1..=last_multi {
+                assert_eq!(flashinfer_algo(rows, n), Algo::MultiCta, "{rows}x{n}");
+            }
+            assert_eq!(
+                flashinfer_algo(last_multi + 1, n),
+                Algo::Filtered,
+                "{}x{n}",
+                last_multi + 1
+            );
+        }
+    }
+
+    #[test]
+    fn heuristic_on_the_shapes_where_filtered_lost_to_torch() {
+        // H200 2026-12-02 sample600: filtered lost to torch.topk at these
+        // row lengths for B <= 16. Upstream moves B <= 8 to multi-CTA...
+        for rows in [1usize, 2, 4, 8] {
+            for n in [131_075usize, 131_087, 163_775, 262_127] {
+                assert_eq!(flashinfer_algo(rows, n), Algo::MultiCta, "{rows}x{n}");
+            }
+        }
+        // ...but keeps FilteredTopK at B = 16 (163775 / 16384 = 9 and
+        // 262127 / 16384 = 15 are both < 16), as FlashInfer itself would.
+        for n in [163_775usize, 262_127] {
+            assert_eq!(flashinfer_algo(16, n), Algo::Filtered, "16x{n}");
+        }
+    }
+
+    #[test]
+    fn algo_choice_parses_documented_values_only() {
+        assert_eq!(parse_algo_choice(None), Ok(AlgoChoice::Auto));
+        assert_eq!(parse_algo_choice(Some("")), Ok(AlgoChoice::Auto));
+        assert_eq!(parse_algo_choice(Some("auto")), Ok(AlgoChoice::Auto));
+        assert_eq!(
+            parse_algo_choice(Some("filtered")),
+            Ok(AlgoChoice::Force(Algo::Filtered))
+        );
+        for v in ["multi_cta", "multi-cta", " multi_cta\n"] {
+            assert_eq!(
+                parse_algo_choice(Some(v)),
+                Ok(AlgoChoice::Force(Algo::MultiCta)),
+                "{v:?}"
+            );
+        }
+        for bad in ["clusters", "FILTERED", "radix", "1"] {
+            let err = parse_algo_choice(Some(bad)).unwrap_err();
+            assert!(err.contains(ALGO_ENV), "{err}");
+        }
+    }
+
+    #[test]
+    fn auto_dispatch_runs_the_radix_mcta_plan_on_small_batches_of_long_rows() {
+        let p = dispatch_plan(1, 131_072, 131_072, 2048, SMS, AlgoChoice::Auto).unwrap();
+        let mcta = radix_mcta::plan(1, 131_072, 131_072, 2048, SMS).unwrap();
+        assert_eq!(
+            p,
+            LaunchPlan {
+                tier: TIER_MULTI_CTA,
+                ..mcta
+            }
+        );
+        assert_eq!(p.entry, radix_mcta::ENTRY);
+        assert!(p.describe().starts_with(TIER_MULTI_CTA), "{}", p.describe());
+        assert!(p.ctas_per_row > 1, "a single row is spread over SMs");
+
+        let p = dispatch_plan(17, 262_144, 262_144, 2048, SMS, AlgoChoice::Auto).unwrap();
+        assert_eq!(p, plan(17, 262_144, 2048).unwrap());
+        let p = dispatch_plan(1, 32_768, 32_768, 512, SMS, AlgoChoice::Auto).unwrap();
+        assert_eq!((p.entry, p.tier), (ENTRY, TIER_FILTERED));
+    }
+
+    #[test]
+    fn forced_choices_ignore_the_heuristic() {
+        let force_filtered = AlgoChoice::Force(Algo::Filtered);
+        let p = dispatch_plan(1, 262_144, 262_144, 2048, SMS, force_filtered).unwrap();
+        assert_eq!((p.entry, p.tier, p.grid), (ENTRY, TIER_FILTERED_FORCED, 1));
+        let force_multi = AlgoChoice::Force(Algo::MultiCta);
+        let p = dispatch_plan(1024, 4096, 4096, 512, SMS, force_multi).unwrap();
+        assert_eq!(
+            (p.entry, p.tier),
+            (radix_mcta::ENTRY, TIER_MULTI_CTA_FORCED)
+        );
+        assert!(dispatch_plan(1, 1000, 1024, 4096, SMS, force_filtered).is_err());
+    }
+
+    #[test]
+    fn small_devices_fall_back_to_filtered_unless_multi_cta_is_forced() {
+        // 2^20 keys need 19 co-resident CTAs; 8 SMs cannot hold them.
+        let n = 1 << 20;
+        let p = dispatch_plan(1, n, n, 2048, 8, AlgoChoice::Auto).unwrap();
+        assert_eq!((p.entry, p.tier), (ENTRY, TIER_FILTERED_NO_MCTA));
+        assert!(dispatch_plan(1, n, n, 2048, 8, AlgoChoice::Force(Algo::MultiCta)).is_err());
+    }
+
+    #[test]
+    fn workspace_only_for_the_multi_cta_kernel() {
+        let shape = Shape {
+            rows: 1,
+            n: 262_144,
+            npad: 262_144,
+            k: 2048,
+        };
+        let mcta = dispatch_plan(1, shape.n, shape.npad, 2048, SMS, AlgoChoice::Auto).unwrap();
+        assert_eq!(
+            Filtered.workspace_bytes(&mcta, &shape),
+            radix_mcta::workspace_words(&mcta) * 4
+        );
+        assert!(Filtered.workspace_bytes(&mcta, &shape) > 0);
+        let filt = plan(1, shape.n, 2048).unwrap();
+        assert_eq!(Filtered.workspace_bytes(&filt, &shape), 0);
+    }
+
+    /// The module is exactly the two certified sources, so it declares both
+    /// entry points and no kernel code is copied.
+    #[test]
+    fn dispatch_source_is_the_two_kernel_files() {
+        assert_eq!(
+            DISPATCH_SOURCE.code,
+            format!("{}\n{}", FILTERED.code, RADIX_MCTA.code)
+        );
+        let entries = declared_entries(DISPATCH_SOURCE.code);
+        assert!(entries.contains(&ENTRY.to_string()), "{entries:?}");
+        assert!(
+            entries.contains(&radix_mcta::ENTRY.to_string()),
+            "{entries:?}"
+        );
+        assert_eq!(Filtered.source(), DISPATCH_SOURCE);
     }
 
     /// The host constants must match the kernel's `#define`s.
@@ -126,7 +418,7 @@ mod tests {
         };
         assert_eq!(define("FT_BLK"), BLOCK as u64, "FT_BLK");
         assert_eq!(define("FT_CAP"), CANDIDATE_CAP as u64, "FT_CAP");
-        assert!(crate::gpu::sources::declared_entries(FILTERED.code).contains(&ENTRY.to_string()));
+        assert!(declared_entries(FILTERED.code).contains(&ENTRY.to_string()));
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! narrowing levels, collect, shared-memory narrowing, emission), with the
 //! candidate cap as a parameter. The asserts are the kernel's counting
 //! invariants; parallel emission is a loop here.
+//!
+//! The cluster tier (`gvr1_topk_c{2,4,8}`) is modelled by
+//! [`gvr1_clustered`]: counts are the sum of the CS slice counts (the DSMEM
+//! all-reduce), the collect is one buffer per slice, appended in rank order
+//! by rank 0. Slices are contiguous and in row order, so the appended buffer
+//! equals the whole-row collect; the asserts check the slice arithmetic.
 
 use proptest::prelude::*;
 
@@ -164,6 +170,45 @@ fn count_ge(row: &[f32], t: u32) -> u32 {
     row.iter().filter(|&&x| fkey(x) >= t).count() as u32
 }
 
+/// Element range of CTA `rank`'s slice in a cluster of `cluster_size`, as
+/// the kernel cuts it: ⌈nvec / CS⌉ float4s per CTA, clamped to the row.
+pub fn cluster_slice(n: usize, cluster_size: usize, rank: usize) -> std::ops::Range<usize> {
+    let nvec = n.div_ceil(4);
+    let chunk = nvec.div_ceil(cluster_size);
+    let v_begin = (rank * chunk).min(nvec);
+    let v_end = (v_begin + chunk).min(nvec);
+    // Elements >= n of the last float4 are masked by index in the kernel.
+    (v_begin * 4).min(n)..(v_end * 4).min(n)
+}
+
+/// The cluster's count: every CTA counts its slice, the all-reduce sums.
+fn count_ge_clustered(row: &[f32], t: u32, cluster_size: usize) -> u32 {
+    (0..cluster_size)
+        .map(|rank| count_ge(&row[cluster_slice(row.len(), cluster_size, rank)], t))
+        .sum()
+}
+
+/// The found-T collect of the cluster tier: each slice's keys >= t into its
+/// own buffer of `cap`, then appended (rank order) into rank 0's buffer of
+/// `cap`; returns the buffer keys. Panics (test-only) if a key is dropped.
+fn cluster_collect(row: &[f32], t: u32, cluster_size: usize, cap: usize) -> Vec<(u32, i32)> {
+    let mut gathered = Vec::new();
+    for rank in 0..cluster_size {
+        let slice = cluster_slice(row.len(), cluster_size, rank);
+        let local: Vec<(u32, i32)> = slice
+            .filter(|&i| fkey(row[i]) >= t)
+            .map(|i| (fkey(row[i]), i as i32))
+            .collect();
+        assert!(local.len() <= cap, "slice buffer overflow");
+        assert!(
+            gathered.len() + local.len() <= cap,
+            "rank 0 buffer overflow"
+        );
+        gathered.extend(local);
+    }
+    gathered
+}
+
 /// Model of `gvr1_topk` for one row: `hints` has k entries, `cap` is
 /// `G1_CAP` (6144 in the kernel).
 pub fn gvr1(
@@ -173,6 +218,19 @@ pub fn gvr1(
     hint_offset: i32,
     cap: usize,
 ) -> (Vec<i32>, Gvr1Path) {
+    gvr1_clustered(row, k, hints, hint_offset, cap, 1)
+}
+
+/// Model of `gvr1_topk_c{CS}` (CS = `cluster_size`; 1 is `gvr1_topk`).
+pub fn gvr1_clustered(
+    row: &[f32],
+    k: usize,
+    hints: &[i32],
+    hint_offset: i32,
+    cap: usize,
+    cluster_size: usize,
+) -> (Vec<i32>, Gvr1Path) {
+    assert!(cluster_size >= 1);
     let n = row.len();
     if n <= k {
         let out = (0..k).map(|s| if s < n { s as i32 } else { -1 }).collect();
@@ -204,7 +262,8 @@ pub fn gvr1(
             t = lo + (hi - lo) / 2;
         }
         for iter in 0..MAX_ITERS {
-            let c = count_ge(row, t);
+            let c = count_ge_clustered(row, t, cluster_size);
+            assert_eq!(c, count_ge(row, t), "slices miss or double-count");
             passes += 1;
             if c >= k32 && c <= cap32 {
                 found = Some((t, c));
@@ -269,6 +328,16 @@ pub fn gvr1(
         k32 - st.need
     );
     assert!(st.need >= 1 && st.need <= st.m);
+    if let (Some((t, c)), true) = (found, cluster_size > 1) {
+        // Rank 0's gathered buffer holds exactly the whole-row collect.
+        let gathered = cluster_collect(row, t, cluster_size, cap);
+        assert_eq!(gathered.len() as u32, c);
+        let whole: Vec<(u32, i32)> = (0..n)
+            .filter(|&i| fkey(row[i]) >= t)
+            .map(|i| (fkey(row[i]), i as i32))
+            .collect();
+        assert_eq!(gathered, whole);
+    }
     let row_levels = select(row, k32, st, cap, &mut out);
     let path = if found.is_some() {
         Gvr1Path::Found { passes }
@@ -365,6 +434,70 @@ mod tests {
             let hints = make_hints(&row, k, kind, &raw);
             let (out, _) = gvr1(&row, k, &hints, offset, k + cap_extra);
             assert_exact(&row, k, &out);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(150))]
+
+        /// Every cluster size takes the per-row kernel's decisions and gives
+        /// its output (rows of any length, including slices that are empty
+        /// or end mid-float4).
+        #[test]
+        fn clustered_model_matches_the_per_row_model(
+            row in row_strategy(700),
+            k in 1usize..48,
+            cap_extra in 0usize..150,
+            (kind, raw) in hint_strategy(),
+        ) {
+            let hints = make_hints(&row, k, kind, &raw);
+            let (single, single_path) = gvr1(&row, k, &hints, 0, k + cap_extra);
+            for cs in [2usize, 4, 8] {
+                let (out, path) = gvr1_clustered(&row, k, &hints, 0, k + cap_extra, cs);
+                prop_assert_eq!(&out, &single);
+                prop_assert_eq!(path, single_path);
+            }
+        }
+    }
+
+    #[test]
+    fn cluster_slices_partition_the_row() {
+        for n in [
+            0usize, 1, 3, 4, 5, 31, 32, 33, 1000, 65_536, 70_001, 262_143,
+        ] {
+            for cs in [1usize, 2, 4, 8] {
+                let mut next = 0;
+                for rank in 0..cs {
+                    let slice = cluster_slice(n, cs, rank);
+                    assert_eq!(slice.start, next, "n {n} cs {cs} rank {rank}");
+                    assert!(slice.start.is_multiple_of(4) || slice.start == n);
+                    next = slice.end;
+                }
+                assert_eq!(next, n, "n {n} cs {cs}");
+            }
+        }
+        // A long row splits evenly (in float4s).
+        assert_eq!(cluster_slice(65_536, 8, 3), 24_576..32_768);
+        assert_eq!(cluster_slice(70_001, 8, 7), 61_264..70_001);
+    }
+
+    #[test]
+    fn clustered_model_finds_with_previous_step_hints() {
+        let row: Vec<f32> = (0..70_001u32)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) >> 8) as f32) / 16_777_216.0)
+            .collect();
+        let previous: Vec<f32> = row
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| x + (i % 13) as f32 * 1e-4)
+            .collect();
+        for k in [512, 2048] {
+            let hints = true_topk(&previous, k);
+            for cs in [2usize, 8] {
+                let (out, path) = gvr1_clustered(&row, k, &hints, 0, 6144, cs);
+                assert_exact(&row, k, &out);
+                assert!(matches!(path, Gvr1Path::Found { .. }), "{path:?}");
+            }
         }
     }
 
