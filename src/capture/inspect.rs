@@ -294,9 +294,6 @@ mod tests {
         }
     }
 
-
-
-
     #[test]
     fn overlap_counts_hits_once_and_ignores_minus_one() {
         // K = 2. Step 1 top-2 = {0, 3}; hints {3, 3} → 1 distinct hit of 2.

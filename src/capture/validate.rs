@@ -27,7 +27,6 @@ use rayon::prelude::*;
 
 use super::format::{CellData, Model, Source};
 use super::load::CaptureSet;
-use crate::exact::reference_topk;
 use super::synth::marginal::{
     body_fits, boundary_target, depth_class, marginal_for, MarginalKind, BOUNDARY_WIDTHS,
 };
@@ -36,6 +35,7 @@ use super::synth::temporal::{
     TEMPORAL_GATE_MAX_FRACTION,
 };
 use crate::error::Result;
+use crate::exact::reference_topk;
 
 pub const KS_LIMIT: f64 = 0.05;
 pub const BOUNDARY_RATIO_RANGE: (f64, f64) = (0.80, 1.25);

@@ -389,7 +389,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn hints_are_previous_steps_topk_and_pad_is_untouched() {
         let meta = small_cell(Model::Flash, 2, 1000);
@@ -399,7 +398,10 @@ mod tests {
             assert_eq!(cell.hints(s), &topk[(s - 1) * 512..s * 512]);
         }
         for s in 0..3 {
-            assert_eq!(reference_topk(cell.row(s), 512), &topk[s * 512..(s + 1) * 512]);
+            assert_eq!(
+                reference_topk(cell.row(s), 512),
+                &topk[s * 512..(s + 1) * 512]
+            );
             assert!(cell.padded_row(s)[1000..].iter().all(|&v| v == PAD_VALUE));
         }
         assert_eq!(cell.kv_lens.as_deref(), Some(&[4000u32, 4000, 4000][..]));
