@@ -29,6 +29,17 @@ pub fn order_key(x: f32) -> u32 {
 /// descending, ties broken by the smaller index (any tie order is exact; this
 /// one is just deterministic). Rows with `n <= k` (short rows): the identity
 /// `0..n` followed by `-1` up to `k`, the production short-row contract.
+///
+/// ```
+/// use gvr_bench::exact::{check_row, reference_topk};
+///
+/// let row = [0.5, 3.0, -1.0, 3.0, 2.0];
+/// assert_eq!(reference_topk(&row, 3), vec![1, 3, 4]);
+/// assert_eq!(reference_topk(&row[..2], 3), vec![0, 1, -1]);
+/// // Tied values are interchangeable: index 3 may stand in for index 1.
+/// assert!(check_row(&row, 2, &[3, 1]).is_ok());
+/// assert!(check_row(&row, 2, &[3, 4]).is_err());
+/// ```
 pub fn reference_topk(row: &[f32], k: usize) -> Vec<i32> {
     let n = row.len();
     if n <= k {
