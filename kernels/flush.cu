@@ -32,3 +32,27 @@ extern "C" __global__ void flush_spin(unsigned long long cycles) {
     while ((unsigned long long)(clock64() - start) < cycles) {
     }
 }
+
+// flush_slowdown_read: a deliberately wasted pass over the arm's input, used
+// only to prove that the nightly regression gate catches a slower kernel
+// (`GVR_SS_SLOWDOWN=1` makes the `ss` arm launch it before its own kernel; the
+// timer counts it like any kernel of the arm). It reads `words16` 16-byte words
+// and writes `sink` only for an impossible XOR pattern, so the loads stay.
+extern "C" __global__ void flush_slowdown_read(const uint4* __restrict__ data,
+                                               unsigned long long words16,
+                                               uint4* __restrict__ sink) {
+    uint4 acc = make_uint4(0u, 0u, 0u, 0u);
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+         i < words16; i += stride) {
+        uint4 v = data[i];
+        acc.x ^= v.x;
+        acc.y ^= v.y;
+        acc.z ^= v.z;
+        acc.w ^= v.w;
+    }
+    if (acc.x == 0x9E3779B9u && acc.y == 0x7F4A7C15u && acc.z == 0x2545F491u &&
+        acc.w == 0x4F6CDD1Du) {
+        sink[0] = acc;
+    }
+}

@@ -332,6 +332,7 @@ fn regress_options(baseline: &Path, current: &Path) -> RegressOptions {
         arm: None,
         abs_floor_us: 0.5,
         geomean_threshold: 1.02,
+        max_slower_fraction: 0.01,
         out: None,
     }
 }

@@ -16,11 +16,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::SS_MAIN;
+use crate::gpu::sources::{FLUSH, SS_MAIN};
 use crate::gpu::{DeviceBatch, Gpu, Workspace};
 use crate::grid::Batch;
 use crate::route::params::SPLIT_SLAB_CAP;
@@ -360,6 +360,32 @@ pub struct SsMain {
     batch: Option<DeviceBatch>,
     plan: Option<SsPlan>,
     workspace: Workspace,
+    /// Set by `GVR_SS_SLOWDOWN=1`: a wasted read pass before every launch.
+    slowdown: Option<Slowdown>,
+}
+
+/// Environment switch that makes `ss` deliberately slower, so the nightly
+/// gate can prove it catches a regression (scripts/nightly.sh).
+pub const SLOWDOWN_ENV: &str = "GVR_SS_SLOWDOWN";
+
+/// The wasted pass: `flush_slowdown_read` over the staged logits.
+struct Slowdown {
+    function: CudaFunction,
+    sink: CudaSlice<u8>,
+}
+
+impl Slowdown {
+    fn from_env(gpu: &Arc<Gpu>) -> Result<Option<Slowdown>> {
+        if std::env::var(SLOWDOWN_ENV).as_deref() != Ok("1") {
+            return Ok(None);
+        }
+        tracing::warn!("{SLOWDOWN_ENV}=1: the ss arm adds a wasted read pass to every launch");
+        let module = gpu.module(&FLUSH, &[])?;
+        Ok(Some(Slowdown {
+            function: gpu.function(&module, "flush_slowdown_read")?,
+            sink: gpu.zeroed::<u8>(16)?,
+        }))
+    }
 }
 
 impl SsMain {
@@ -373,6 +399,7 @@ impl SsMain {
             smem_allowed: 0,
             batch: None,
             plan: None,
+            slowdown: None,
         }
     }
 
@@ -427,9 +454,14 @@ impl Arm for SsMain {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        plan(self.mode, shape, &self.device)
-            .ok()
-            .map(|p| p.variant())
+        let slowed = std::env::var(SLOWDOWN_ENV).as_deref() == Ok("1");
+        plan(self.mode, shape, &self.device).ok().map(|p| {
+            if slowed {
+                format!("{} +slowdown", p.variant())
+            } else {
+                p.variant()
+            }
+        })
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
@@ -441,6 +473,9 @@ impl Arm for SsMain {
             ))
         })?;
         self.ensure_function(&plan)?;
+        if self.slowdown.is_none() {
+            self.slowdown = Slowdown::from_env(&self.gpu)?;
+        }
         // Allocated (zeroed) once and kept: the kernel restores it to zero.
         self.workspace.ensure(plan.workspace_bytes)?;
         self.batch = None; // free the previous batch before uploading the next
@@ -472,6 +507,23 @@ impl Arm for SsMain {
                 self.arm_name()
             )));
         };
+        if let Some(slow) = self.slowdown.as_mut() {
+            let words16 = (batch.logits.len() / 4) as u64;
+            let mut waste = self.gpu.stream.launch_builder(&slow.function);
+            waste.arg(&batch.logits).arg(&words16).arg(&mut slow.sink);
+            let cfg = LaunchConfig {
+                grid_dim: (self.device.sms * 4, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: flush_slowdown_read(const uint4*, u64 words16, uint4*):
+            // the logits buffer holds rows*npad f32 (npad a multiple of 64, so
+            // a whole number of 16-byte words) and the sink holds 16 bytes.
+            unsafe { waste.launch(cfg) }.map_err(|e| GvrError::Kernel {
+                name: "flush_slowdown_read".into(),
+                message: format!("launch failed: {e:?}"),
+            })?;
+        }
         let workspace = self.workspace.ensure(plan.workspace_bytes)?;
         let mut args = self.gpu.stream.launch_builder(function);
         args.arg(&batch.logits)

@@ -445,6 +445,11 @@ pub struct RegressOptions {
     /// Flag an arm whose geomean current/baseline exceeds this.
     #[arg(long, default_value_t = 1.02)]
     pub geomean_threshold: f64,
+    /// An arm regresses on slower cases only when they exceed this share of
+    /// its compared cases (about 1 % fall outside an A/A P99 band by chance);
+    /// 0 makes any slower case a regression.
+    #[arg(long, default_value_t = 0.01)]
+    pub max_slower_fraction: f64,
     /// Write the markdown summary here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -525,6 +530,7 @@ pub fn regress(opts: &RegressOptions) -> Result<RegressVerdict> {
         noise_upper: noise.map_or(RegressConfig::default().noise_upper, |n| n.upper_edge()),
         abs_floor_us: opts.abs_floor_us,
         geomean_threshold: opts.geomean_threshold,
+        max_slower_fraction: opts.max_slower_fraction,
     };
     let baseline_arms = arms_in_order(&baseline);
     let current_arms = arms_in_order(&current);

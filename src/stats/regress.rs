@@ -20,6 +20,11 @@ pub struct RegressConfig {
     pub abs_floor_us: f64,
     /// Geomean of current/baseline above this flags a drift of the whole arm.
     pub geomean_threshold: f64,
+    /// Slower cases are listed, but the arm regresses on them only when they
+    /// exceed this share of the compared cases: beyond an A/A P99 band about
+    /// 1 % of cases of an unchanged kernel land there by chance.
+    #[serde(default)]
+    pub max_slower_fraction: f64,
 }
 
 impl Default for RegressConfig {
@@ -28,6 +33,7 @@ impl Default for RegressConfig {
             noise_upper: 1.05,
             abs_floor_us: 0.5,
             geomean_threshold: 1.02,
+            max_slower_fraction: 0.01,
         }
     }
 }
@@ -64,6 +70,8 @@ pub struct ArmRegression {
     /// Distribution of current/baseline over compared cases.
     pub drift: Option<RatioSummary>,
     pub geomean_flagged: bool,
+    /// More slower cases than `max_slower_fraction` of the compared ones.
+    pub slower_beyond_chance: bool,
     /// Flagged cases, worst first (lost exactness, then by ratio).
     pub changes: Vec<CaseChange>,
     pub missing_in_current: usize,
@@ -86,7 +94,7 @@ impl ArmRegression {
     }
 
     pub fn regressed(&self) -> bool {
-        self.geomean_flagged || !self.changes.is_empty()
+        self.geomean_flagged || self.lost_exactness() > 0 || self.slower_beyond_chance
     }
 }
 
@@ -150,11 +158,18 @@ pub fn analyse_arm(
     });
     let drift = RatioSummary::of(&pairing.ratios());
     let geomean_flagged = geomean(&pairing.ratios()).is_some_and(|g| g > config.geomean_threshold);
+    let slower = changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Slower)
+        .count();
+    let slower_beyond_chance =
+        slower as f64 > config.max_slower_fraction * pairing.points.len() as f64;
     ArmRegression {
         arm: arm.to_string(),
         compared: pairing.points.len(),
         drift,
         geomean_flagged,
+        slower_beyond_chance,
         changes,
         missing_in_current: pairing.only_in_base,
         new_in_current: pairing.only_in_other,
@@ -232,6 +247,32 @@ mod tests {
         assert_eq!(a.slower(), 3);
         assert!(!a.geomean_flagged);
         assert_eq!(a.compared, 50);
+    }
+
+    #[test]
+    fn one_slower_case_in_two_hundred_is_chance_but_three_are_not() {
+        let base: Vec<CaseTime> = (0..200)
+            .map(|i| ct(&format!("c{i}@b1"), 50.0, ExactClass::Exact))
+            .collect();
+        let slowed = |count: usize| {
+            let mut cur = base.clone();
+            for c in cur.iter_mut().take(count) {
+                c.cold.as_mut().unwrap().mean_us *= 1.3;
+            }
+            analyse_arm(&base, &cur, "ss", &RegressConfig::default())
+        };
+        let one = slowed(1);
+        assert_eq!(one.slower(), 1, "the case is still listed");
+        assert!(!one.regressed(), "{one:?}");
+        let three = slowed(3);
+        assert!(three.regressed());
+        let strict = RegressConfig {
+            max_slower_fraction: 0.0,
+            ..RegressConfig::default()
+        };
+        let mut cur = base.clone();
+        cur[0].cold.as_mut().unwrap().mean_us *= 1.3;
+        assert!(analyse_arm(&base, &cur, "ss", &strict).regressed());
     }
 
     #[test]

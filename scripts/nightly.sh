@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Nightly performance gate on one GPU.
+#
+# Runs a fixed, representative subset of the dsa886 grid (a deterministic
+# spread sample: every model, every batch size, the whole N range), with the
+# `ss` arm's A/A twin interleaved, and compares it with the committed baseline
+# run using the committed A/A noise floor. Prints a markdown summary and exits
+# 1 on a regression (a case slower than the noise band, a case no longer
+# exact, or geomean drift), 0 otherwise, 2/3 on bad input or no GPU.
+#
+#   scripts/nightly.sh                    # gate against reports/nightly/baseline
+#   NIGHTLY_REBASELINE=1 scripts/nightly.sh   # after an intended change: record a new
+#                                         # baseline + noise floor, then commit them
+#
+# Environment: GVR_BIN (default target/release/gvr-bench), CAPTURES (capture
+# set; default /tmp/gvr-caps, generated with `capture synth` if missing),
+# NIGHTLY_CASES (default 300), NIGHTLY_ARMS (default ss,radix), RUN_DIR,
+# NIGHTLY_BASELINE (default reports/nightly/baseline), NIGHTLY_NOISE (default
+# reports/nightly/noise.json).
+set -uo pipefail
+BIN="${GVR_BIN:-target/release/gvr-bench}"
+CAPS="${CAPTURES:-/tmp/gvr-caps}"
+CASES="${NIGHTLY_CASES:-300}"
+ARMS="${NIGHTLY_ARMS:-ss,radix}"
+BASE="${NIGHTLY_BASELINE:-reports/nightly/baseline}"
+NOISE="${NIGHTLY_NOISE:-reports/nightly/noise.json}"
+RUN="${RUN_DIR:-runs/nightly-$(date -u +%Y%m%dT%H%M%SZ)}"
+
+if [ ! -f "$CAPS/manifest.json" ]; then
+  "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 >/dev/null || exit $?
+fi
+"$BIN" grid --captures "$CAPS" --grid grids/dsa886.csv --sample "$CASES" \
+  --arms "$ARMS" --aa ss --out "$RUN" --no-report || exit $?
+
+if [ "${NIGHTLY_REBASELINE:-0}" = 1 ]; then
+  mkdir -p "$BASE"
+  cp "$RUN/results.jsonl" "$RUN/manifest.json" "$BASE/"
+  "$BIN" aa "$RUN" --arm ss --arm-b 'ss#2' --out "$NOISE" || exit $?
+  echo "new baseline in $BASE and noise floor in $NOISE: commit both"
+  exit 0
+fi
+
+"$BIN" regress --baseline "$BASE" --current "$RUN" --noise "$NOISE" --out "$RUN/regress.md"
+rc=$?
+exit $rc
