@@ -7,19 +7,11 @@
 //! Without libnvrtc: fails when `CI` is set, else prints SKIPPED and passes.
 
 use gvr_bench::arms::gpu_baselines::{filtered, radix_mcta};
-use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
+use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{FILTERED, RADIX_MCTA};
 
-fn nvrtc_or_skip() -> bool {
-    if nvrtc_available() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("libnvrtc not found but CI is set: {NVRTC_INSTALL_HINT}");
-    }
-    println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
-    false
-}
+mod nvrtc_support;
+use nvrtc_support::{assert_entry_fits, nvrtc_or_skip};
 
 #[test]
 fn combined_module_keeps_both_kernels_as_compiled_alone() {
@@ -42,31 +34,7 @@ fn combined_module_keeps_both_kernels_as_compiled_alone() {
             radix_mcta::STATIC_SMEM_RESERVE,
         ),
     ] {
-        let info = combined
-            .entries
-            .iter()
-            .find(|e| e.name == entry)
-            .unwrap_or_else(|| panic!("{entry} missing from the ptxas log:\n{}", combined.log));
-        assert_eq!(
-            info.stack_frame, 0,
-            "{entry} stack frame:\n{}",
-            combined.log
-        );
-        assert_eq!(
-            (info.spill_stores, info.spill_loads),
-            (0, 0),
-            "{entry} spills"
-        );
-        assert!(
-            info.registers as u64 * block as u64 <= 65_536,
-            "{entry}: {} registers",
-            info.registers
-        );
-        assert!(
-            info.smem as usize <= static_reserve,
-            "{entry}: static smem {} > reserve {static_reserve}",
-            info.smem
-        );
+        let info = assert_entry_fits(&combined, entry, block, static_reserve);
         // Same resources as the kernel compiled from its own file.
         let alone = compile_report(&alone_source, &[], DEFAULT_ARCH).expect("compiles alone");
         let alone_info = alone

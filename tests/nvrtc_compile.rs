@@ -6,19 +6,11 @@
 //! Without libnvrtc: fails when `CI` is set (CI must have it), else prints
 //! SKIPPED and passes.
 
-use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
+use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, is_hot_entry, variants};
 
-fn nvrtc_or_skip() -> bool {
-    if nvrtc_available() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("libnvrtc not found but CI is set: {NVRTC_INSTALL_HINT}");
-    }
-    println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
-    false
-}
+mod nvrtc_support;
+use nvrtc_support::nvrtc_or_skip;
 
 #[test]
 fn every_variant_compiles_without_hot_spills() {
