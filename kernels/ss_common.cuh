@@ -274,3 +274,19 @@ __device__ __noinline__ void ss_narrow_emit(const Src src, u32 count, u32 lo, u3
         if (tie && ts < ties) out[base + winners + ts] = (i32)idx;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Generic pointer to the same shared-memory object in CTA `rank` of this
+// thread-block cluster (mapa on a generic address): ordinary loads, stores
+// and atomics through it reach the peer's shared memory (DSMEM). Ordering
+// across CTAs comes from cluster_sync() (release/acquire). The host
+// emulator (tests/ss_emu/cluster.cuh) supplies its own.
+// ---------------------------------------------------------------------------
+#ifndef SS_EMULATION
+template <class T>
+__device__ __forceinline__ T* cluster_map_ptr(T* local, u32 rank) {
+    u64 remote;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<u64>(local)), "r"(rank));
+    return reinterpret_cast<T*>(remote);
+}
+#endif

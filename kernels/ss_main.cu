@@ -28,6 +28,29 @@
 
 #include "ss_common.cuh"
 
+// Streaming-pass variant (kernels/TUNING.md, 2026-12-02 "pipelined pass"):
+//   SS_PIPELINE 1 (default): the next tile's first SS_PFD float4 per thread
+//     are issued before the current tile's survivors are walked, the rest at
+//     the next tile's start (§3.4 one-tile software pipelining), and one lane
+//     per warp bulk-prefetches its chunk of the tile SS_L2_DIST tiles ahead
+//     into L2; the first SS_L2_DIST tiles of the CTA's slice are prefetched
+//     at kernel start, behind the sample/ladder prologue. One CTA per row
+//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
+//   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs
+//     (`ss_row_pass`; arm `ss-main-base`, for same-run A/B).
+// Exactness does not depend on either: every float4 is still classified
+// once per pass with the same TF, and loads past the slice stay redirected
+// and masked by index.
+#ifndef SS_PIPELINE
+#define SS_PIPELINE 1
+#endif
+#ifndef SS_L2_DIST
+#define SS_L2_DIST 2  // tiles ahead of the tile being classified; 0 = no L2 prefetch
+#endif
+#ifndef SS_PFD
+#define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
+#endif
+
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -240,6 +263,144 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, u32 
     }
 }
 
+// Bulk-prefetch float4 [f0, f1) of row X into L2 (cp.async.bulk.prefetch,
+// sm_90): one instruction, no register, nothing to wait for. The range is
+// always inside the row's valid float4 prefix, so it never touches memory
+// the kernel would not read anyway (the emulator checks both ends).
+__device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
+    if (f1 <= f0) return;
+#ifdef SS_EMULATION
+    emu::check_load(X + (u64)f0 * 4u, true);
+    emu::check_load(X + (u64)(f1 - 1u) * 4u, true);
+#else
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(X + (u64)f0 * 4u), "r"((f1 - f0) * 16u)
+                 : "memory");
+#endif
+}
+
+// Lane 0 of every warp prefetches the warp's share of float4 [f0, f0 + span)
+// clamped to c1: the block-wide request is split so no single bulk copy is
+// large and the issue cost is spread over the warps.
+template <int BLK>
+__device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 span, u32 c1) {
+    if (lane_id() != 0u || f0 >= c1) return;
+    const u32 nw = (u32)(BLK / 32);
+    const u32 avail = c1 - f0 < span ? c1 - f0 : span;
+    const u32 chunk = (avail + nw - 1u) / nw;
+    const u64 a = (u64)f0 + (u64)warp_id() * chunk;
+    if (a >= c1) return;
+    const u64 b = a + chunk < (u64)c1 ? a + chunk : (u64)c1;
+    ss_prefetch_l2(X, (u32)a, (u32)b);
+}
+
+// Survivor reservation and walk of one classified tile of the pipelined
+// pass (the same steps `ss_row_pass` runs inline): warp-aggregated reservation of popc(mask) slots (§2.6), then
+// the survivors are re-read with scalar loads (L1 hits: the tile's lines
+// were just loaded through the same non-coherent path) and staged.
+template <int BLK, bool SPLIT>
+__device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
+                                             u64* stage, SsShared& s) {
+    const u32 t = threadIdx.x;
+    const u32 cnt = (u32)__popc(mask);
+    const u32 incl = warp_incl_scan(cnt);
+    u32 base = 0;
+    if (lane_id() == 31u && incl != 0u) base = atomicAdd(&s.count, incl);
+    base = __shfl_sync(GVR_FULL_MASK, base, 31);
+    u32 pos = base + incl - cnt;
+    while (mask != 0u) {
+        const u32 bit = (u32)__ffs(mask) - 1u;
+        mask &= mask - 1u;
+        const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
+        ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
+    }
+}
+
+// Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).
+__device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {
+    return (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) | (v.w >= tf ? 8u : 0u);
+}
+
+// Register prefetch depth per entry shape, set from the ptxas reports under
+// the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
+// U <= 4 and the SPLIT U = 8 entry fit the whole next tile (PFD = U); the
+// one-CTA-per-row U = 8 entries already sit at 64 registers unpipelined and
+// spill with even one float4 carried across the walk, so they get PFD = 0
+// (L2 prefetch only — they keep 8 float4 per thread in flight per tile).
+template <int U, bool SPLIT>
+struct SsPfd {
+    static constexpr int value = SS_PFD >= 0 ? (SS_PFD < U ? SS_PFD : U) : ((!SPLIT && U >= 8) ? 0 : U);
+};
+
+// Which entries stream with the pipelined pass. Measured on the H200
+// (reports/h200/2026-12-02b, 600 cases, same run): pipelining wins 7–24 % at
+// B >= 64 (one CTA per row, long slices) and loses 3–5 % on SPLIT launches
+// (B <= 32: short slices, where the extra prefetch issue and registers cost
+// more than the overlap gains), so SPLIT entries keep the plain pass.
+template <bool SPLIT>
+struct SsPipelined {
+    static constexpr bool value = SS_PIPELINE != 0 && !SPLIT;
+};
+
+// §3.4 pipelined pass over the float4 range [c0, c1) (+ the scalar tail).
+// Register budget: PFD float4 of the next tile stay live across the walk
+// (4·PFD registers); the other U − PFD are issued at the next tile's start.
+template <int BLK, int U, int PFD, bool SPLIT>
+__device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u32 c1, u32 n, bool tail,
+                                                      u32 redirect, float tf, float sc, u32 scap, u64* stage,
+                                                      SsShared& s) {
+    static_assert(PFD >= 0 && PFD <= U, "PFD is 0..U");
+    const u32 t = threadIdx.x;
+    const u32 TILE = (u32)(BLK * U);
+    float4 v[U];
+    // Prologue: the first PFD float4 of the first tile (the rest are issued
+    // at the top of the loop like every tile's).
+    if (PFD > 0 && c0 < c1) {
+#pragma unroll
+        for (int u = 0; u < PFD; ++u) {
+            const u32 i = c0 + (u32)u * BLK + t;
+            v[u] = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
+        }
+    }
+    for (u32 tb = c0; tb < c1; tb += TILE) {  // block-uniform trip count
+#pragma unroll
+        for (int u = PFD; u < U; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            v[u] = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
+        }
+        u32 mask = 0;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            mask |= (i < c1 ? ss_admit_bits(v[u], tf) : 0u) << (4 * u);  // masked by index, never by value
+        }
+        // L2 prefetch after the classification, where the tile's float4 are
+        // dead (it would otherwise raise the loop's register peak): this
+        // warp's 32·U float4 of the tile SS_L2_DIST ahead, recomputed from tb
+        // so no register is loop-carried. No wrap: c1 <= 2^18.
+        if (SS_L2_DIST > 0 && lane_id() == 0u) {
+            const u32 ahead = tb + (u32)(SS_L2_DIST * BLK * U) + warp_id() * (u32)(32 * U);
+            if (ahead < c1) ss_prefetch_l2(X, ahead, c1 - ahead < (u32)(32 * U) ? c1 : ahead + (u32)(32 * U));
+        }
+        // Issue the next tile's first PFD float4 before walking this one.
+        const u32 nb = tb + TILE;  // no wrap: c1 <= 2^18 and TILE <= 2^13
+        if (PFD > 0 && nb < c1) {
+#pragma unroll
+            for (int u = 0; u < PFD; ++u) {
+                const u32 i = nb + (u32)u * BLK + t;
+                v[u] = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
+            }
+        }
+        ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
+    }
+    if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+        const u32 e = ((n >> 2) << 2) + t;
+        if (e < n) {
+            const float x = ldg_nc_f(X + e);
+            if (x >= tf) ss_admit<SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+        }
+    }
+}
+
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -311,6 +472,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         c1 = (u64)c0 + q < n4 ? c0 + q : n4;
     }
     const u32 redirect = npad / 4u - 1u;  // last float4 of the padded row: always addressable
+    // Start the slice's first tiles toward L2 now: their DRAM latency then
+    // overlaps the sample read and the ladder instead of following them.
+    if constexpr (SsPipelined<SPLIT>::value && SS_L2_DIST > 0)
+        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_DIST * BLK * U), c1);
     u64* stage = ss_dyn;
     u64* ck64 = ss_dyn + p.scap + 4u;
 
@@ -417,7 +582,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        ss_row_pass<BLK, U, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF, SC, p.scap, stage, s);
+        if constexpr (SsPipelined<SPLIT>::value)
+            ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF,
+                                                                         SC, p.scap, stage, s);
+        else
+            ss_row_pass<BLK, U, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF, SC, p.scap, stage, s);
         __syncthreads();
         if (SPLIT) break;
         const u32 myn = s.count;

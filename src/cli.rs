@@ -12,6 +12,8 @@ use crate::arms::{registry, Backend};
 use crate::env_manifest::{utc_now_compact, EnvManifest};
 use crate::error::{GvrError, Result};
 use crate::run::deps::{self, AaOptions, RegressOptions, ReportOptions, Selection, SynthOptions};
+use crate::run::devices::{self, FanOutOutcome, WorkerSpec};
+use crate::run::peer::{self, Peer, TorchPeerConfig};
 use crate::run::{self, CertifyConfig, GridConfig};
 use crate::timing::Protocol;
 
@@ -128,6 +130,16 @@ pub struct GridArgs {
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// After our arms, time a peer on the same cases and join it into the
+    /// run (`torch`: torch.topk(sorted=False) via scripts/peer_torch.py,
+    /// CUDA-graph replay under the same cold-L2 protocol; needs python3 with
+    /// torch, numpy, safetensors; `$GVR_PYTHON` picks the interpreter).
+    #[arg(long, value_enum, value_name = "PEER")]
+    pub peer: Option<Peer>,
+    /// One worker process per listed GPU, each on a disjoint shard
+    /// (`RUN/shards/<i>`), merged into the run when all finish, e.g. `0,1,2,3`.
+    #[arg(long, value_name = "LIST")]
+    pub devices: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -332,6 +344,22 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
             "--cold-reps must be at least 1 (the published statistic is their mean)".into(),
         ));
     }
+    if let Some(list) = &args.devices {
+        return cmd_grid_devices(&args, &devices::parse_devices(list)?, &run_dir);
+    }
+    let torch_peer = args.peer.map(|Peer::Torch| {
+        TorchPeerConfig::from_env(
+            &args.captures,
+            &run_dir,
+            args.device,
+            protocol_of(&args),
+            deps::rows_mode(&args.selection),
+        )
+    });
+    if let Some(cfg) = &torch_peer {
+        // Before the grid: a missing torch must not cost a campaign.
+        cfg.preflight()?;
+    }
     let cfg = GridConfig {
         captures: args.captures.clone(),
         grid: args.grid.clone(),
@@ -339,12 +367,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         arms,
         run_dir: run_dir.clone(),
         resume: args.resume.is_some(),
-        protocol: Protocol {
-            warmup: args.warmup,
-            warm_reps: args.warm_reps,
-            cold_reps: args.cold_reps,
-            flush_bytes: args.flush_mib << 20,
-        },
+        protocol: protocol_of(&args),
         device: args.device,
         cpu_only: args.cpu,
         aa: args.aa.clone(),
@@ -361,19 +384,185 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
     if outcome.interrupted {
         return Ok(130);
     }
-    if !args.no_report {
-        println!(
-            "{}",
-            deps::report_run(&run_dir, outcome.bandwidth_bytes_per_s)?
-        );
-        if let Some(arm) = &args.aa {
-            println!(
-                "## A/A noise floor ({arm} vs {arm}#2)\n\n{}",
-                deps::aa_run(&run_dir, arm)?
+    // A peer failure keeps what it joined; the report still shows it.
+    let peer_result = match &torch_peer {
+        Some(cfg) => peer::run_torch_peer(cfg).map(|p| {
+            eprintln!(
+                "peer torch: {} records joined ({} inexact)",
+                p.records_joined, p.inexact
             );
+        }),
+        None => Ok(()),
+    };
+    if !args.no_report {
+        print_report(&run_dir, outcome.bandwidth_bytes_per_s, args.aa.as_deref())?;
+    }
+    peer_result.map(|()| 0)
+}
+
+fn protocol_of(args: &GridArgs) -> Protocol {
+    Protocol {
+        warmup: args.warmup,
+        warm_reps: args.warm_reps,
+        cold_reps: args.cold_reps,
+        flush_bytes: args.flush_mib << 20,
+    }
+}
+
+fn print_report(run_dir: &std::path::Path, bandwidth: Option<f64>, aa: Option<&str>) -> Result<()> {
+    println!("{}", deps::report_run(run_dir, bandwidth)?);
+    if let Some(arm) = aa {
+        println!(
+            "## A/A noise floor ({arm} vs {arm}#2)\n\n{}",
+            deps::aa_run(run_dir, arm)?
+        );
+    }
+    Ok(())
+}
+
+/// `grid --devices LIST`: one child `gvr-bench grid --shard i/n --device d`
+/// per device (see `run::devices` for why processes), then merge and report.
+fn cmd_grid_devices(
+    args: &GridArgs,
+    device_list: &[usize],
+    run_dir: &std::path::Path,
+) -> Result<i32> {
+    if args.selection.shard.is_some() {
+        return Err(GvrError::Usage(
+            "--devices shards the selection itself; drop --shard (or use --shard with --device on each host)".into(),
+        ));
+    }
+    if args.selection.limit.is_some() {
+        return Err(GvrError::Usage(
+            "--limit applies per shard, so with --devices the run would not be the limited selection; use --sample or --cells instead".into(),
+        ));
+    }
+    if args.peer == Some(Peer::Torch) {
+        TorchPeerConfig::from_env(
+            &args.captures,
+            run_dir,
+            device_list[0],
+            protocol_of(args),
+            deps::rows_mode(&args.selection),
+        )
+        .preflight()?;
+    }
+    let resume = args.resume.is_some();
+    let mut manifest = EnvManifest::collect(
+        &args.captures,
+        protocol_of(args),
+        deps::rows_mode(&args.selection),
+    );
+    manifest
+        .notes
+        .insert("devices".into(), serde_json::json!(device_list));
+    devices::prepare_run_dir(run_dir, resume, &manifest)?;
+    let count = device_list.len();
+    let workers: Vec<WorkerSpec> = device_list
+        .iter()
+        .enumerate()
+        .map(|(index, &device)| {
+            let dir = devices::shard_dir(run_dir, index);
+            let args = if dir.join(crate::env_manifest::MANIFEST_FILE).exists() {
+                vec![
+                    "grid".to_string(),
+                    "--resume".to_string(),
+                    dir.display().to_string(),
+                    "--no-report".to_string(),
+                ]
+            } else {
+                worker_args(args, &format!("{index}/{count}"), device, &dir)
+            };
+            WorkerSpec {
+                index,
+                device,
+                args,
+            }
+        })
+        .collect();
+    let exe = std::env::current_exe().map_err(|e| GvrError::Other(e.into()))?;
+    match devices::run_workers(&exe, run_dir, &workers)? {
+        FanOutOutcome::Interrupted => Ok(130),
+        FanOutOutcome::Merged { records, cases } => {
+            eprintln!(
+                "merged {count} shards: {records} records over {cases} cases into {}",
+                run_dir.join(run::RESULTS_FILE).display()
+            );
+            if !args.no_report {
+                print_report(run_dir, None, args.aa.as_deref())?;
+            }
+            Ok(0)
         }
     }
-    Ok(0)
+}
+
+/// The `grid` command line of one `--devices` worker: the parent's options
+/// with this worker's shard, device and output, and no report.
+pub fn worker_args(
+    args: &GridArgs,
+    shard: &str,
+    device: usize,
+    out: &std::path::Path,
+) -> Vec<String> {
+    let mut v: Vec<String> = vec!["grid".into()];
+    let mut opt = |name: &str, value: String| {
+        v.push(format!("--{name}"));
+        v.push(value);
+    };
+    opt("captures", args.captures.display().to_string());
+    if let Some(grid) = &args.grid {
+        opt("grid", grid.display().to_string());
+    }
+    let sel = &args.selection;
+    if !sel.segments.is_empty() {
+        opt("segment", sel.segments.join(","));
+    }
+    if let Some(n) = sel.n_min {
+        opt("n-min", n.to_string());
+    }
+    if let Some(n) = sel.n_max {
+        opt("n-max", n.to_string());
+    }
+    if let Some(b) = &sel.batches {
+        opt("batches", b.clone());
+    }
+    for glob in &sel.cell_globs {
+        opt("cells", glob.clone());
+    }
+    if let Some(s) = sel.sample {
+        opt("sample", s.to_string());
+    }
+    opt(
+        "rows",
+        match sel.rows {
+            crate::grid::RowsMode::Replicate => "replicate".into(),
+            crate::grid::RowsMode::Independent => "independent".into(),
+        },
+    );
+    opt("shard", shard.to_string());
+    if let Some(arms) = &args.arms {
+        opt("arms", arms.clone());
+    }
+    opt("out", out.display().to_string());
+    opt("warmup", args.warmup.to_string());
+    opt("warm-reps", args.warm_reps.to_string());
+    opt("cold-reps", args.cold_reps.to_string());
+    opt("flush-mib", args.flush_mib.to_string());
+    opt("device", device.to_string());
+    if let Some(aa) = &args.aa {
+        opt("aa", aa.clone());
+    }
+    if args.peer == Some(Peer::Torch) {
+        opt("peer", "torch".into());
+    }
+    if args.cpu {
+        v.push("--cpu".into());
+    }
+    if args.bandwidth {
+        v.push("--bandwidth".into());
+    }
+    v.push("--no-report".into());
+    v
 }
 
 fn cmd_certify(args: CertifyArgs) -> Result<i32> {
@@ -449,6 +638,74 @@ mod tests {
         );
         assert_eq!(args.flush_mib << 20, p.flush_bytes);
         assert_eq!(args.captures, PathBuf::from("captures/sample"));
+    }
+
+    #[test]
+    fn worker_args_reproduce_the_parent_options() {
+        let parent = [
+            "gvr-bench",
+            "grid",
+            "--captures",
+            "caps",
+            "--grid",
+            "g.csv",
+            "--segment",
+            "flash,pro",
+            "--n-min",
+            "1000",
+            "--n-max",
+            "9000",
+            "--batches",
+            "1,4",
+            "--cells",
+            "v4_*",
+            "--cells",
+            "x*",
+            "--sample",
+            "50",
+            "--rows",
+            "independent",
+            "--arms",
+            "ss,radix",
+            "--warmup",
+            "3",
+            "--warm-reps",
+            "2",
+            "--cold-reps",
+            "4",
+            "--flush-mib",
+            "64",
+            "--aa",
+            "radix",
+            "--peer",
+            "torch",
+            "--cpu",
+            "--bandwidth",
+            "--devices",
+            "0,1",
+            "--out",
+            "run",
+        ];
+        let Command::Grid(parent) = Cli::try_parse_from(parent).unwrap().command else {
+            panic!("not grid")
+        };
+        let child = worker_args(&parent, "1/2", 1, std::path::Path::new("run/shards/1"));
+        let child_cli = std::iter::once("gvr-bench".to_string()).chain(child);
+        let Command::Grid(child) = Cli::try_parse_from(child_cli).unwrap().command else {
+            panic!("not grid")
+        };
+        assert_eq!(child.selection.shard.as_deref(), Some("1/2"));
+        assert_eq!(child.device, 1);
+        assert!(child.devices.is_none() && child.no_report);
+        assert_eq!(child.out, Some(PathBuf::from("run/shards/1")));
+        // Everything else is the parent's.
+        let mut expected = parent.clone();
+        expected.selection.shard = Some("1/2".into());
+        expected.device = 1;
+        expected.devices = None;
+        expected.no_report = true;
+        expected.out = child.out.clone();
+        assert_eq!(format!("{expected:?}"), format!("{child:?}"));
     }
 
     #[test]

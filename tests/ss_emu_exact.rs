@@ -36,69 +36,88 @@ use ss_support::{batch, model_row, path_cases, planned, spread};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u64 ss_dyn[];";
 
-/// Build the emulator (once per source version: cached under cargo's test
-/// temp dir, keyed by a hash of every source); `None` if g++ is missing.
+/// The emulator of the kernel as the `ss` / `ss-main` arms build it.
 fn emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+}
+
+/// The emulator of the `ss-main-base` build (`SS_PIPELINE=0`, the
+/// unpipelined streaming pass kept for same-run A/B).
+fn emulator_base() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            if Command::new("g++").arg("--version").output().is_err() {
-                eprintln!("SKIPPED: g++ not found, the ss_main.cu host emulation cannot be built");
-                return None;
-            }
-            let ss_common = HEADERS
+            let defines: Vec<String> = ss::BASE_DEFINES
                 .iter()
-                .find(|(name, _)| *name == "ss_common.cuh")
-                .expect("ss_common.cuh is an NVRTC header")
-                .1;
-            assert!(
-                SS_MAIN.code.contains(DYN_SMEM_DECL),
-                "dynamic smem declaration moved"
-            );
-            // The one line g++ cannot take: dynamic shared memory becomes a
-            // pointer the driver sets per CTA.
-            let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
-            let sources = [
-                ("common.cuh", include_str!("ss_emu/common.cuh")),
-                ("ss_common.cuh", ss_common),
-                ("ss_main.cu", kernel.as_str()),
-                ("main.cpp", include_str!("ss_emu/main.cpp")),
-            ];
-            let mut hasher = DefaultHasher::new();
-            sources.hash(&mut hasher);
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("ss-emu-{:016x}", hasher.finish()));
-            let exe = dir.join("emu");
-            if exe.is_file() {
-                return Some(exe);
-            }
-            std::fs::create_dir_all(&dir).expect("emulator dir");
-            for (name, text) in sources {
-                std::fs::write(dir.join(name), text).expect("write emulator source");
-            }
-            let building = dir.join(format!("emu.{}.tmp", std::process::id()));
-            let status = Command::new("g++")
-                .args([
-                    "-O1",
-                    "-std=c++17",
-                    "-U_FORTIFY_SOURCE",
-                    "-DSS_EMULATION",
-                    "-w",
-                    "-o",
-                ])
-                .arg(&building)
-                .arg(dir.join("main.cpp"))
-                .status()
-                .expect("run g++");
-            assert!(
-                status.success(),
-                "g++ failed to build the emulator in {}",
-                dir.display()
-            );
-            std::fs::rename(&building, &exe).expect("install emulator");
-            Some(exe)
+                .map(|(name, value)| format!("-D{name}={value}"))
+                .collect();
+            build_emulator(&defines)
         })
         .as_deref()
+}
+
+/// Build the emulator with extra g++ `-D` flags (once per source version and
+/// flags: cached under cargo's test temp dir, keyed by a hash of both);
+/// `None` if g++ is missing.
+fn build_emulator(defines: &[String]) -> Option<PathBuf> {
+    if Command::new("g++").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: g++ not found, the ss_main.cu host emulation cannot be built");
+        return None;
+    }
+    let ss_common = HEADERS
+        .iter()
+        .find(|(name, _)| *name == "ss_common.cuh")
+        .expect("ss_common.cuh is an NVRTC header")
+        .1;
+    assert!(
+        SS_MAIN.code.contains(DYN_SMEM_DECL),
+        "dynamic smem declaration moved"
+    );
+    // The one line g++ cannot take: dynamic shared memory becomes a
+    // pointer the driver sets per CTA.
+    let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
+    let sources = [
+        ("common.cuh", include_str!("ss_emu/common.cuh")),
+        ("ss_common.cuh", ss_common),
+        ("ss_main.cu", kernel.as_str()),
+        ("main.cpp", include_str!("ss_emu/main.cpp")),
+    ];
+    let mut hasher = DefaultHasher::new();
+    sources.hash(&mut hasher);
+    defines.hash(&mut hasher);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ss-emu-{:016x}", hasher.finish()));
+    let exe = dir.join("emu");
+    if exe.is_file() {
+        return Some(exe);
+    }
+    std::fs::create_dir_all(&dir).expect("emulator dir");
+    for (name, text) in sources {
+        std::fs::write(dir.join(name), text).expect("write emulator source");
+    }
+    let building = dir.join(format!("emu.{}.tmp", std::process::id()));
+    let status = Command::new("g++")
+        .args([
+            "-O1",
+            "-std=c++17",
+            "-U_FORTIFY_SOURCE",
+            "-DSS_EMULATION",
+            "-w",
+        ])
+        .args(defines)
+        .arg("-o")
+        .arg(&building)
+        .arg(dir.join("main.cpp"))
+        .status()
+        .expect("run g++");
+    assert!(
+        status.success(),
+        "g++ failed to build the emulator in {}",
+        dir.display()
+    );
+    std::fs::rename(&building, &exe).expect("install emulator");
+    Some(exe)
 }
 
 /// Entry id of a (BLK, U, SPLIT) shape in main.cpp's table.
@@ -276,12 +295,39 @@ fn every_constructed_path_is_exact_in_the_kernel_source() {
     }
 }
 
+/// Small-CTA launches `(entry id, R, SCAP, CMP)` of main.cpp's stress table:
+/// tiny capacities force staging overflow, crossing bins above CMP and slab
+/// hand-offs on ordinary rows; BLK 64 with U = 8 (ids 13, 14) makes every
+/// row many tiles long, so the pipelined pass crosses tile boundaries,
+/// prefetches ahead and ends in a partial tile plus the n mod 4 tail.
+const SMALL_CTA_LAUNCHES: [(u32, u32, u32, u32); 9] = [
+    (10, 1, 64, 16),
+    (10, 1, 1024, 300),
+    (10, 1, 8192, 2048),
+    (11, 3, 256, 64),
+    (11, 5, 4096, 600),
+    (12, 2, 2048, 2048),
+    (13, 1, 96, 40),
+    (13, 1, 8192, 2048),
+    (14, 4, 2048, 512),
+];
+
 #[test]
 fn small_ctas_with_tiny_buffers_stay_exact() {
-    // Exactness must not depend on SCAP / CMP / BLK: tiny capacities force
-    // staging overflow, crossing bins above CMP and slab hand-offs on
-    // ordinary rows, through the real kernel body (64- and 128-thread CTAs).
+    // Exactness must not depend on SCAP / CMP / BLK, through the real kernel
+    // body (64- and 128-thread CTAs).
     let Some(exe) = emulator() else { return };
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
+}
+
+#[test]
+fn the_unpipelined_base_pass_stays_exact() {
+    // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
+    let Some(exe) = emulator_base() else { return };
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
+}
+
+fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let k = 512;
@@ -291,14 +337,7 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
                 .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
                 .collect();
             let b = batch(&rows, &[], k);
-            for (entry, grid_x, scap, cmp) in [
-                (10u32, 1u32, 64u32, 16u32),
-                (10, 1, 1024, 300),
-                (10, 1, 8192, 2048),
-                (11, 3, 256, 64),
-                (11, 5, 4096, 600),
-                (12, 2, 2048, 2048),
-            ] {
+            for &(entry, grid_x, scap, cmp) in launches {
                 let mut launch = EmuLaunch::planned(&b, 2);
                 launch.entry = entry;
                 launch.grid_x = grid_x;

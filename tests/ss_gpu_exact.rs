@@ -32,7 +32,7 @@ use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
 use ss_support::{batch, model_row, path_cases, replicated, spread};
 
-const ARMS: [&str; 2] = ["ss-main", "ss"];
+const ARMS: [&str; 3] = ["ss-main", "ss", "ss-main-base"];
 
 /// The GPU half runs only with `GVR_GPU_TESTS=1` (set on the H200); there a
 /// missing GPU fails the test. Without the switch (CI, no GPU) the CPU half

@@ -3,7 +3,7 @@
 //! non-inlined device functions) spills or uses a stack frame for locals.
 //! Skips (passes with a note) without libnvrtc unless `CI` is set.
 
-use gvr_bench::arms::ss::{entry_name, ENTRY_SHAPES};
+use gvr_bench::arms::ss::{entry_name, kernel_defines, Mode, ENTRY_SHAPES};
 use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
 use gvr_bench::gpu::sources::{declared_entries, SS_MAIN};
 
@@ -27,36 +27,54 @@ fn ss_main_entries_exist_and_nothing_spills() {
         println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
         return;
     }
-    let report = compile_report(&SS_MAIN, &[], DEFAULT_ARCH).expect("ss_main.cu compiles");
-    for name in &declared {
-        let entry = report
-            .entries
-            .iter()
-            .find(|e| &e.name == name)
-            .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
-        assert!(
-            entry.registers <= 64,
-            "{name}: {} registers",
-            entry.registers
-        );
-    }
-    // Device functions kept out of line (`__noinline__`) report their own
-    // spills under "Function properties for ..."; the entry gate does not
-    // see them, so check every such line here.
-    for line in report.log.lines() {
-        if line.contains("spill stores") {
+    // Every build an arm launches: the default (pipelined) pass and the
+    // `ss-main-base` A/B build with SS_PIPELINE=0.
+    for mode in [Mode::ForcedMain, Mode::ForcedMainBase] {
+        let defines = kernel_defines(mode);
+        let report = compile_report(&SS_MAIN, &defines, DEFAULT_ARCH)
+            .unwrap_or_else(|e| panic!("ss_main.cu {defines:?} compiles: {e}"));
+        for name in &declared {
+            let entry = report
+                .entries
+                .iter()
+                .find(|e| &e.name == name)
+                .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
             assert!(
-                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
-                "spill in ss_main.cu: {line}\n{}",
-                report.log
+                entry.registers <= 64,
+                "{name} {defines:?}: {} registers",
+                entry.registers
             );
+        }
+        // Device functions kept out of line (`__noinline__`) report their own
+        // spills under "Function properties for ..."; the entry gate does not
+        // see them, so check every such line here.
+        for line in report.log.lines() {
+            if line.contains("spill stores") {
+                assert!(
+                    line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
+                    "spill in ss_main.cu {defines:?}: {line}\n{}",
+                    report.log
+                );
+            }
         }
     }
 }
 
+/// `SS_DEFINES="SS_PFD=2,SS_L2_DIST=0"` → NVRTC defines (diagnostics only).
+fn defines_from_env() -> Vec<(&'static str, String)> {
+    let text = std::env::var("SS_DEFINES").unwrap_or_default();
+    text.split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| {
+            let name: &'static str = Box::leak(k.trim().to_string().into_boxed_str());
+            (name, v.trim().to_string())
+        })
+        .collect()
+}
+
 #[test]
-#[ignore = "diagnostic: prints the ptxas log"]
+#[ignore = "diagnostic: prints the ptxas log (defines from $SS_DEFINES)"]
 fn dump_ptxas_log() {
-    let report = compile_report(&SS_MAIN, &[], DEFAULT_ARCH).expect("compiles");
+    let report = compile_report(&SS_MAIN, &defines_from_env(), DEFAULT_ARCH).expect("compiles");
     println!("{}", report.log);
 }

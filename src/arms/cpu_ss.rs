@@ -6,13 +6,16 @@
 //! counts say how often each path of the real kernel would run on the data.
 
 mod keys;
+mod reg;
 mod row;
 
 pub use keys::{fkey, invkey};
+pub use reg::{select_row_reg, RegCounts, RegModel};
 pub use row::{select_row, PathCounts};
 
 use rayon::prelude::*;
 
+use crate::arms::ss_reg::{plan_reg, RegSource};
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::exact::UNWRITTEN;
@@ -30,6 +33,8 @@ pub struct CpuSs {
     batch: Option<Batch>,
     output: Vec<i32>,
     counts: PathCounts,
+    /// Path counts of the rows the register family served (route → reg/regimg).
+    reg_counts: RegCounts,
 }
 
 impl Default for CpuSs {
@@ -51,12 +56,40 @@ impl CpuSs {
             batch: None,
             output: Vec::new(),
             counts: PathCounts::default(),
+            reg_counts: RegCounts::default(),
         }
     }
 
     /// Path counts of the last launch (summed over its rows).
     pub fn path_counts(&self) -> PathCounts {
         self.counts
+    }
+
+    /// Register-family path counts of the last launch (zero when the route
+    /// sent the batch to a streaming family).
+    pub fn reg_counts(&self) -> RegCounts {
+        self.reg_counts
+    }
+
+    /// The reg launch this arm models for a shape: when the route picks reg
+    /// or regimg (regimg runs the reg kernel, as on the GPU) and no split
+    /// factor is forced. `use_hints` is decided per batch at launch.
+    pub fn reg_launch(&self, shape: &Shape) -> Option<(RegModel, String)> {
+        if self.forced_parts.is_some() {
+            return None;
+        }
+        let plan = plan_reg(shape, &self.device).ok()?;
+        if !matches!(plan.source, RegSource::Routed(_)) {
+            return None;
+        }
+        let model = RegModel {
+            nbh: plan.entry.nbh,
+            capacity4: plan.entry.capacity4(),
+            cmp: plan.plan.cmp,
+            qc: plan.plan.qc,
+            use_hints: true,
+        };
+        Some((model, plan.variant()))
     }
 
     /// Model every row with `parts` CTAs per row (1 = non-split; > 1 =
@@ -153,6 +186,9 @@ impl Arm for CpuSs {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
+        if let Some((_, variant)) = self.reg_launch(shape) {
+            return Some(variant);
+        }
         let params = self.launch_params(shape);
         Some(format!("main/blk{}/r{}", params.blk, params.r))
     }
@@ -176,10 +212,34 @@ impl Arm for CpuSs {
         let k = batch.k;
         if k == 0 || batch.rows == 0 {
             self.counts = PathCounts::default();
+            self.reg_counts = RegCounts::default();
             return Ok(());
         }
-        let launch = self.launch_params(&Shape::of(batch));
         let hint_free = batch.hints.is_empty();
+        if let Some((mut model, _)) = self.reg_launch(&Shape::of(batch)) {
+            model.use_hints = !hint_free;
+            self.counts = PathCounts::default();
+            self.reg_counts = self
+                .output
+                .par_chunks_mut(k)
+                .enumerate()
+                .map(|(r, out)| {
+                    let mut counts = RegCounts::default();
+                    let hints = if hint_free { &[][..] } else { batch.hints(r) };
+                    out.copy_from_slice(&select_row_reg(
+                        batch.row(r),
+                        hints,
+                        k,
+                        &model,
+                        &mut counts,
+                    ));
+                    counts
+                })
+                .reduce(RegCounts::default, RegCounts::merged);
+            return Ok(());
+        }
+        self.reg_counts = RegCounts::default();
+        let launch = self.launch_params(&Shape::of(batch));
         self.counts = self
             .output
             .par_chunks_mut(k)
@@ -261,6 +321,39 @@ mod tests {
         values.sort_unstable();
         assert!(values.iter().copied().eq(n - k..n));
         assert_eq!(arm.path_counts().split_rows, 1);
+        let forced = CpuSs::new().with_parts(1);
+        assert_eq!(
+            forced.variant(&Shape::of(&b)).as_deref(),
+            Some("main/blk1024/r1")
+        );
+    }
+
+    #[test]
+    fn register_routed_shapes_run_the_reg_model() {
+        let k = 512;
+        let row: Vec<f32> = (0..2048).map(|i| ((i * 7919) % 2048) as f32).collect();
+        let b = batch(
+            vec![row.clone(), vec![2.0; 2000], row[..100].to_vec()],
+            2048,
+            k,
+        );
+        let mut arm = CpuSs::new();
+        assert_eq!(
+            arm.variant(&Shape::of(&b)).as_deref(),
+            Some("reg/blk512/v1")
+        );
+        arm.stage(&b).unwrap();
+        arm.launch().unwrap();
+        let out = arm.read_output().unwrap();
+        assert!(crate::exact::check_batch(&b, &out).is_exact());
+        let c = arm.reg_counts();
+        assert_eq!(
+            (c.rows, c.short_row, c.deg, c.escape_guard),
+            (3, 1, 2, 1),
+            "{c:?}"
+        );
+        assert_eq!(arm.path_counts().rows, 0, "main was not modelled");
+        // A forced split factor keeps the main model.
         let forced = CpuSs::new().with_parts(1);
         assert_eq!(
             forced.variant(&Shape::of(&b)).as_deref(),

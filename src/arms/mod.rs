@@ -6,6 +6,9 @@ pub mod cpu_ss;
 pub mod gpu_baselines;
 pub mod registry;
 pub mod ss;
+pub mod ss_clus;
+pub mod ss_reg;
+pub mod ss_routed;
 
 use crate::error::Result;
 use crate::grid::Batch;

@@ -63,7 +63,7 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss",
         backend: Backend::Gpu,
-        description: "self-sampling GVR V2, routed per shape (only the main family is built yet: other route picks run main)",
+        description: "self-sampling GVR V2, routed per shape to main, reg/regimg or reg_clus (route picks of clus run main until it is built)",
         admits: "every shape",
     },
     ArmInfo {
@@ -73,10 +73,16 @@ const ARMS: &[ArmInfo] = &[
         admits: "shapes the main family admits",
     },
     ArmInfo {
+        name: "ss-main-base",
+        backend: Backend::Gpu,
+        description: "ss-main with the unpipelined streaming pass (SS_PIPELINE=0): same-run A/B baseline",
+        admits: "shapes the main family admits",
+    },
+    ArmInfo {
         name: "ss-reg",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the register family (not built yet)",
-        admits: "rows small enough for registers",
+        description: "self-sampling V2 forced to the register family (regimg shapes run reg)",
+        admits: "rows of at most 4096 float4 (n < 16448)",
     },
     ArmInfo {
         name: "ss-clus",
@@ -87,7 +93,7 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss-regclus",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the clustered-register family (not built yet)",
+        description: "self-sampling V2 forced to the clustered-register family (reg_clus, k <= 1024)",
         admits: "shapes the clustered-register family admits",
     },
 ];
@@ -182,7 +188,9 @@ pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Ar
         "cpu-broken" => Box::new(BrokenArm {
             inner: CpuRef::new(),
         }),
-        "ss" | "ss-main" => super::ss::create(info.name, gpu)?,
+        "ss" | "ss-main" | "ss-main-base" => super::ss::create(info.name, gpu)?,
+        "ss-regclus" => super::ss_clus::create(info.name, gpu)?,
+        "ss-reg" => super::ss_reg::create(gpu)?,
         gpu_arm => {
             let gpu = gpu.ok_or_else(|| {
                 GvrError::Usage(format!(

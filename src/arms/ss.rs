@@ -4,11 +4,16 @@
 //! - `ss-main` always runs main, with the split factor R of the spec's
 //!   streaming block without cluster rounding (`route_streaming(...,
 //!   force_main)`, §5.2/§5.3).
-//! - `ss` asks `route()` which family serves the shape. Only main is built so
-//!   far, so every decision runs main: with the route's R when the route picks
-//!   main, else with the forced-main R. The variant records the family the
-//!   route intended, e.g. `main(for reg)/blk1024/r1`, so reports show where
-//!   the missing families would have run.
+//! - `ss-main-base` plans exactly like `ss-main` but runs the kernel built
+//!   with [`BASE_DEFINES`] (`SS_PIPELINE=0`: the streaming pass without
+//!   register or L2 prefetch), so one device run A/B-compares the two on the
+//!   same inputs (kernels/TUNING.md).
+//! - `ss` (src/arms/ss_routed.rs) asks `route()` which family serves the
+//!   shape and delegates to that family's arm; the shapes it runs on main
+//!   (the route's main picks, and its clus picks until that family is built)
+//!   use this arm in `Mode::Routed`: the route's R for main picks, else the
+//!   forced-main R, with the intended family in the variant, e.g.
+//!   `main(for clus)/blk1024/r2`.
 //!
 //! Everything that decides a launch is a pure function of the shape
 //! ([`plan`]), unit-tested without a GPU. The kernel receives the §3.0
@@ -178,11 +183,30 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     (smp, ss2, tgt, tgt2)
 }
 
-/// Which arm is planning: `ss` follows the route, `ss-main` forces main.
+/// Which arm is planning: `ss` follows the route, `ss-main` forces main,
+/// `ss-main-base` forces main with the unpipelined streaming pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Routed,
     ForcedMain,
+    /// Same plan as `ForcedMain`, kernel built with [`BASE_DEFINES`] (the
+    /// streaming pass before the 2026-12-02 pipelining): same-run A/B.
+    ForcedMainBase,
+}
+
+/// NVRTC defines of the `ss-main-base` A/B arm: `SS_PIPELINE=0` restores the
+/// unpipelined streaming pass without register or L2 prefetch.
+pub const BASE_DEFINES: [(&str, &str); 1] = [("SS_PIPELINE", "0")];
+
+/// The NVRTC defines `ss_main.cu` is built with for `mode`.
+pub fn kernel_defines(mode: Mode) -> Vec<(&'static str, String)> {
+    match mode {
+        Mode::Routed | Mode::ForcedMain => Vec::new(),
+        Mode::ForcedMainBase => BASE_DEFINES
+            .iter()
+            .map(|&(name, value)| (name, value.to_string()))
+            .collect(),
+    }
 }
 
 /// Split factor of the streaming block forced to main (§5.2 step 1 without
@@ -279,7 +303,9 @@ pub fn plan(mode: Mode, shape: &Shape, dev: &DeviceProfile) -> std::result::Resu
     admits(shape)?;
     let b = shape.rows.max(1);
     let (intended, r) = match mode {
-        Mode::ForcedMain => (Family::Main, forced_main_r(b, shape.n, shape.k, dev)),
+        Mode::ForcedMain | Mode::ForcedMainBase => {
+            (Family::Main, forced_main_r(b, shape.n, shape.k, dev))
+        }
         Mode::Routed => {
             let decision = route(b, shape.n, shape.npad, shape.k, dev);
             match decision.family {
@@ -322,7 +348,7 @@ pub fn plan(mode: Mode, shape: &Shape, dev: &DeviceProfile) -> std::result::Resu
 
 /// The device profile the arm plans for: the H200 profile of `route`, with
 /// the SM count of the device actually opened.
-fn profile_for(gpu: &Gpu) -> DeviceProfile {
+pub fn profile_for(gpu: &Gpu) -> DeviceProfile {
     DeviceProfile {
         sms: gpu.facts.sms.max(1),
         ..DeviceProfile::h200()
@@ -334,6 +360,7 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     let mode = match name {
         "ss" => Mode::Routed,
         "ss-main" => Mode::ForcedMain,
+        "ss-main-base" => Mode::ForcedMainBase,
         other => {
             return Err(GvrError::Usage(format!(
                 "arm `{other}` is not built by arms::ss"
@@ -345,6 +372,10 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
         ))
     })?;
+    if mode == Mode::Routed {
+        // `ss` hands each shape to the family the route picks.
+        return Ok(Box::new(super::ss_routed::SsRouted::new(gpu)));
+    }
     Ok(Box::new(SsMain::new(mode, gpu)))
 }
 
@@ -407,6 +438,7 @@ impl SsMain {
         match self.mode {
             Mode::Routed => "ss",
             Mode::ForcedMain => "ss-main",
+            Mode::ForcedMainBase => "ss-main-base",
         }
     }
 
@@ -423,7 +455,7 @@ impl SsMain {
             .as_ref()
             .is_none_or(|(entry, _)| *entry != plan.entry);
         if stale {
-            let module = self.gpu.module(&SS_MAIN, &[])?;
+            let module = self.gpu.module(&SS_MAIN, &kernel_defines(self.mode))?;
             let function = self.gpu.function(&module, &plan.entry)?;
             self.function = Some((plan.entry.clone(), function));
             self.smem_allowed = 0;
@@ -723,6 +755,30 @@ mod tests {
     }
 
     #[test]
+    fn base_arm_plans_like_ss_main_with_the_pipeline_off() {
+        let dev = DeviceProfile::h200();
+        for s in [
+            shape(1, 131_072, 2048),
+            shape(256, 131_075, 512),
+            shape(1024, 16_387, 1024),
+        ] {
+            assert_eq!(
+                plan(Mode::ForcedMainBase, &s, &dev).unwrap(),
+                plan(Mode::ForcedMain, &s, &dev).unwrap()
+            );
+        }
+        assert!(kernel_defines(Mode::ForcedMain).is_empty());
+        assert_eq!(
+            kernel_defines(Mode::ForcedMainBase),
+            vec![("SS_PIPELINE", "0".to_string())]
+        );
+        // The switch the define flips exists in the kernel, defaulting to on.
+        assert!(SS_MAIN
+            .code
+            .contains("#ifndef SS_PIPELINE\n#define SS_PIPELINE 1\n"));
+    }
+
+    #[test]
     fn ss_records_the_family_the_route_intended() {
         let dev = DeviceProfile::h200();
         let p = plan(Mode::Routed, &shape(1, 2048, 512), &dev).unwrap();
@@ -824,7 +880,7 @@ mod tests {
 
     #[test]
     fn create_without_gpu_is_a_usage_error() {
-        for name in ["ss", "ss-main"] {
+        for name in ["ss", "ss-main", "ss-main-base"] {
             let err = create(name, None).err().expect("no GPU");
             assert_eq!(err.exit_code(), 2, "{err}");
             assert!(err.to_string().contains("GPU"), "{err}");

@@ -40,20 +40,33 @@ pub fn check_row(row: &[f32], k: usize, out: &[i32]) -> Result<(), String> {
 /// work, which is a different failure from a wrong answer); otherwise rows
 /// are checked in parallel and the first bad row by index is reported.
 pub fn check_batch(batch: &Batch, out: &[i32]) -> ExactStatus {
+    if let Some(verdict) = precheck(batch, out) {
+        return verdict;
+    }
+    let k = batch.k;
+    first_bad_row(batch.rows, |scratch, r| {
+        check_row_with(scratch, batch.row(r), k, &out[r * k..(r + 1) * k])
+    })
+}
+
+/// Verdicts decided before any row is looked at: a malformed output or
+/// batch, or an unwritten slot (it means the arm skipped work, a different
+/// failure from a wrong answer, so it takes precedence).
+fn precheck(batch: &Batch, out: &[i32]) -> Option<ExactStatus> {
     let k = batch.k;
     let expected = batch.rows * k;
     if out.len() != expected {
-        return ExactStatus::Failed {
+        return Some(ExactStatus::Failed {
             message: format!(
                 "output has {} slots, expected rows·k = {}·{} = {expected}",
                 out.len(),
                 batch.rows,
                 k
             ),
-        };
+        });
     }
     if batch.n.len() != batch.rows || batch.logits.len() < batch.rows * batch.npad {
-        return ExactStatus::Failed {
+        return Some(ExactStatus::Failed {
             message: format!(
                 "malformed batch: {} rows, {} lengths, {} logits for npad {}",
                 batch.rows,
@@ -61,25 +74,31 @@ pub fn check_batch(batch: &Batch, out: &[i32]) -> ExactStatus {
                 batch.logits.len(),
                 batch.npad
             ),
-        };
+        });
     }
     if let Some(pos) = out.iter().position(|&v| v == UNWRITTEN) {
-        return ExactStatus::Unwritten {
+        return Some(ExactStatus::Unwritten {
             row: pos / k.max(1),
             slot: pos % k.max(1),
-        };
+        });
     }
     if let Some(r) = batch.n.iter().position(|&n| n as usize > batch.npad) {
-        return ExactStatus::Failed {
+        return Some(ExactStatus::Failed {
             message: format!("row {r}: length {} exceeds npad {}", batch.n[r], batch.npad),
-        };
+        });
     }
-    let first_bad = (0..batch.rows)
+    None
+}
+
+/// Check rows in parallel; the first bad row by index is reported.
+fn first_bad_row(
+    rows: usize,
+    check: impl Fn(&mut Scratch, usize) -> Result<(), String> + Sync,
+) -> ExactStatus {
+    let first_bad = (0..rows)
         .into_par_iter()
         .map_init(Scratch::default, |scratch, r| {
-            check_row_with(scratch, batch.row(r), k, &out[r * k..(r + 1) * k])
-                .err()
-                .map(|reason| (r, reason))
+            check(scratch, r).err().map(|reason| (r, reason))
         })
         .find_map_first(|bad| bad);
     match first_bad {
@@ -88,9 +107,168 @@ pub fn check_batch(batch: &Batch, out: &[i32]) -> ExactStatus {
     }
 }
 
+/// The k-th largest key `kth_key` of a row (n > k) and how many of the
+/// row's values lie strictly above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowThreshold {
+    pub kth_key: u32,
+    pub above: usize,
+}
+
+/// The threshold of a row, `None` for a short row (n <= k) or k = 0.
+pub fn row_threshold(row: &[f32], k: usize) -> Option<RowThreshold> {
+    if k == 0 || row.len() <= k {
+        return None;
+    }
+    let mut keys: Vec<u32> = row.iter().map(|&x| order_key(x)).collect();
+    let (above, &mut kth_key, _) = keys.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+    let above = above.iter().filter(|&&key| key > kth_key).count();
+    Some(RowThreshold { kth_key, above })
+}
+
+/// Checks the outputs of every arm of one case against a batch whose rows
+/// repeat with period `period` (`Batch::row_period`: replicated rows).
+///
+/// The one O(n) step per row, finding the row's threshold, is done once per
+/// *distinct* row and shared by all outputs checked against this batch;
+/// each row of each output then costs O(k log k): with `T` the row's k-th
+/// largest key and `G` the count of values above it, k unique in-range
+/// indices are exact iff every selected key is `>= T` and exactly `G` are
+/// `> T` (the module docs' argument). A B = 1024 replicated batch of
+/// N = 262K rows is one selection over N instead of 1024 passes per arm.
+pub struct PeriodicCheck {
+    batch: std::sync::Arc<Batch>,
+    period: usize,
+    thresholds: std::sync::OnceLock<Vec<Option<RowThreshold>>>,
+}
+
+impl PeriodicCheck {
+    /// `period`: the caller's claim that row `r` equals row `r mod period`;
+    /// verified (`Batch::repeats_with_period`), and a claim the rows do not
+    /// keep falls back to one threshold per row (still exact, just slower).
+    pub fn new(batch: std::sync::Arc<Batch>, period: usize) -> PeriodicCheck {
+        let period = if batch.repeats_with_period(period) {
+            period
+        } else {
+            batch.rows.max(1)
+        };
+        PeriodicCheck {
+            batch,
+            period,
+            thresholds: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn batch(&self) -> &std::sync::Arc<Batch> {
+        &self.batch
+    }
+
+    /// Rows whose threshold is computed (the distinct rows).
+    pub fn period(&self) -> usize {
+        self.period
+    }
+
+    /// Same verdict as [`check_batch`] on this batch.
+    pub fn check(&self, out: &[i32]) -> ExactStatus {
+        let batch = &*self.batch;
+        if let Some(verdict) = precheck(batch, out) {
+            return verdict;
+        }
+        let k = batch.k;
+        let thresholds = self.thresholds.get_or_init(|| {
+            (0..self.period.min(batch.rows))
+                .into_par_iter()
+                .map(|r| row_threshold(batch.row(r), k))
+                .collect()
+        });
+        first_bad_row(batch.rows, |scratch, r| {
+            let row = batch.row(r);
+            let slots = &out[r * k..(r + 1) * k];
+            match thresholds.get(r % self.period).copied().flatten() {
+                Some(threshold) => check_row_against(scratch, row, k, slots, threshold),
+                None => check_row_with(scratch, row, k, slots),
+            }
+        })
+    }
+}
+
+/// A long row (n > k) checked against its known threshold in O(k log k).
+fn check_row_against(
+    scratch: &mut Scratch,
+    row: &[f32],
+    k: usize,
+    out: &[i32],
+    threshold: RowThreshold,
+) -> Result<(), String> {
+    let n = row.len();
+    if out.len() != k || n <= k {
+        return check_row_with(scratch, row, k, out);
+    }
+    for (slot, &idx) in out.iter().enumerate() {
+        if idx < 0 || idx as usize >= n {
+            return Err(format!("slot {slot}: index {idx} out of range [0, {n})"));
+        }
+    }
+    if !all_distinct(&mut scratch.seen, n, out) {
+        // The sort-based check names the duplicate (failure path only).
+        check_unique(scratch, out)?;
+    }
+    let mut selected_above = 0usize;
+    for &idx in out {
+        let key = order_key(row[idx as usize]);
+        if key < threshold.kth_key {
+            return diagnose_with_selection(scratch, row, k, out);
+        }
+        selected_above += usize::from(key > threshold.kth_key);
+    }
+    if selected_above == threshold.above {
+        Ok(())
+    } else {
+        diagnose_with_selection(scratch, row, k, out)
+    }
+}
+
+/// `diagnose_values` needs `scratch.selected` (the sorted selection) that
+/// the bitmap test does not build: build it first (failure path only).
+fn diagnose_with_selection(
+    scratch: &mut Scratch,
+    row: &[f32],
+    k: usize,
+    out: &[i32],
+) -> Result<(), String> {
+    check_unique(scratch, out)?;
+    diagnose_values(scratch, row, k, out)
+}
+
+/// Whether the in-range indices `out` (all `< n`) are pairwise distinct, in
+/// O(k) with a bitmap over `[0, n)` that is left all-clear afterwards.
+fn all_distinct(seen: &mut Vec<u64>, n: usize, out: &[i32]) -> bool {
+    let words = n.div_ceil(64);
+    if seen.len() < words {
+        seen.resize(words, 0);
+    }
+    let mut distinct = true;
+    let mut marked = 0;
+    for &idx in out {
+        let (word, bit) = (idx as usize / 64, 1u64 << (idx as usize % 64));
+        if seen[word] & bit != 0 {
+            distinct = false;
+            break;
+        }
+        seen[word] |= bit;
+        marked += 1;
+    }
+    for &idx in &out[..marked] {
+        seen[idx as usize / 64] = 0;
+    }
+    distinct
+}
+
 /// Buffers reused across rows so a batch check does not allocate per row.
 #[derive(Default)]
 struct Scratch {
+    /// Bitmap over a row's indices for the O(k) uniqueness test.
+    seen: Vec<u64>,
     keys: Vec<u32>,
     /// (index, slot) pairs of the output, sorted by index.
     selected: Vec<(i32, usize)>,
@@ -338,5 +516,107 @@ mod tests {
             exact_seen > 300 && wrong_seen > 300,
             "{exact_seen} exact / {wrong_seen} wrong"
         );
+    }
+
+    /// Random batches (few distinct levels, ties everywhere) whose rows
+    /// repeat with a period, and random outputs near the true top-k: the
+    /// periodic check must give exactly `check_batch`'s verdict.
+    #[test]
+    fn periodic_check_agrees_with_check_batch() {
+        use rand::{Rng, SeedableRng};
+        use std::sync::Arc;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let levels = [
+            -1.0f32,
+            -0.0,
+            0.0,
+            1.0,
+            2.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        let (mut exact, mut wrong) = (0, 0);
+        for _ in 0..400 {
+            let k = rng.random_range(1..6);
+            let period = rng.random_range(1..4);
+            let rows = period * rng.random_range(1..4) + rng.random_range(0..period);
+            let distinct: Vec<Vec<f32>> = (0..period)
+                .map(|_| {
+                    let n = rng.random_range(1..20);
+                    (0..n)
+                        .map(|_| levels[rng.random_range(0..levels.len())])
+                        .collect()
+                })
+                .collect();
+            let batch_rows: Vec<&Vec<f32>> = (0..rows).map(|r| &distinct[r % period]).collect();
+            let batch = Arc::new(Batch::from_rows(&batch_rows, 64, k, f32::MIN));
+            let mut out = Vec::new();
+            for row in &batch_rows {
+                let mut slots = reference_topk(row, k);
+                if rng.random_bool(0.3) && row.len() > k {
+                    let slot = rng.random_range(0..k);
+                    slots[slot] = rng.random_range(0..row.len() as i32);
+                }
+                out.extend(slots);
+            }
+            let checker = PeriodicCheck::new(Arc::clone(&batch), period);
+            assert_eq!(checker.period(), period);
+            let want = check_batch(&batch, &out);
+            assert_eq!(
+                checker.check(&out),
+                want,
+                "{batch_rows:?} k {k} out {out:?}"
+            );
+            // A second output against the same (cached) thresholds.
+            assert_eq!(checker.check(&out), want);
+            if want.is_exact() {
+                exact += 1;
+            } else {
+                wrong += 1;
+            }
+        }
+        assert!(exact > 50 && wrong > 50, "{exact} exact / {wrong} wrong");
+    }
+
+    #[test]
+    fn periodic_check_distrusts_a_wrong_period() {
+        use std::sync::Arc;
+        // Rows differ, so period 1 is a false claim: the row-1 answer that
+        // would pass against row 0's threshold must still be WRONG.
+        let rows = [vec![5.0f32, 1.0, 0.0], vec![0.0f32, 1.0, 5.0]];
+        let batch = Arc::new(Batch::from_rows(&rows, 64, 1, f32::MIN));
+        let checker = PeriodicCheck::new(Arc::clone(&batch), 1);
+        assert_eq!(checker.period(), 2);
+        let out = [0, 0]; // right for row 0, wrong for row 1
+        assert!(matches!(
+            checker.check(&out),
+            ExactStatus::Wrong { row: 1, .. }
+        ));
+        assert_eq!(checker.check(&[0, 2]), ExactStatus::Exact);
+        // Unwritten still takes precedence, as in check_batch.
+        assert!(matches!(
+            checker.check(&[0, UNWRITTEN]),
+            ExactStatus::Unwritten { row: 1, slot: 0 }
+        ));
+    }
+
+    #[test]
+    fn bitmap_uniqueness_finds_duplicates_and_leaves_the_bitmap_clear() {
+        let mut seen = Vec::new();
+        assert!(all_distinct(&mut seen, 200, &[0, 63, 64, 199, 5]));
+        assert!(seen.iter().all(|&w| w == 0));
+        assert!(!all_distinct(&mut seen, 200, &[7, 130, 64, 130, 1]));
+        assert!(seen.iter().all(|&w| w == 0));
+        assert!(all_distinct(&mut seen, 10, &[]));
+    }
+
+    #[test]
+    fn threshold_of_a_row_with_ties() {
+        let row = [3.0f32, 5.0, 3.0, 1.0, 3.0];
+        let t = row_threshold(&row, 2).unwrap();
+        assert_eq!(t.kth_key, order_key(3.0));
+        assert_eq!(t.above, 1);
+        assert_eq!(row_threshold(&row, 5), None);
+        assert_eq!(row_threshold(&row, 0), None);
     }
 }

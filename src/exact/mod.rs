@@ -8,7 +8,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use adversarial::{row_generators, suite, AdversarialCase, NamedRowGenerator};
-pub use check::{check_batch, check_row};
+pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThreshold};
 pub use reference::{order_key, reference_topk};
 
 /// Value every output slot holds before an arm runs; a slot still holding it

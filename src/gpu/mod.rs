@@ -23,7 +23,7 @@ pub mod sources;
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -34,7 +34,7 @@ pub use cudarc::driver::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GvrError, Result};
-pub use batch::{DeviceBatch, Workspace};
+pub use batch::{DeviceBatch, SharedInputs, StagedInputs, Workspace};
 pub use cache::{cache_key, default_cache_dir, CacheKeyInputs, DiskCache};
 pub use flush::L2Flusher;
 pub use launch::KernelArgs;
@@ -89,6 +89,11 @@ pub struct Gpu {
     compiled: AtomicUsize,
     disk_hits: AtomicUsize,
     memo_hits: AtomicUsize,
+    /// Nanoseconds spent in NVRTC compiles (for the run's phase breakdown).
+    compile_ns: AtomicU64,
+    /// The current case's inputs on the device, shared by every arm's
+    /// `DeviceBatch::upload` of that batch (see `StagedInputs::share`).
+    shared_inputs: Mutex<Option<Arc<batch::StagedInputs>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -214,6 +219,8 @@ impl Gpu {
             compiled: AtomicUsize::new(0),
             disk_hits: AtomicUsize::new(0),
             memo_hits: AtomicUsize::new(0),
+            compile_ns: AtomicU64::new(0),
+            shared_inputs: Mutex::new(None),
         }))
     }
 
@@ -292,6 +299,8 @@ impl Gpu {
         let started = Instant::now();
         let compiled = nvrtc::compile_cubin(source, &options)?;
         let elapsed = started.elapsed();
+        self.compile_ns
+            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
         for line in compiled.log.lines().filter(|l| l.contains("warning")) {
             tracing::warn!("kernel {}: {line}", source.name);
         }
@@ -381,6 +390,43 @@ impl Gpu {
             disk_hits: self.disk_hits.load(Ordering::Relaxed),
             memo_hits: self.memo_hits.load(Ordering::Relaxed),
         }
+    }
+
+    /// Wall time spent compiling with NVRTC since `open`.
+    pub fn compile_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.compile_ns.load(Ordering::Relaxed))
+    }
+
+    fn shared_slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<batch::StagedInputs>>> {
+        // The slot holds a plain Arc: a panic elsewhere cannot corrupt it.
+        self.shared_inputs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Register (or clear) the shared inputs; see `StagedInputs::share`.
+    pub(crate) fn set_shared_inputs(&self, staged: Option<Arc<batch::StagedInputs>>) {
+        *self.shared_slot() = staged;
+    }
+
+    /// Clear the shared inputs if they are still those of `identity`.
+    pub(crate) fn clear_shared_inputs(&self, identity: batch::BatchIdentity) {
+        let mut slot = self.shared_slot();
+        if slot.as_ref().is_some_and(|s| s.identity() == identity) {
+            *slot = None;
+        }
+    }
+
+    /// The shared device inputs of exactly this host batch, if registered.
+    pub(crate) fn shared_inputs_for(
+        &self,
+        batch: &crate::grid::Batch,
+    ) -> Option<Arc<batch::StagedInputs>> {
+        let identity = batch::BatchIdentity::of(batch);
+        self.shared_slot()
+            .as_ref()
+            .filter(|s| s.identity() == identity)
+            .cloned()
     }
 
     /// Where compiled CUBINs are cached.

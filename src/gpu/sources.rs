@@ -36,10 +36,20 @@ pub const SS_MAIN: KernelSource = KernelSource {
     name: "ss_main.cu",
     code: include_str!("../../kernels/ss_main.cu"),
 };
+pub const SS_CLUS: KernelSource = KernelSource {
+    name: "ss_clus.cu",
+    code: include_str!("../../kernels/ss_clus.cu"),
+};
+pub const SS_REG: KernelSource = KernelSource {
+    name: "ss_reg.cu",
+    code: include_str!("../../kernels/ss_reg.cu"),
+};
 
 /// Every translation unit under `kernels/`. Add new `.cu` files here (one
 /// line) and, if they need specialisations, to [`variants`].
-pub static ALL: &[KernelSource] = &[FLUSH, RADIX, RADIX_MCTA, FILTERED, GVR1, SS_MAIN];
+pub static ALL: &[KernelSource] = &[
+    FLUSH, RADIX, RADIX_MCTA, FILTERED, GVR1, SS_MAIN, SS_REG, SS_CLUS,
+];
 
 /// In-memory headers handed to NVRTC (`nvrtcCreateProgram` headers), so
 /// `#include "common.cuh"` resolves without any file system or CUDA headers.
@@ -63,6 +73,7 @@ pub fn variants() -> Vec<(KernelSource, Defines)> {
     }
     // Specialisations go here, one push per define list an arm compiles, e.g.
     // `table.push((RADIX, vec![("TOPK_K", "2048".into())]));`
+    table.push((SS_MAIN, vec![("SS_PIPELINE", "0".into())])); // arm ss-main-base
     table
 }
 

@@ -142,6 +142,91 @@ impl Batch {
         })
     }
 
+    /// Whether rows `r` and `r mod period` are equal, checked fully for `n`
+    /// and `hints` and at a few sampled positions of each row's logits (a
+    /// full comparison would cost as much as the work it saves). Guards the
+    /// period users (shared staging, per-row check reuse) against a wrong
+    /// period; [`Batch::form`] guarantees [`Batch::row_period`]. False for an
+    /// inconsistent batch.
+    pub fn repeats_with_period(&self, period: usize) -> bool {
+        let consistent = self.n.len() == self.rows
+            && self.hints.len() == self.rows * self.k
+            && self.logits.len() == self.rows * self.npad
+            && self.npad > 0
+            && self.n.iter().all(|&n| n as usize <= self.npad);
+        if !consistent || period == 0 || period > self.rows {
+            return false;
+        }
+        let (npad, k) = (self.npad, self.k);
+        (period..self.rows).all(|r| {
+            let s = r % period;
+            let n = self.n[r] as usize;
+            let samples = [0, n / 4, n / 2, 3 * n / 4, n.saturating_sub(1), npad - 1];
+            self.n[r] == self.n[s]
+                && self.hints[r * k..(r + 1) * k] == self.hints[s * k..(s + 1) * k]
+                && samples.iter().all(|&i| {
+                    self.logits[r * npad + i].to_bits() == self.logits[s * npad + i].to_bits()
+                })
+        })
+    }
+
+    /// The row period of [`Batch::form`]`(cell, b, mode)` for a cell of
+    /// `steps` steps: row `r` equals row `r mod period` (1 when replicating
+    /// one step; `min(steps, b)` when rows cycle through the steps). Lets
+    /// staging send only the distinct rows and checking reuse per-row work.
+    pub fn row_period(steps: usize, b: usize, mode: RowsMode) -> usize {
+        match mode {
+            RowsMode::Replicate => 1,
+            RowsMode::Independent => steps.clamp(1, b.max(1)),
+        }
+    }
+
+    /// [`Batch::form`] with the rows filled in parallel (same result). A
+    /// large case is up to 1 GiB; one thread copying it (and faulting in its
+    /// fresh pages) takes a good part of a second.
+    pub fn form_parallel(cell: &CellData, b: usize, mode: RowsMode) -> Result<Batch> {
+        use rayon::prelude::*;
+        validate_cell(cell)?;
+        if b == 0 {
+            return Err(GvrError::Usage(format!(
+                "cell {}: batch size must be at least 1",
+                cell.meta.id
+            )));
+        }
+        let steps = cell.steps();
+        let k = cell.k();
+        let npad = cell.npad;
+        let step_of_row = |r: usize| match mode {
+            RowsMode::Replicate => steps - 1,
+            RowsMode::Independent => r % steps,
+        };
+        let mut logits = vec![0.0f32; b * npad];
+        logits
+            .par_chunks_mut(npad)
+            .enumerate()
+            .for_each(|(r, dst)| {
+                let row = cell.row(step_of_row(r));
+                dst[..row.len()].copy_from_slice(row);
+                dst[row.len()..].fill(cell.pad_value);
+            });
+        let mut n = Vec::with_capacity(b);
+        let mut hints = Vec::with_capacity(b * k);
+        for r in 0..b {
+            let s = step_of_row(r);
+            n.push(cell.n[s]);
+            hints.extend_from_slice(cell.hints(s));
+        }
+        Ok(Batch {
+            rows: b,
+            npad,
+            k,
+            logits,
+            n,
+            hints,
+            varlen: None,
+        })
+    }
+
     /// Overwrite `[n_r, npad)` of every row with `value` (certify uses
     /// +3e38 so that any read past a row's own length breaks the values).
     pub fn poison_pad(&mut self, value: f32) {
@@ -294,4 +379,82 @@ fn validate_cell(cell: &CellData) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod period_tests {
+    use super::*;
+    use crate::capture::{CellMeta, Model};
+
+    /// A cell of `steps` steps, npad 128, k 4, distinct values per step.
+    fn cell(steps: usize) -> CellData {
+        let npad = 128;
+        let n: Vec<u32> = (0..steps as u32).map(|s| 60 + 7 * s).collect();
+        let mut logits = vec![-3.0; steps * npad];
+        for (s, &len) in n.iter().enumerate() {
+            for i in 0..len as usize {
+                logits[s * npad + i] = (s * 1000 + i) as f32;
+            }
+        }
+        CellData {
+            meta: CellMeta {
+                id: "period_cell".into(),
+                model: Model::Flash,
+                isl: "4k".into(),
+                layer: 0,
+                n: 200,
+                k: 4,
+                cr: 4,
+                next_n: 1,
+            },
+            npad,
+            pad_value: -3.0,
+            logits,
+            n,
+            hints: (0..steps as i32 * 4).collect(),
+            topk: None,
+            kv_lens: None,
+        }
+    }
+
+    #[test]
+    fn formed_rows_repeat_with_the_stated_period_and_no_shorter_one() {
+        for steps in [1, 3, 5] {
+            let cell = cell(steps);
+            for b in [1, 2, 4, 7, 16] {
+                for mode in [RowsMode::Replicate, RowsMode::Independent] {
+                    let batch = Batch::form(&cell, b, mode).unwrap();
+                    let period = Batch::row_period(steps, b, mode);
+                    assert!(period >= 1 && period <= b);
+                    let same = |r: usize, s: usize| {
+                        batch.row(r) == batch.row(s)
+                            && batch.n[r] == batch.n[s]
+                            && batch.hints(r) == batch.hints(s)
+                    };
+                    assert!((0..b).all(|r| same(r, r % period)), "{steps} {b} {mode:?}");
+                    // The distinct rows really are distinct (nothing to share).
+                    for r in 1..period {
+                        assert!(!same(r, 0), "{steps} {b} {mode:?} row {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_form_equals_form() {
+        let cell = cell(3);
+        for b in [1, 2, 5, 33] {
+            for mode in [RowsMode::Replicate, RowsMode::Independent] {
+                assert_eq!(
+                    Batch::form_parallel(&cell, b, mode).unwrap(),
+                    Batch::form(&cell, b, mode).unwrap()
+                );
+            }
+        }
+        assert!(Batch::form_parallel(&cell, 0, RowsMode::Replicate).is_err());
+        let mut bad = cell.clone();
+        bad.logits.pop();
+        assert!(Batch::form_parallel(&bad, 2, RowsMode::Replicate).is_err());
+    }
 }

@@ -5,8 +5,15 @@
 //! - a loader thread reads one cell ahead (at most two cells in memory);
 //! - the main thread forms each case's batch once, so every arm sees
 //!   byte-identical input, then stages, poisons, times and reads each arm;
+//! - with a GPU, the case's inputs are uploaded once (only the distinct
+//!   rows cross PCIe; replicas are copied on the device) and every GPU arm's
+//!   `stage` copies them device-to-device;
 //! - checker threads verify outputs (overlapping the next arm's work) and
-//!   append the records to `results.jsonl`.
+//!   append the records to `results.jsonl`; the per-row selection work of a
+//!   check is done once per distinct row and shared by the case's arms
+//!   (`exact::PeriodicCheck`);
+//! - the main thread's wall time is split into phases, printed at the end
+//!   and written to `phases.json`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -14,16 +21,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
-use super::deps::{self, Gpu, Selection};
+use super::deps::{self, Gpu, Selection, SharedInputs};
 use super::record::CaseRecord;
 use super::results::{completed_pairs, ResultsWriter, RESULTS_FILE};
 use crate::arms::{registry, Arm, Backend, Shape};
 use crate::capture::{CaptureSet, CellData, CellMeta};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
-use crate::exact::ExactStatus;
+use crate::exact::{ExactStatus, PeriodicCheck};
 use crate::grid::{Batch, Case, RowsMode};
+use crate::timing::phases::{Phase, PhaseTimes};
 use crate::timing::{HostTimer, Protocol, Timer, Timings};
 
 /// Everything `gvr-bench grid` was asked to do.
@@ -244,7 +253,8 @@ pub fn build_arms(names: Vec<String>, defaults: bool, gpu: &Option<Arc<Gpu>>) ->
 
 /// One (case, arm) waiting for its exactness verdict.
 struct CheckJob {
-    batch: Arc<Batch>,
+    /// The case's batch with its shared per-row check work.
+    check: Arc<PeriodicCheck>,
     /// `None` when the verdict is already known (unsupported, failed).
     output: Option<Vec<i32>>,
     record: CaseRecord,
@@ -330,14 +340,14 @@ fn checker_loop(
             Err(_) => return, // sender dropped: no more work
         };
         let CheckJob {
-            batch,
+            check,
             output,
             mut record,
         } = job;
         if let Some(output) = output {
-            record.exact = deps::check_batch(&batch, &output);
+            record.exact = check.check(&output);
         }
-        drop(batch);
+        drop(check);
         let inexact = is_inexact(&record.exact);
         match lock(writer).append(&record) {
             Ok(()) => {
@@ -404,14 +414,37 @@ pub fn measure_arm(
     batch: &Batch,
     protocol: &Protocol,
 ) -> (Option<Timings>, Result<Vec<i32>>) {
-    if let Err(e) = arm.stage(batch).and_then(|_| arm.poison_output()) {
+    measure_arm_phased(arm, timer, batch, protocol, &mut PhaseTimes::default())
+}
+
+/// [`measure_arm`], charging its wall time to `phases`.
+pub fn measure_arm_phased(
+    arm: &mut dyn Arm,
+    timer: &mut dyn Timer,
+    batch: &Batch,
+    protocol: &Protocol,
+    phases: &mut PhaseTimes,
+) -> (Option<Timings>, Result<Vec<i32>>) {
+    let staged = phases
+        .time(Phase::Stage, || arm.stage(batch))
+        .and_then(|_| phases.time(Phase::Poison, || arm.poison_output()));
+    if let Err(e) = staged {
         return (None, Err(e));
     }
-    let timings = match timer.measure(arm, protocol) {
+    let started = Instant::now();
+    let measured = timer.measure(arm, protocol);
+    let timer_phases = timer.take_phases();
+    if timer_phases.is_empty() {
+        phases.add(Phase::TimedReps, started.elapsed());
+    } else {
+        phases.merge(&timer_phases);
+    }
+    let timings = match measured {
         Ok(t) => t,
         Err(e) => return (None, Err(e)),
     };
-    (Some(timings), arm.read_output())
+    let output = phases.time(Phase::ReadBack, || arm.read_output());
+    (Some(timings), output)
 }
 
 /// A cell's cases with the loaded cell (or why it failed to load).
@@ -450,6 +483,7 @@ fn spawn_loader(
 pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
 
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
+    let run_started = Instant::now();
     let captures = deps::open_captures(&cfg.captures)?;
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
     let mut selection = cfg.selection.clone();
@@ -563,8 +597,16 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let mut skipped = 0usize;
     let mut interrupted = false;
     let mut case_index = 0usize;
+    let mut phases = PhaseTimes::default();
+    phases.add(Phase::Setup, run_started.elapsed());
+    let mut case_arms = 0usize;
     let loop_result: Result<()> = (|| {
-        for (group, cell) in cells.iter() {
+        loop {
+            let waiting = Instant::now();
+            let Ok((group, cell)) = cells.recv() else {
+                break;
+            };
+            phases.add(Phase::LoadCaptures, waiting.elapsed());
             let cell = cell?;
             for case in &group {
                 let pending: Vec<usize> = (0..arms.len())
@@ -573,7 +615,20 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 skipped += arms.len() - pending.len();
                 if !pending.is_empty() {
                     progress.set_message(case.id());
-                    let batch = Arc::new(deps::form_batch(&cell, case.b, rows_mode)?);
+                    let batch = Arc::new(phases.time(Phase::BuildBatch, || {
+                        deps::form_batch(&cell, case.b, rows_mode)
+                    })?);
+                    let period = deps::row_period(&cell, case.b, rows_mode);
+                    let check = Arc::new(PeriodicCheck::new(Arc::clone(&batch), period));
+                    // One upload per case for every GPU arm (held until the
+                    // case's arms are done).
+                    let any_gpu_arm = pending.iter().any(|&i| arms[i].backend() == Backend::Gpu);
+                    let _shared = match (&gpu, any_gpu_arm) {
+                        (Some(gpu), true) => {
+                            phases.time(Phase::StageShared, || share_inputs(gpu, &batch, period))
+                        }
+                        _ => None,
+                    };
                     // With an A/A pair, alternate the arm order per case so
                     // neither twin always runs first (drift cancels out).
                     let order: Vec<usize> = if cfg.aa.is_some() && case_index % 2 == 1 {
@@ -587,13 +642,22 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                             (Backend::Gpu, Some(t)) => t.as_mut(),
                             _ => &mut host_timer,
                         };
-                        let job = run_one(arm, timer, case, rows_mode, &batch, &cfg.protocol);
+                        let job = run_one(
+                            arm,
+                            timer,
+                            case,
+                            rows_mode,
+                            &check,
+                            &cfg.protocol,
+                            &mut phases,
+                        );
+                        case_arms += usize::from(job.record.method.is_some());
                         if let Some(method) = job.record.method {
                             manifest
                                 .timing_methods
                                 .insert(job.record.arm.clone(), method);
                         }
-                        checkers.submit(job)?;
+                        phases.time(Phase::CheckWait, || checkers.submit(job))?;
                     }
                 }
                 case_index += 1;
@@ -609,8 +673,11 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     drop(cells); // lets the loader thread exit if we stopped early
     let _ = loader.join();
     progress.finish_and_clear();
-    let (written, inexact) = checkers.finish()?;
+    let (written, inexact) = phases.time(Phase::CheckWait, || checkers.finish())?;
     loop_result?;
+    if let Some(gpu) = &gpu {
+        phases.add(Phase::CompileInside, gpu.compile_time());
+    }
 
     if !interrupted {
         manifest.finished_utc = Some(crate::env_manifest::utc_now_iso());
@@ -624,6 +691,11 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
             stats.disk_hits,
             gpu.cache_dir().display()
         );
+    }
+    let summary = phases.summary(run_started.elapsed(), case_index, case_arms);
+    eprintln!("{summary}");
+    if let Err(e) = summary.write(run_dir) {
+        tracing::warn!("phase breakdown not written: {e}");
     }
     if interrupted {
         eprintln!(
@@ -643,6 +715,18 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     })
 }
 
+/// Upload the case's inputs once for all GPU arms. A failure is not fatal:
+/// each arm then uploads its own copy, as without sharing.
+fn share_inputs(gpu: &Arc<Gpu>, batch: &Arc<Batch>, period: usize) -> Option<SharedInputs> {
+    match deps::share_inputs(gpu, Arc::clone(batch), period) {
+        Ok(shared) => Some(shared),
+        Err(e) => {
+            tracing::warn!("shared staging failed ({e}); arms upload their own copies");
+            None
+        }
+    }
+}
+
 fn checker_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get().clamp(1, 4))
@@ -655,20 +739,22 @@ fn run_one(
     timer: &mut dyn Timer,
     case: &Case,
     rows: RowsMode,
-    batch: &Arc<Batch>,
+    check: &Arc<PeriodicCheck>,
     protocol: &Protocol,
+    phases: &mut PhaseTimes,
 ) -> CheckJob {
+    let batch = check.batch();
     let shape = Shape::of(batch);
     let mut record = base_record(case, rows, batch, arm.name(), arm.variant(&shape));
     if let Err(reason) = arm.admits(&shape) {
         record.exact = ExactStatus::Unsupported { reason };
         return CheckJob {
-            batch: Arc::clone(batch),
+            check: Arc::clone(check),
             output: None,
             record,
         };
     }
-    let (timings, output) = measure_arm(arm, timer, batch, protocol);
+    let (timings, output) = measure_arm_phased(arm, timer, batch, protocol, phases);
     if let Some(t) = timings {
         record.cold_us = t.cold_us;
         record.warm_us = t.warm_us;
@@ -676,7 +762,7 @@ fn run_one(
     }
     match output {
         Ok(output) => CheckJob {
-            batch: Arc::clone(batch),
+            check: Arc::clone(check),
             output: Some(output),
             record,
         },
@@ -686,7 +772,7 @@ fn run_one(
                 message: e.to_string(),
             };
             CheckJob {
-                batch: Arc::clone(batch),
+                check: Arc::clone(check),
                 output: None,
                 record,
             }
@@ -790,5 +876,55 @@ mod tests {
         assert_eq!(rec.bytes, 4 * (10 + 64 + 2 * 4));
         assert_eq!(rec.case, "a@b2");
         assert_eq!(rec.rows, RowsMode::Independent);
+    }
+
+    /// A CPU run writes a phase breakdown that accounts for the run: every
+    /// case-arm counted, the loop's phases present, nothing negative.
+    #[test]
+    fn cpu_run_writes_phase_breakdown() {
+        use crate::timing::phases::{Phase, PhaseSummary};
+        let dir = tempfile::tempdir().unwrap();
+        let caps = dir.path().join("caps");
+        let mut synth = deps::SynthOptions::new(&caps);
+        synth.limit = Some(1);
+        synth.steps = 2;
+        synth.threads = Some(1);
+        deps::synth(&synth).unwrap();
+        let selection = Selection {
+            batches: Some("1,3".into()),
+            ..Selection::default()
+        };
+        let cfg = GridConfig {
+            captures: caps,
+            grid: None,
+            selection,
+            arms: Some(vec!["cpu-ref".into()]),
+            run_dir: dir.path().join("run"),
+            resume: false,
+            protocol: Protocol::default(),
+            device: 0,
+            cpu_only: true,
+            aa: None,
+            bandwidth: false,
+        };
+        let outcome = run_grid(&cfg).unwrap();
+        assert_eq!(outcome.records_written, 2);
+        assert_eq!(outcome.inexact, 0);
+        let summary = PhaseSummary::read(&cfg.run_dir).unwrap();
+        assert_eq!((summary.cases, summary.case_arms), (2, 2));
+        let seen: Vec<Phase> = summary.phases.iter().map(|e| e.phase).collect();
+        for phase in [
+            Phase::Setup,
+            Phase::BuildBatch,
+            Phase::Stage,
+            Phase::TimedReps,
+        ] {
+            assert!(seen.contains(&phase), "{phase:?} missing from {seen:?}");
+        }
+        // CPU arms: no shared GPU staging.
+        assert!(!seen.contains(&Phase::StageShared));
+        let accounted: f64 = summary.phases.iter().map(|e| e.seconds).sum();
+        assert!(summary.unaccounted_s >= 0.0);
+        assert!(accounted <= summary.wall_s + 1e-6, "{summary:?}");
     }
 }

@@ -69,8 +69,14 @@ pub fn select(cells: &[CellMeta], selection: &Selection) -> Result<Vec<Case>> {
     crate::grid::select(cells, selection)
 }
 
+/// The case's batch; rows are filled in parallel (identical to `Batch::form`).
 pub fn form_batch(cell: &CellData, b: usize, rows: RowsMode) -> Result<Batch> {
-    Batch::form(cell, b, rows)
+    Batch::form_parallel(cell, b, rows)
+}
+
+/// Row r of `form_batch(cell, b, rows)` equals row `r mod row_period`.
+pub fn row_period(cell: &CellData, b: usize, rows: RowsMode) -> usize {
+    Batch::row_period(cell.steps(), b, rows)
 }
 
 // ---------------------------------------------------------------- exact
@@ -99,7 +105,13 @@ pub fn create_cpu_ss() -> Result<Box<dyn Arm>> {
 
 // ---------------------------------------------------------------- gpu
 
-pub use crate::gpu::Gpu;
+pub use crate::gpu::{Gpu, SharedInputs};
+
+/// Upload a case's inputs once, shared by every GPU arm's `stage` until the
+/// guard drops.
+pub fn share_inputs(gpu: &Arc<Gpu>, batch: Arc<Batch>, row_period: usize) -> Result<SharedInputs> {
+    crate::gpu::StagedInputs::share(gpu, batch, row_period)
+}
 
 pub fn open_gpu(ordinal: usize) -> Result<Arc<Gpu>> {
     Gpu::open(ordinal)
@@ -145,6 +157,17 @@ struct ReportDefaults {
 /// `report::report` on a finished run with default options (and a measured
 /// bandwidth in bytes/s if given) → printable summary.
 pub fn report_run(run_dir: &Path, bandwidth_bytes_per_s: Option<f64>) -> Result<String> {
+    let started = std::time::Instant::now();
+    let summary = report_run_untimed(run_dir, bandwidth_bytes_per_s);
+    // The campaign's phases.json also accounts for the report after it.
+    use crate::timing::phases::{Phase, PhaseSummary};
+    if let Err(e) = PhaseSummary::add_to_file(run_dir, Phase::Report, started.elapsed()) {
+        tracing::warn!("report time not added to the phase breakdown: {e}");
+    }
+    summary
+}
+
+fn report_run_untimed(run_dir: &Path, bandwidth_bytes_per_s: Option<f64>) -> Result<String> {
     use clap::Parser;
     let mut args = vec!["report".to_string(), run_dir.display().to_string()];
     if let Some(bw) = bandwidth_bytes_per_s {

@@ -40,6 +40,11 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
                 ))
             } else if first.protocol != manifest.protocol {
                 Some("measurement protocol differs".to_string())
+            } else if arms_differ(first, manifest) {
+                Some(format!(
+                    "arm lists differ ({} vs {})",
+                    first.notes["arms"], manifest.notes["arms"]
+                ))
             } else {
                 None
             }
@@ -102,6 +107,17 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     for m in &manifests[1..] {
         merged.timing_methods.extend(m.timing_methods.clone());
     }
+    // The merged run is every shard, not the first one.
+    let shard_specs: Vec<serde_json::Value> = manifests
+        .iter()
+        .filter_map(|m| m.notes.get("shard").cloned())
+        .collect();
+    merged.notes.remove("shard");
+    if !shard_specs.is_empty() {
+        merged
+            .notes
+            .insert("shards".into(), serde_json::json!(shard_specs));
+    }
     merged.notes.insert(
         "merged_from".into(),
         serde_json::json!(runs
@@ -118,6 +134,14 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
         records: records.len(),
         cases: cases.len(),
     })
+}
+
+/// Shards that ran different arm lists would merge into a run with holes.
+fn arms_differ(a: &EnvManifest, b: &EnvManifest) -> bool {
+    match (a.notes.get("arms"), b.notes.get("arms")) {
+        (Some(x), Some(y)) => x != y,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -181,8 +205,59 @@ mod tests {
         let mut m = EnvManifest::read(&c).unwrap();
         m.capture_set_hash = "other".into();
         m.write(&c).unwrap();
-        let err = merge(&[a, c], &root.path().join("o2")).unwrap_err();
+        let err = merge(&[a.clone(), c], &root.path().join("o2")).unwrap_err();
         assert!(err.to_string().contains("capture_set_hash"), "{err}");
         assert_eq!(err.exit_code(), 2);
+    }
+
+    /// Each field that identifies what was measured blocks a merge on its own.
+    #[test]
+    fn refuses_other_binary_kernels_protocol_rows_or_arms() {
+        let root = tempfile::tempdir().unwrap();
+        let a = make_run(root.path(), "a", &[("x@b1", "cpu-ref")]);
+        type Edit = fn(&mut EnvManifest);
+        let edits: [(&str, Edit); 5] = [
+            ("binary_sha256", |m| m.binary_sha256 = "other".into()),
+            ("kernel_hashes", |m| {
+                m.kernel_hashes.insert("ss_main.cu".into(), "other".into());
+            }),
+            ("protocol", |m| m.protocol.cold_reps += 1),
+            ("rows mode", |m| m.rows_mode = RowsMode::Independent),
+            ("arm lists", |m| {
+                m.notes.insert("arms".into(), serde_json::json!(["cpu-ss"]));
+            }),
+        ];
+        let mut with_arms = EnvManifest::read(&a).unwrap();
+        with_arms
+            .notes
+            .insert("arms".into(), serde_json::json!(["cpu-ref"]));
+        with_arms.write(&a).unwrap();
+        for (i, (field, edit)) in edits.iter().enumerate() {
+            let b = make_run(root.path(), &format!("b{i}"), &[("y@b1", "cpu-ref")]);
+            let mut m = EnvManifest::read(&a).unwrap();
+            edit(&mut m);
+            m.write(&b).unwrap();
+            let out = root.path().join(format!("out{i}"));
+            let err = merge(&[a.clone(), b], &out).unwrap_err();
+            assert!(err.to_string().contains(field), "{field}: {err}");
+            assert!(!out.exists(), "{field}: a refused merge left {out:?}");
+        }
+    }
+
+    #[test]
+    fn merged_manifest_lists_every_shard() {
+        let root = tempfile::tempdir().unwrap();
+        let a = make_run(root.path(), "a", &[("x@b1", "cpu-ref")]);
+        let b = make_run(root.path(), "b", &[("y@b1", "cpu-ref")]);
+        for (dir, spec) in [(&a, "0/2"), (&b, "1/2")] {
+            let mut m = EnvManifest::read(dir).unwrap();
+            m.notes.insert("shard".into(), serde_json::json!(spec));
+            m.write(dir).unwrap();
+        }
+        let out = root.path().join("merged");
+        merge(&[a, b], &out).unwrap();
+        let m = EnvManifest::read(&out).unwrap();
+        assert!(!m.notes.contains_key("shard"));
+        assert_eq!(m.notes["shards"], serde_json::json!(["0/2", "1/2"]));
     }
 }

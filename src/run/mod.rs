@@ -6,7 +6,9 @@ pub mod bandwidth;
 pub mod campaign;
 pub mod certify;
 pub mod deps;
+pub mod devices;
 pub mod merge;
+pub mod peer;
 pub mod record;
 pub mod results;
 

@@ -4,28 +4,38 @@
 //! `cold_reps` reps each preceded by a write of `flush_bytes` (default
 //! 512 MiB, ~8× the H200's 60 MiB L2) that is never part of the timed value.
 //!
+//! The whole protocol of one (case, arm) is enqueued back to back and the
+//! host waits for the GPU once: no per-rep synchronisation, so the GPU never
+//! idles between reps and the host cost per case-arm is a few launches.
+//!
 //! Kernel time per rep, two back-ends:
 //! - **CUPTI** (primary, `TimingMethod::Cupti`): GPU start/end timestamps of
 //!   every kernel and memset the arm enqueued in that rep, summed — the same
-//!   "summed kernel ns" nsys reports upstream. The timer's own kernels
-//!   (`flush_l2`, `flush_spin`) are excluded by name; gaps between an arm's
-//!   kernels are not counted.
-//! - **CUDA events** (fallback, `TimingMethod::CudaEvents`): a start event is
-//!   recorded right after the flush (cold) or a ~30 µs spin kernel (warm) is
-//!   enqueued, then the arm's launches, then the end event. Because the GPU
-//!   is still busy with the flush/spin when the host enqueues the arm, the
-//!   start event fires when that work ends and the arm's kernels follow back
-//!   to back: host launch overhead is hidden (unless enqueuing the arm takes
-//!   longer than the flush/spin). Gaps between an arm's kernels *are*
-//!   counted, so events read slightly higher than CUPTI for multi-kernel arms.
+//!   "summed kernel ns" nsys reports upstream. The timer brackets the reps
+//!   with its own kernels (a zero-length `flush_spin` marker before the
+//!   warm-up, before each warm rep and after the last rep; the `flush_l2`
+//!   before each cold rep), drains CUPTI once and splits the records at
+//!   those kernels ([`partition_reps`]). The timer's kernels are never part
+//!   of an arm's time; gaps between an arm's kernels are not counted.
+//! - **CUDA events** (fallback, `TimingMethod::CudaEvents`): per rep, a start
+//!   event recorded right after the flush (cold) or a ~30 µs spin kernel
+//!   (warm), the arm's launches, then the end event; one pair of events per
+//!   rep, one synchronisation at the end. The flush/spin keeps the GPU busy
+//!   while the host enqueues the arm, so host launch overhead is hidden.
+//!   Gaps between an arm's kernels *are* counted, so events read slightly
+//!   higher than CUPTI for multi-kernel arms.
 //!
 //! `GVR_TIMING=cupti|events` forces a back-end; unset means CUPTI when it
 //! initialises, else events with one warning.
 //!
 //! Not done: a `--graph` mode (capture the arm's launches in a CUDA graph and
 //! time replays, `TimingMethod::GraphReplay`) would be a third back-end here.
+//! It needs every arm's `launch()` to be capture-safe: no host
+//! synchronisation, no allocation and no `cuFuncSetAttribute` inside
+//! `launch`; that has not been audited for the ss arms yet.
 
 use std::sync::{Arc, Once};
+use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::CudaEvent;
@@ -33,6 +43,7 @@ use cudarc::driver::CudaEvent;
 use crate::arms::{Arm, Backend};
 use crate::error::{GvrError, Result};
 use crate::gpu::{cupti, driver_err, Gpu, L2Flusher};
+use crate::timing::phases::{Phase, PhaseTimes};
 use crate::timing::{Protocol, Timer, TimingMethod, Timings};
 
 /// Environment switch forcing a back-end.
@@ -42,8 +53,8 @@ pub const TIMING_ENV: &str = "GVR_TIMING";
 /// events mode; longer than a typical multi-launch enqueue on the host.
 const WARM_SPIN_US: u64 = 30;
 
-/// Extra 1 ms waits for CUPTI records of a finished rep before giving up.
-const CUPTI_RETRIES: usize = 50;
+/// Polls for late CUPTI records before a measurement gives up.
+const CUPTI_RETRIES: usize = 200;
 
 /// Kernels the timer itself enqueues; never part of an arm's time.
 const TIMER_KERNELS: [&str; 2] = ["flush_l2", "flush_spin"];
@@ -89,11 +100,124 @@ pub fn arm_kernel_us(spans: &[cupti::ActivitySpan]) -> Option<f64> {
     }
 }
 
+/// The timer's marker kernel: a zero-cycle `flush_spin` enqueued before the
+/// warm-up, before every warm rep and after the last rep, so one batch of
+/// CUPTI records can be split into reps (cold reps start at their flush).
+const MARKER_KERNEL: &str = "flush_spin";
+/// The L2 flush that opens every cold rep.
+const FLUSH_KERNEL: &str = "flush_l2";
+
+/// Waits for late CUPTI records after the one synchronisation of a
+/// measurement: `CUPTI_RETRIES` polls `CUPTI_RETRY_WAIT` apart (50 ms in all).
+const CUPTI_RETRY_WAIT: std::time::Duration = std::time::Duration::from_micros(250);
+
+/// Per-rep kernel time recovered from one measurement's CUPTI records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepTimes {
+    pub warm_us: Vec<f64>,
+    pub cold_us: Vec<f64>,
+    /// Arm kernels and memsets seen in every rep.
+    pub spans_per_rep: usize,
+}
+
+/// Outcome of splitting the records collected so far.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Partition {
+    Complete(RepTimes),
+    /// Records are missing (late, or lost); the reason says which.
+    Incomplete(String),
+}
+
+/// Split one measurement's spans into reps by the timer's own kernels.
+///
+/// Layout on the stream (one stream, so kernels never overlap):
+/// `marker, warm-up × warmup, (marker, arm) × warm_reps, (flush, arm) ×
+/// cold_reps, marker`. The spans are sorted by start time (CUPTI delivers
+/// them in buffer order, which need not be launch order); the last
+/// `warm_reps + cold_reps + 2` timer kernels are this measurement's
+/// boundaries (earlier ones are stale records of earlier work) and must
+/// follow the layout's name pattern. Rep `i` is every arm span between
+/// boundary `i + 1` and `i + 2`; the warm-up lies between the first two.
+///
+/// Complete only when every rep holds the same number of arm spans and
+/// no fewer than a warm-up call showed: a rep whose records are late would
+/// otherwise be silently short. An arm that launched nothing at all is an
+/// error, not a zero time.
+pub fn partition_reps(
+    spans: &[cupti::ActivitySpan],
+    warmup: usize,
+    warm_reps: usize,
+    cold_reps: usize,
+) -> Result<Partition> {
+    let mut sorted: Vec<&cupti::ActivitySpan> = spans.iter().collect();
+    sorted.sort_by_key(|s| (s.start_ns, s.end_ns));
+    let boundaries: Vec<usize> = sorted
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| TIMER_KERNELS.contains(&s.name.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let expected = warm_reps + cold_reps + 2;
+    if boundaries.len() < expected {
+        return Ok(Partition::Incomplete(format!(
+            "{} of {expected} timer marker records arrived",
+            boundaries.len()
+        )));
+    }
+    let boundaries = &boundaries[boundaries.len() - expected..];
+    let expected_name = |b: usize| {
+        if b == 0 || b == expected - 1 || b <= warm_reps {
+            MARKER_KERNEL
+        } else {
+            FLUSH_KERNEL
+        }
+    };
+    if let Some(b) = (0..expected).find(|&b| sorted[boundaries[b]].name != expected_name(b)) {
+        return Ok(Partition::Incomplete(format!(
+            "timer record {b} of the measurement is `{}`, expected `{}`",
+            sorted[boundaries[b]].name,
+            expected_name(b)
+        )));
+    }
+    // Arm spans strictly between two consecutive boundaries.
+    let between = |b: usize| &sorted[boundaries[b] + 1..boundaries[b + 1]];
+    let warmup_spans = between(0).len();
+    let rep_spans: Vec<&[&cupti::ActivitySpan]> = (1..expected - 1).map(between).collect();
+    let most = rep_spans.iter().map(|r| r.len()).max().unwrap_or(0);
+    let per_warmup_call = warmup_spans.checked_div(warmup).unwrap_or(0);
+    let want = most.max(per_warmup_call);
+    if want == 0 {
+        return Err(GvrError::Kernel {
+            name: "timer".into(),
+            message: "CUPTI recorded no kernel for this arm's launches".into(),
+        });
+    }
+    if let Some((rep, spans)) = rep_spans.iter().enumerate().find(|(_, r)| r.len() < want) {
+        return Ok(Partition::Incomplete(format!(
+            "rep {rep} has {} of {want} kernel records",
+            spans.len()
+        )));
+    }
+    let us = |spans: &[&cupti::ActivitySpan]| {
+        spans.iter().map(|s| s.duration_ns()).sum::<u64>() as f64 / 1e3
+    };
+    Ok(Partition::Complete(RepTimes {
+        warm_us: rep_spans[..warm_reps].iter().map(|r| us(r)).collect(),
+        cold_us: rep_spans[warm_reps..].iter().map(|r| us(r)).collect(),
+        spans_per_rep: want,
+    }))
+}
+
 static EVENTS_FALLBACK_WARNING: Once = Once::new();
 
 enum Clock {
-    Cupti { context_id: u32 },
-    Events { start: CudaEvent, end: CudaEvent },
+    Cupti {
+        context_id: u32,
+    },
+    /// One (start, end) pair per rep, grown on demand.
+    Events {
+        pairs: Vec<(CudaEvent, CudaEvent)>,
+    },
 }
 
 pub struct GpuTimer {
@@ -101,8 +225,8 @@ pub struct GpuTimer {
     flusher: L2Flusher,
     backend: Clock,
     spin_cycles: u64,
-    /// Arm spans per launch seen in the warm-up (CUPTI mode).
-    spans_per_launch: Option<usize>,
+    /// Wall-time split of the last `measure`.
+    phases: PhaseTimes,
 }
 
 impl GpuTimer {
@@ -118,7 +242,7 @@ impl GpuTimer {
     ) -> Result<GpuTimer> {
         let flusher = L2Flusher::new(&gpu, protocol.flush_bytes)?;
         let backend = match choice {
-            TimingChoice::Events => Self::events_backend(&gpu)?,
+            TimingChoice::Events => Clock::Events { pairs: Vec::new() },
             TimingChoice::Cupti => Clock::Cupti {
                 context_id: cupti::context_id(&gpu.ctx)?,
             },
@@ -128,7 +252,7 @@ impl GpuTimer {
                     EVENTS_FALLBACK_WARNING.call_once(|| {
                         tracing::warn!("CUPTI unavailable ({e}); timing with CUDA events");
                     });
-                    Self::events_backend(&gpu)?
+                    Clock::Events { pairs: Vec::new() }
                 }
             },
         };
@@ -140,19 +264,7 @@ impl GpuTimer {
             flusher,
             backend,
             spin_cycles,
-            spans_per_launch: None,
-        })
-    }
-
-    fn events_backend(gpu: &Arc<Gpu>) -> Result<Clock> {
-        let event = || {
-            gpu.ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(driver_err("cuEventCreate"))
-        };
-        Ok(Clock::Events {
-            start: event()?,
-            end: event()?,
+            phases: PhaseTimes::default(),
         })
     }
 
@@ -177,89 +289,146 @@ impl GpuTimer {
         Ok(())
     }
 
-    /// One timed call of the arm, in µs of kernel time.
-    fn rep(&mut self, arm: &mut dyn Arm, cold: bool) -> Result<f64> {
-        match &self.backend {
-            Clock::Cupti { context_id } => {
-                let context_id = *context_id;
-                if cold {
-                    self.flusher.flush()?;
-                }
-                arm.launch()?;
-                self.gpu.synchronize()?;
-                let spans = self.collect_rep_spans(context_id)?;
-                arm_kernel_us(&spans).ok_or_else(|| GvrError::Kernel {
-                    name: arm.name().to_string(),
-                    message: "CUPTI recorded no kernel for this launch".into(),
-                })
-            }
-            Clock::Events { start, end } => {
-                if cold {
-                    self.flusher.flush()?;
-                } else {
-                    self.flusher.spin(self.spin_cycles)?;
-                }
-                start
-                    .record(&self.gpu.stream)
-                    .map_err(driver_err("cuEventRecord"))?;
-                arm.launch()?;
-                end.record(&self.gpu.stream)
-                    .map_err(driver_err("cuEventRecord"))?;
-                end.synchronize()
-                    .map_err(driver_err("cuEventSynchronize"))?;
-                let ms = start
-                    .elapsed_ms(end)
-                    .map_err(driver_err("cuEventElapsedTime"))?;
-                Ok(ms as f64 * 1e3)
-            }
+    /// CUPTI: enqueue the whole protocol with markers, synchronise once,
+    /// then split the records into reps.
+    fn measure_cupti(
+        &mut self,
+        arm: &mut dyn Arm,
+        protocol: &Protocol,
+        context_id: u32,
+    ) -> Result<Timings> {
+        // Forget what CUPTI holds now (staging, poisoning, earlier arms);
+        // records of that work still in flight start before our first
+        // marker and are ignored by the partition.
+        self.gpu.synchronize()?;
+        drop(cupti::take_spans(context_id)?);
+        let started = Instant::now();
+        self.flusher.spin(0)?;
+        for _ in 0..protocol.warmup {
+            arm.launch()?;
         }
-    }
+        self.phases.add(Phase::Warmup, started.elapsed());
 
-    /// The spans of one rep. CUPTI may deliver a kernel's record a moment
-    /// after the stream is idle, so keep flushing (briefly) until as many
-    /// arm spans arrived as the warm-up showed per launch: a partial rep
-    /// would silently under-count a multi-kernel arm.
-    fn collect_rep_spans(&self, context_id: u32) -> Result<Vec<cupti::ActivitySpan>> {
-        let want = self.spans_per_launch.unwrap_or(1);
-        let mut spans = cupti::take_spans(context_id)?;
-        for _ in 0..CUPTI_RETRIES {
-            if arm_span_count(&spans) >= want {
-                return Ok(spans);
+        let started = Instant::now();
+        for _ in 0..protocol.warm_reps {
+            self.flusher.spin(0)?;
+            arm.launch()?;
+        }
+        for _ in 0..protocol.cold_reps {
+            self.flusher.flush()?;
+            arm.launch()?;
+        }
+        self.flusher.spin(0)?;
+        self.gpu.synchronize()?;
+        self.phases.add(Phase::TimedReps, started.elapsed());
+
+        let started = Instant::now();
+        let mut spans = Vec::new();
+        let mut last_reason = String::new();
+        for attempt in 0..=CUPTI_RETRIES {
+            if attempt > 0 {
+                std::thread::sleep(CUPTI_RETRY_WAIT);
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
             spans.extend(cupti::take_spans(context_id)?);
+            match partition_reps(
+                &spans,
+                protocol.warmup,
+                protocol.warm_reps,
+                protocol.cold_reps,
+            )
+            .map_err(|e| name_arm(e, arm.name()))?
+            {
+                Partition::Complete(reps) => {
+                    self.phases.add(Phase::TimingCollect, started.elapsed());
+                    return Ok(Timings {
+                        cold_us: reps.cold_us,
+                        warm_us: reps.warm_us,
+                        method: TimingMethod::Cupti,
+                    });
+                }
+                Partition::Incomplete(reason) => last_reason = reason,
+            }
         }
-        if arm_span_count(&spans) >= want {
-            return Ok(spans);
-        }
+        self.phases.add(Phase::TimingCollect, started.elapsed());
         Err(GvrError::Gpu(format!(
-            "CUPTI delivered {} of {want} kernel records for a rep (set {TIMING_ENV}=events to time with CUDA events)",
-            arm_span_count(&spans)
+            "CUPTI records incomplete for arm {}: {last_reason} (set {TIMING_ENV}=events to time with CUDA events)",
+            arm.name()
         )))
     }
 
-    /// Wait for the stream and forget (return) everything CUPTI recorded so
-    /// far (staging, poisoning, warm-up), so only the reps' own activity is
-    /// summed.
-    fn discard_pending(&mut self) -> Result<Vec<cupti::ActivitySpan>> {
-        self.gpu.synchronize()?;
-        match self.backend {
-            Clock::Cupti { context_id } => cupti::take_spans(context_id),
-            Clock::Events { .. } => Ok(Vec::new()),
+    /// Events: a (start, end) pair per rep, all enqueued, one wait at the end.
+    fn measure_events(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings> {
+        let reps = protocol.warm_reps + protocol.cold_reps;
+        let Clock::Events { pairs } = &mut self.backend else {
+            return Err(GvrError::Other(anyhow::anyhow!(
+                "events timing on a CUPTI timer"
+            )));
+        };
+        while pairs.len() < reps {
+            let event = || {
+                self.gpu
+                    .ctx
+                    .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(driver_err("cuEventCreate"))
+            };
+            pairs.push((event()?, event()?));
         }
+        let started = Instant::now();
+        for _ in 0..protocol.warmup {
+            arm.launch()?;
+        }
+        self.phases.add(Phase::Warmup, started.elapsed());
+
+        let started = Instant::now();
+        let stream = &self.gpu.stream;
+        for (rep, (start, end)) in pairs.iter().take(reps).enumerate() {
+            // The flush/spin keeps the GPU busy while the host enqueues the
+            // arm, so the start event fires when it ends and host launch
+            // overhead stays outside the window.
+            if rep < protocol.warm_reps {
+                self.flusher.spin(self.spin_cycles)?;
+            } else {
+                self.flusher.flush()?;
+            }
+            start.record(stream).map_err(driver_err("cuEventRecord"))?;
+            arm.launch()?;
+            end.record(stream).map_err(driver_err("cuEventRecord"))?;
+        }
+        self.gpu.synchronize()?;
+        self.phases.add(Phase::TimedReps, started.elapsed());
+
+        let started = Instant::now();
+        let mut times = Vec::with_capacity(reps);
+        for (start, end) in pairs.iter().take(reps) {
+            let ms = start
+                .elapsed_ms(end)
+                .map_err(driver_err("cuEventElapsedTime"))?;
+            times.push(ms as f64 * 1e3);
+        }
+        self.phases.add(Phase::TimingCollect, started.elapsed());
+        let cold_us = times.split_off(protocol.warm_reps);
+        Ok(Timings {
+            cold_us,
+            warm_us: times,
+            method: TimingMethod::CudaEvents,
+        })
     }
 }
 
-/// Arm spans (not the timer's own kernels) in a list.
-fn arm_span_count(spans: &[cupti::ActivitySpan]) -> usize {
-    spans
-        .iter()
-        .filter(|s| !TIMER_KERNELS.contains(&s.name.as_str()))
-        .count()
+/// Put the arm's name on a kernel error raised by the partition.
+fn name_arm(error: GvrError, arm: &str) -> GvrError {
+    match error {
+        GvrError::Kernel { message, .. } => GvrError::Kernel {
+            name: arm.to_string(),
+            message,
+        },
+        other => other,
+    }
 }
 
 impl Timer for GpuTimer {
     fn measure(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings> {
+        self.phases = PhaseTimes::default();
         if arm.backend() != Backend::Gpu {
             return Err(GvrError::Usage(format!(
                 "arm {} runs on the CPU; time it with the host timer",
@@ -267,29 +436,14 @@ impl Timer for GpuTimer {
             )));
         }
         self.fit_flush(protocol)?;
-        self.discard_pending()?;
-        for _ in 0..protocol.warmup {
-            arm.launch()?;
+        match self.backend {
+            Clock::Cupti { context_id } => self.measure_cupti(arm, protocol, context_id),
+            Clock::Events { .. } => self.measure_events(arm, protocol),
         }
-        let warmup_spans = arm_span_count(&self.discard_pending()?);
-        // Kernels (and memsets) per launch, when the warm-up shows a whole number.
-        self.spans_per_launch = (protocol.warmup > 0
-            && warmup_spans.is_multiple_of(protocol.warmup))
-        .then(|| warmup_spans / protocol.warmup)
-        .filter(|&n| n > 0);
-        let mut warm_us = Vec::with_capacity(protocol.warm_reps);
-        for _ in 0..protocol.warm_reps {
-            warm_us.push(self.rep(arm, false)?);
-        }
-        let mut cold_us = Vec::with_capacity(protocol.cold_reps);
-        for _ in 0..protocol.cold_reps {
-            cold_us.push(self.rep(arm, true)?);
-        }
-        Ok(Timings {
-            cold_us,
-            warm_us,
-            method: self.method(),
-        })
+    }
+
+    fn take_phases(&mut self) -> PhaseTimes {
+        std::mem::take(&mut self.phases)
     }
 }
 
@@ -317,7 +471,6 @@ mod tests {
             span("radix_final", 102_000, 104_000),
         ];
         let us = arm_kernel_us(&spans).unwrap();
-        assert_eq!(arm_span_count(&spans), 3);
         assert!((us - 3.6).abs() < 1e-9, "{us}");
     }
 
@@ -344,6 +497,140 @@ mod tests {
         assert!(matches!(
             TimingChoice::parse(Some("nsys")),
             Err(GvrError::Usage(_))
+        ));
+    }
+
+    /// The spans of one measurement laid out as the timer enqueues them:
+    /// begin marker, warm-up, (marker, arm) per warm rep, (flush, arm) per
+    /// cold rep, end marker. Each arm call is `kernels` back-to-back spans
+    /// lasting `1000 × (rep + 1)` ns each, so every rep's time is distinct.
+    fn measurement(
+        warmup: usize,
+        warm: usize,
+        cold: usize,
+        kernels: &[&str],
+    ) -> Vec<cupti::ActivitySpan> {
+        let mut spans = Vec::new();
+        let mut t = 1_000_000u64;
+        let mut push = |spans: &mut Vec<cupti::ActivitySpan>, name: &str, len: u64| {
+            spans.push(span(name, t, t + len));
+            t += len + 50;
+        };
+        push(&mut spans, MARKER_KERNEL, 10);
+        for _ in 0..warmup {
+            for k in kernels {
+                push(&mut spans, k, 500);
+            }
+        }
+        for rep in 0..warm + cold {
+            let opener = if rep < warm {
+                MARKER_KERNEL
+            } else {
+                FLUSH_KERNEL
+            };
+            push(&mut spans, opener, if rep < warm { 10 } else { 90_000 });
+            for k in kernels {
+                push(&mut spans, k, 1000 * (rep as u64 + 1));
+            }
+        }
+        push(&mut spans, MARKER_KERNEL, 10);
+        spans
+    }
+
+    fn complete(p: Partition) -> RepTimes {
+        match p {
+            Partition::Complete(reps) => reps,
+            Partition::Incomplete(why) => panic!("incomplete: {why}"),
+        }
+    }
+
+    #[test]
+    fn partition_splits_multi_kernel_reps_at_markers() {
+        let kernels = ["radix_hist", "[memset]", "radix_final"];
+        let spans = measurement(3, 2, 3, &kernels);
+        let reps = complete(partition_reps(&spans, 3, 2, 3).unwrap());
+        assert_eq!(reps.spans_per_rep, 3);
+        // Rep r: 3 spans of 1000·(r+1) ns.
+        assert_eq!(reps.warm_us, vec![3.0, 6.0]);
+        assert_eq!(reps.cold_us, vec![9.0, 12.0, 15.0]);
+    }
+
+    #[test]
+    fn partition_ignores_delivery_order_and_stale_records() {
+        let mut spans = measurement(2, 2, 2, &["k1", "k2"]);
+        let want = complete(partition_reps(&spans, 2, 2, 2).unwrap());
+        // Stale records of earlier work (an earlier flush, a staging memset)
+        // that arrive late: they started before this measurement.
+        spans.push(span(FLUSH_KERNEL, 10, 20));
+        spans.push(span("[memset]", 30, 40));
+        spans.push(span(MARKER_KERNEL, 50, 60));
+        // Reverse and interleave the delivery order.
+        spans.reverse();
+        let half = spans.len() / 2;
+        spans.rotate_left(half);
+        assert_eq!(complete(partition_reps(&spans, 2, 2, 2).unwrap()), want);
+    }
+
+    #[test]
+    fn partition_waits_for_a_late_arm_record() {
+        let full = measurement(2, 2, 2, &["k1", "k2"]);
+        // The last rep's second kernel has not been delivered yet.
+        let last_arm = full.len() - 2;
+        let mut late = full.clone();
+        late.remove(last_arm);
+        match partition_reps(&late, 2, 2, 2).unwrap() {
+            Partition::Incomplete(why) => assert!(why.contains("rep 3 has 1 of 2"), "{why}"),
+            other => panic!("a short rep must not pass: {other:?}"),
+        }
+        // Once it arrives, the rep is whole again.
+        late.push(full[last_arm].clone());
+        assert_eq!(
+            complete(partition_reps(&late, 2, 2, 2).unwrap()).cold_us[1],
+            8.0
+        );
+    }
+
+    #[test]
+    fn partition_without_warmup_still_detects_a_short_rep() {
+        let mut spans = measurement(0, 1, 2, &["k1", "k2"]);
+        // Drop one kernel of the middle rep: the other reps show 2.
+        let victim = spans
+            .iter()
+            .position(|s| s.name == "k1" && s.duration_ns() == 2000)
+            .unwrap();
+        spans.remove(victim);
+        assert!(matches!(
+            partition_reps(&spans, 0, 1, 2).unwrap(),
+            Partition::Incomplete(_)
+        ));
+    }
+
+    #[test]
+    fn partition_missing_rep_marker_is_incomplete_not_short() {
+        let mut spans = measurement(1, 2, 2, &["k"]);
+        // The end marker is late: the last rep is unbounded.
+        spans.pop();
+        assert!(matches!(
+            partition_reps(&spans, 1, 2, 2).unwrap(),
+            Partition::Incomplete(why) if why.contains("timer marker")
+        ));
+        // A cold flush lost entirely: the pattern no longer fits.
+        let mut spans = measurement(1, 2, 2, &["k"]);
+        let flush = spans.iter().position(|s| s.name == FLUSH_KERNEL).unwrap();
+        spans.remove(flush);
+        spans.push(span(MARKER_KERNEL, 1, 2)); // a stale marker makes the count match
+        assert!(matches!(
+            partition_reps(&spans, 1, 2, 2).unwrap(),
+            Partition::Incomplete(_)
+        ));
+    }
+
+    #[test]
+    fn partition_of_an_arm_that_launched_nothing_is_an_error() {
+        let spans = measurement(2, 1, 1, &[]);
+        assert!(matches!(
+            partition_reps(&spans, 2, 1, 1),
+            Err(GvrError::Kernel { .. })
         ));
     }
 }

@@ -3,6 +3,7 @@
 //! events / CUPTI for GPU arms (`gpu` timer).
 
 pub mod gpu;
+pub mod phases;
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +53,13 @@ pub struct Timings {
 /// Measures one staged arm under a protocol.
 pub trait Timer {
     fn measure(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings>;
+
+    /// Wall time of the last `measure` split into warm-up, timed reps and
+    /// collection (empty when the timer does not split it; the caller then
+    /// charges the whole call to the timed reps).
+    fn take_phases(&mut self) -> phases::PhaseTimes {
+        phases::PhaseTimes::default()
+    }
 }
 
 /// Host-clock timer for CPU engines: no L2 flush (meaningless on a CPU

@@ -36,6 +36,11 @@ static Entry entry_by_id(u32 id) {
         case 10: return small_entry<64, 2, false>;
         case 11: return small_entry<64, 2, true>;
         case 12: return small_entry<128, 1, true>;
+        // U = 8 at BLK 64: many tiles per row, so the pipelined pass's
+        // L2-prefetch-only (non-split, PFD 0) and whole-next-tile (SPLIT,
+        // PFD 8) schedules cross tile boundaries and the partial last tile.
+        case 13: return small_entry<64, 8, false>;
+        case 14: return small_entry<64, 8, true>;
         default: return nullptr;
     }
 }

@@ -1,0 +1,502 @@
+// ss_reg.cu — self-sampling GVR V2, register-resident families `reg` and
+// `regimg` (arm `ss-reg`). GVR_V2_SPEC §4.1.
+//
+// One CTA per row. The row is read from global memory exactly once, into
+// registers (VPT float4 per thread, float4 number tid + u·BLK, plus one
+// scalar for the n mod 4 tail); every later phase works on those registers
+// and shared memory only:
+//   1. bracket [Tv, GMAX] in key space, finite values only:
+//        DEG (n ≤ 4k + 64): the whole row;
+//        hinted: the hinted values (indices outside [0, n) ignored);
+//        hint-free, or the hint bracket failed the guard: the first k values
+//        of the row (≥ k elements ≥ Tv by construction);
+//   2. guard: Tv < GMAX, width finite and > 1e-30, scale and offset finite
+//      (the #18625 fix: an infinite width must never reach the bin transform);
+//   3. BRL bins: bin = min(sat_u32(fma(x, SC, CQ)), NBH−1) with bin 0 the
+//      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
+//      so bins > B are winners whatever the bracket was;
+//   4. histogram of every valid element, one block scan that finds the
+//      crossing of k and leaves after(j) cursors in the histogram;
+//   5. cursor emit: bins > B straight to the output, bin B either whole to the
+//      output or to the candidate list ck/ci (keys, indices);
+//   6. refine bin B: O(m²) rank (key, then slot) for m ≤ QC, else exact
+//      key-space narrowing (ss_narrow_emit) over the candidates;
+//   7. exact escape, still register-resident: 32-step MSB-first bisection of
+//      the k-th largest key, then a two-predicate ballot emit. Taken when the
+//      bracket is rejected, the crossing lies in the trash bin (the top k
+//      reach below Tv) or the crossing bin exceeds CMP.
+// Exactness never depends on the bracket: the histogram counts every valid
+// element, so its total is n > k and the crossing is always real; B ≥ 1
+// means the bins above B hold fewer than k elements and bin B completes them.
+//
+// Short rows (n ≤ k): identity then −1. A row longer than the compiled
+// register capacity (only possible through a bad per-row n) is selected by
+// the whole-row key narrowing from global memory: slower, still exact.
+//
+// NaN: fkey order (positive NaN above +inf, negative below −inf) in the
+// escape and narrowing paths, trash bin in the histogram path. Every output
+// slot still gets a unique index in [0, n) (structure-only contract, §1.6).
+//
+// `regimg` (§4.1 IMG): the same body with the row image staged in shared
+// memory (aliasing ck/ci) so the hint gather reads shared memory instead of
+// scattered global addresses. The image takes 4·BLK·VPT + 4 words, so any
+// row that passes the capacity check fits whatever its per-row n.
+//
+// Entry points (one per compiled (BLK, VPT, NBH); `__launch_bounds__` with
+// the route's MINB):
+//   ss_reg_b256_v1 (MINB 8), ss_reg_b512_v1 (4), ss_reg_b1024_v1 (2),
+//   ss_reg_b512_v2 (4), ss_reg_b1024_v4 (1), ss_regimg_b1024_v1 (2)
+// Launch: grid (1, rows), block BLK, dynamic shared memory (NBH + 2·cmp)·4
+// bytes (hist | ck | ci); regimg (NBH + max(2·cmp, 4·BLK·VPT + 4))·4.
+
+#include "ss_common.cuh"
+
+// Launch scalars, filled by the host arm (src/arms/ss_reg.rs `SsRegArgs`,
+// same field order, all u32).
+struct SsRegParams {
+    u32 npad;
+    u32 k;
+    u32 cmp;        // crossing-candidate capacity (dynamic smem)
+    u32 qc;         // O(m^2) rank gate
+    u32 use_hints;  // 0: hint-free bracket (first k values)
+};
+
+// Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
+#define SS_RTR_SHORT 1u        // n <= k: identity / -1
+#define SS_RTR_DEG 2u          // whole-row bracket
+#define SS_RTR_HINT 4u         // hint bracket accepted
+#define SS_RTR_FIRSTK 8u       // first-k bracket
+#define SS_RTR_ESC_GUARD 16u   // escape: bracket rejected
+#define SS_RTR_ESC_TRASH 32u   // escape: crossing in the trash bin
+#define SS_RTR_ESC_CMP 64u     // escape: crossing bin above CMP
+#define SS_RTR_WHOLE 128u      // crossing bin needed whole
+#define SS_RTR_RANK 256u       // O(m^2) rank refine
+#define SS_RTR_NARROW 512u     // key-narrowing refine
+#define SS_RTR_OVERSIZE 1024u  // row longer than the register capacity
+#ifdef SS_EMULATION
+#define SS_RTRACE(bit)                                        \
+    do {                                                      \
+        if (threadIdx.x == 0) ss_emu_trace(blockIdx.y, bit);  \
+    } while (0)
+#else
+#define SS_RTRACE(bit) \
+    do {               \
+    } while (0)
+#endif
+
+#define SS_REG_REFINE_LEVELS 6
+#define SS_REG_FALLBACK_LEVELS 8
+
+struct SsRegShared {
+    u32 red[64];   // block min/max scratch
+    u32 wpre[32];  // per-warp inclusive totals of the block scan
+    u32 cnt[3];    // rotating bisection counters
+    u32 win;       // emit counters
+    u32 tie;
+    u32 kmin;
+    u32 kmax;
+    u32 cr_bin;
+    u32 cr_above;
+    u32 cr_m;
+    SsCross cross[3];  // ss_narrow_emit scratch
+};
+
+extern __shared__ __align__(16) u32 ss_reg_dyn[];
+
+// An element's float value bits are finite (not ±inf, not NaN).
+__device__ __forceinline__ bool ss_reg_finite(float x) {
+    return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+// The BRL bin (§4.1 step 4). Explicit round-to-nearest fma so every call
+// site computes the same bin bit for bit (histogram and emit must agree).
+template <int NBH>
+__device__ __forceinline__ u32 ss_reg_bin(float x, float sc, float cq) {
+    const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
+    return b < (u32)NBH - 1u ? b : (u32)NBH - 1u;
+}
+
+// Candidate list source for ss_narrow_emit: (key, index) in two arrays.
+struct SsSrcKeyIdx {
+    const u32* keys;
+    const i32* idx;
+    __device__ __forceinline__ void get(u32 i, float* x, u32* index) const {
+        *x = invkey(keys[i]);  // exact inverse: fkey(*x) == keys[i]
+        *index = (u32)idx[i];
+    }
+};
+
+// Block-wide count of a per-thread number (one barrier; rotating counters,
+// see the bisection). Every thread gets the total.
+template <int BLK>
+__device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShared& s) {
+    u32* c = s.cnt + step % 3u;
+    if (threadIdx.x == 0) s.cnt[(step + 1u) % 3u] = 0u;  // last read two barriers ago
+    const u32 w = warp_sum(mine);
+    if (lane_id() == 0u && w != 0u) atomicAdd(c, w);
+    __syncthreads();
+    return *c;
+}
+
+// Crossing of `k` over NBH bins and cursor rewrite (§2.2): each thread owns
+// NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
+// (ends with a barrier). The total is the number of counted elements.
+template <int NBH, int BLK>
+__device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
+    static_assert(NBH % BLK == 0, "every thread owns whole bins");
+    const int SPAN = NBH / BLK;
+    const int NW = BLK / 32;
+    const u32 first = threadIdx.x * (u32)SPAN;
+    u32 h[SPAN];
+    u32 span = 0;
+#pragma unroll
+    for (int j = 0; j < SPAN; ++j) {
+        h[j] = hist[first + (u32)j];
+        span += h[j];
+    }
+    const u32 incl = warp_incl_scan(span);
+    if (lane_id() == 31u) s.wpre[warp_id()] = incl;
+    __syncthreads();
+    if (warp_id() == 0u) {
+        const u32 w = lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u;
+        const u32 ws = warp_incl_scan(w);
+        if (lane_id() < (u32)NW) s.wpre[lane_id()] = ws;
+    }
+    __syncthreads();
+    const u32 total = s.wpre[NW - 1];
+    const u32 below = (warp_id() == 0u ? 0u : s.wpre[warp_id() - 1u]) + incl;
+    const u32 after_mine = total - below;  // elements in bins of higher threads
+    // Unique owner (after_mine is non-increasing in the thread index); thread
+    // 0 also takes a fake crossing (total < k), which callers never trust.
+    const bool owns = after_mine < k && (k <= after_mine + span || threadIdx.x == 0);
+    if (owns) {
+        u32 run = after_mine, bin = first, above = 0u, m = 0u;
+        bool found = false;
+#pragma unroll
+        for (int j = SPAN - 1; j >= 0; --j) {
+            if (!found && run + h[j] >= k) {
+                bin = first + (u32)j;
+                above = run;
+                m = h[j];
+                found = true;
+            }
+            if (!found) run += h[j];
+        }
+        if (!found) {
+            bin = 0u;
+            above = run - h[0];
+            m = h[0];
+        }
+        s.cr_bin = bin;
+        s.cr_above = above;
+        s.cr_m = m;
+    }
+    u32 run = after_mine;
+#pragma unroll
+    for (int j = SPAN - 1; j >= 0; --j) {
+        const u32 c = run;
+        run += h[j];
+        hist[first + (u32)j] = c;
+    }
+    __syncthreads();
+}
+
+// The row held by one thread: VPT float4 (−inf fill past n4) and the tail
+// scalar. Validity is by index only (never by value).
+template <int VPT>
+struct SsRegRow {
+    float4 v[VPT];
+    float tail;
+};
+
+// Visit every valid element of the thread's registers: f(x, index).
+template <int BLK, int VPT, class F>
+__device__ __forceinline__ void ss_reg_each(const SsRegRow<VPT>& r, u32 n4, u32 n, F f) {
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = threadIdx.x + (u32)u * BLK;
+        if (i4 < n4) {
+            f(r.v[u].x, 4u * i4);
+            f(r.v[u].y, 4u * i4 + 1u);
+            f(r.v[u].z, 4u * i4 + 2u);
+            f(r.v[u].w, 4u * i4 + 3u);
+        }
+    }
+    const u32 et = 4u * n4 + threadIdx.x;
+    if (et < n) f(r.tail, et);
+}
+
+// Warp-uniform visit (every lane of a warp calls f the same number of times,
+// with `valid` false for lanes past n): for ballots inside f.
+template <int BLK, int VPT, class F>
+__device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 n4, u32 n, F f) {
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = threadIdx.x + (u32)u * BLK;
+        const bool ok = i4 < n4;
+        f(r.v[u].x, 4u * i4, ok);
+        f(r.v[u].y, 4u * i4 + 1u, ok);
+        f(r.v[u].z, 4u * i4 + 2u, ok);
+        f(r.v[u].w, 4u * i4 + 3u, ok);
+    }
+    const u32 et = 4u * n4 + threadIdx.x;
+    f(r.tail, et, et < n);
+}
+
+// §4.1 step 7: the exact register-resident escape. Bisects the k-th largest
+// key MSB first over the registers, then emits keys above it to [0, nA) and
+// keys equal to it to [nA, k). Block-uniform.
+template <int BLK, int VPT>
+__device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u32 n, u32 k, i32* O, SsRegShared& s) {
+    if (threadIdx.x == 0) {
+        s.cnt[0] = 0u;
+        s.cnt[1] = 0u;
+        s.cnt[2] = 0u;
+        s.win = 0u;
+        s.tie = 0u;
+    }
+    __syncthreads();
+    u32 klo = 0u;
+    u32 step = 0u;
+    for (int bit = 31; bit >= 0; --bit, ++step) {
+        const u32 t = klo | (1u << bit);
+        u32 mine = 0u;
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { mine += fkey(x) >= t ? 1u : 0u; });
+        if (ss_reg_block_count<BLK>(mine, step, s) >= k) klo = t;
+    }
+    const u32 ethr = klo;  // count(key >= ethr) >= k > count(key > ethr)
+    u32 mine = 0u;
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { mine += fkey(x) > ethr ? 1u : 0u; });
+    const u32 n_above = ss_reg_block_count<BLK>(mine, step, s);
+    const u32 n_ties = k - n_above;
+    ss_reg_each_uniform<BLK, VPT>(r, n4, n, [&](float x, u32 idx, bool ok) {
+        const u32 key = fkey(x);
+        const bool win = ok && key > ethr;
+        const bool tie = ok && key == ethr;
+        const u32 ws = warp_reserve(win, &s.win);
+        if (win) O[ws] = (i32)idx;  // ws < n_above by construction
+        const u32 ts = warp_reserve(tie, &s.tie);
+        if (tie && ts < n_ties) O[n_above + ts] = (i32)idx;
+    });
+}
+
+template <int BLK, int VPT, int NBH, bool IMG>
+__device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
+                                            const i32* __restrict__ hints, i32* __restrict__ out,
+                                            const SsRegParams p) {
+    __shared__ __align__(16) SsRegShared s;
+    const u32 row = blockIdx.y;
+    const u32 t = threadIdx.x;
+    const u32 k = p.k;
+    const u32 n = clamp_row_len(row_n[row], p.npad);
+    i32* O = out + (u64)row * k;
+    if (n <= k) {
+        SS_RTRACE(SS_RTR_SHORT);
+        write_identity_row(O, n, k);
+        return;
+    }
+    const float* X = logits + (u64)row * p.npad;
+    u32* hist = ss_reg_dyn;
+    u32* ck = ss_reg_dyn + NBH;
+    i32* ci = reinterpret_cast<i32*>(ss_reg_dyn + NBH + p.cmp);
+    SsNarrowShared nsh;
+    nsh.hist = hist;
+    nsh.cross = s.cross;
+    nsh.win = &s.win;
+    nsh.tie = &s.tie;
+    const u32 n4 = n >> 2;
+    if (n4 > (u32)(BLK * VPT)) {  // bad per-row n: exact, from global memory
+        SS_RTRACE(SS_RTR_OVERSIZE);
+        SsSrcRow src;
+        src.row = X;
+        ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_REG_FALLBACK_LEVELS, O, 0u, nsh);
+        return;
+    }
+
+    // ---- 1. the row, once, into registers ----
+    SsRegRow<VPT> r;
+    const float NEG_INF = ss_neg_inf();
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = t + (u32)u * BLK;
+        if (i4 < n4) {
+            r.v[u] = ldg_nc_f4(X + 4u * i4);
+        } else {
+            r.v[u].x = NEG_INF;
+            r.v[u].y = NEG_INF;
+            r.v[u].z = NEG_INF;
+            r.v[u].w = NEG_INF;
+        }
+    }
+    r.tail = NEG_INF;
+    if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
+    for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
+
+    // ---- 2. bracket (finite values only) ----
+    const bool deg = n <= 4u * k + 64u;
+    u32 kmin = 0xffffffffu, kmax = 0u;
+    float lo = 0.f, hi = 0.f;
+    bool have = false;
+    if (!deg && p.use_hints != 0u) {
+        // IMG: the row image in shared memory (aliasing ck/ci, which are
+        // only used after the scan) serves the hint gather instead of
+        // scattered global loads.
+        float* img = reinterpret_cast<float*>(ss_reg_dyn + NBH);
+        if (IMG) {
+#pragma unroll
+            for (int u = 0; u < VPT; ++u) {
+                const u32 i4 = t + (u32)u * BLK;
+                if (i4 < n4) reinterpret_cast<float4*>(img)[i4] = r.v[u];
+            }
+            if (4u * n4 + t < n) img[4u * n4 + t] = r.tail;
+            __syncthreads();
+        }
+        const i32* H = hints + (u64)row * k;
+        for (u32 j = t; j < k; j += BLK) {
+            const u32 h = (u32)H[j];
+            if (h < n) {
+                const float x = IMG ? img[h] : ldg_nc_f(X + h);
+                if (ss_reg_finite(x)) {
+                    const u32 key = fkey(x);
+                    kmin = kmin < key ? kmin : key;
+                    kmax = kmax > key ? kmax : key;
+                }
+            }
+        }
+        ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+        lo = invkey(kmin);
+        hi = invkey(kmax);
+        have = kmin < kmax;  // NaN patterns of the empty identities fail this too
+        if (have) SS_RTRACE(SS_RTR_HINT);
+        kmin = 0xffffffffu;
+        kmax = 0u;
+    }
+    if (!have) {
+        const u32 lim = deg ? n : k;
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+            if (idx < lim && ss_reg_finite(x)) {
+                const u32 key = fkey(x);
+                kmin = kmin < key ? kmin : key;
+                kmax = kmax > key ? kmax : key;
+            }
+        });
+        ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+        lo = invkey(kmin);
+        hi = invkey(kmax);
+        have = kmin < kmax;
+        SS_RTRACE(deg ? SS_RTR_DEG : SS_RTR_FIRSTK);
+    }
+
+    // ---- 3. guard and the BRL transform ----
+    float sc = 0.f, cq = 0.f;
+    if (have) {
+        const float width = __fsub_rn(hi, lo);
+        have = ss_reg_finite(width) && width > SS_MIN_WIDTH;
+        if (have) {
+            sc = __fdiv_rn((float)(NBH - 2), width);
+            const float base = __fsub_rn(1.f, __fmul_rn(lo, sc));
+            cq = __fmaf_rn(1e-6f, __fadd_rn(fabsf(base), 1.f), base);
+            have = ss_reg_finite(sc) && sc > 0.f && ss_reg_finite(cq);
+        }
+    }
+    if (!have) {
+        SS_RTRACE(SS_RTR_ESC_GUARD);
+        ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
+        return;
+    }
+
+    // ---- 4. histogram and crossing ----
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
+    __syncthreads();
+    ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
+    const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
+    const u32 need = k - above;
+    const bool whole = need >= m;
+    if (cb == 0u || (!whole && m > p.cmp)) {
+        SS_RTRACE(cb == 0u ? SS_RTR_ESC_TRASH : SS_RTR_ESC_CMP);
+        ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
+        return;
+    }
+
+    // ---- 5. cursor emit ----
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+        if (b > cb) {
+            O[atomicAdd(hist + b, 1u)] = (i32)idx;
+        } else if (b == cb) {
+            const u32 slot = atomicAdd(hist + b, 1u) - above;
+            if (whole) {
+                O[above + slot] = (i32)idx;
+            } else {
+                ck[slot] = fkey(x);  // slot < m <= cmp
+                ci[slot] = (i32)idx;
+            }
+        }
+    });
+    if (whole) {
+        SS_RTRACE(SS_RTR_WHOLE);
+        return;
+    }
+    __syncthreads();
+
+    // ---- 6. refine the crossing bin ----
+    if (m <= p.qc) {
+        SS_RTRACE(SS_RTR_RANK);
+        // Ranks over (key descending, slot ascending) are a permutation of 0..m-1.
+        for (u32 i = t; i < m; i += BLK) {
+            const u32 mine = ck[i];
+            u32 rank = 0u;
+            for (u32 j = 0; j < m; ++j) {
+                const u32 other = ck[j];
+                rank += (other > mine || (other == mine && j < i)) ? 1u : 0u;
+            }
+            if (rank < need) O[above + rank] = ci[i];
+        }
+        return;
+    }
+    SS_RTRACE(SS_RTR_NARROW);
+    if (t == 0u) {
+        s.kmin = 0xffffffffu;
+        s.kmax = 0u;
+    }
+    __syncthreads();
+    u32 cmin = 0xffffffffu, cmax = 0u;
+    for (u32 i = t; i < m; i += BLK) {
+        const u32 key = ck[i];
+        cmin = cmin < key ? cmin : key;
+        cmax = cmax > key ? cmax : key;
+    }
+    if (cmin != 0xffffffffu) atomicMin(&s.kmin, cmin);
+    if (cmax != 0u) atomicMax(&s.kmax, cmax);
+    __syncthreads();
+    SsSrcKeyIdx src;
+    src.keys = ck;
+    src.idx = ci;
+    ss_narrow_emit<BLK>(src, m, s.kmin, s.kmax, need, m, SS_REG_REFINE_LEVELS, O, above, nsh);
+}
+
+// Entry points, written out (not macro-generated) so the host-side text scan
+// of kernel declarations (gpu::sources::declared_entries) sees every name.
+#define SS_REG_ARGS                                                                                  \
+    const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints, \
+        i32* __restrict__ out, const SsRegParams p
+#define SS_REG_PASS logits, row_n, hints, out, p
+
+extern "C" __global__ void __launch_bounds__(256, 8) ss_reg_b256_v1(SS_REG_ARGS) {
+    ss_reg_body<256, 1, 1024, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(512, 4) ss_reg_b512_v1(SS_REG_ARGS) {
+    ss_reg_body<512, 1, 1024, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2) ss_reg_b1024_v1(SS_REG_ARGS) {
+    ss_reg_body<1024, 1, 2048, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(512, 4) ss_reg_b512_v2(SS_REG_ARGS) {
+    ss_reg_body<512, 2, 1024, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_reg_b1024_v4(SS_REG_ARGS) {
+    ss_reg_body<1024, 4, 2048, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
+    ss_reg_body<1024, 1, 2048, true>(SS_REG_PASS);
+}

@@ -1,0 +1,415 @@
+//! The clustered self-sampling families (GVR_V2_SPEC §4.2, §4.3): the GPU
+//! arm `ss-regclus` (kernels/ss_clus.cu, register-resident rows spread over
+//! a thread-block cluster of CS ∈ {2, 4, 8} CTAs) and its pure launch plan.
+//!
+//! `clus` (clustered streaming, §4.2) is not built: [`plan_clus`] refuses
+//! every shape with that reason, and `ss` keeps running the main family for
+//! the rows the route gives to clus.
+//!
+//! The plan is a pure function of the shape and the device profile, so it is
+//! unit-tested without a GPU; `launch` only enqueues (no host reads, no
+//! synchronisation).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
+
+use super::ss::admits as ss_admits;
+use super::{Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::gpu::sources::SS_CLUS;
+use crate::gpu::{DeviceBatch, Gpu, KernelArgs};
+use crate::grid::Batch;
+use crate::route::{route, DeviceProfile, Family};
+
+/// Threads per CTA of every compiled reg_clus entry.
+pub const REGCLUS_BLK: u32 = 1024;
+/// float4 per thread of the compiled entries `ss_regclus_v{1,2,4}`.
+pub const REGCLUS_VPT: [u32; 3] = [1, 2, 4];
+/// Largest k the family serves (its bracket gathers one hint per thread).
+pub const REGCLUS_MAX_K: usize = 1024;
+/// Crossing-candidate slots per CTA (`RC_CAP(1024)` in ss_clus.cu).
+pub const REGCLUS_CAND_PER_CTA: u32 = 4 * REGCLUS_BLK;
+/// Dynamic shared memory per CTA: prelude[128] | hist | mrg | hoff (1024
+/// bins each) | ck | ci (u32 words) = `RC_SMEM_WORDS(1024)·4` in ss_clus.cu.
+pub const RC_SMEM_BYTES: u32 = (128 + 3 * 1024 + 2 * REGCLUS_CAND_PER_CTA) * 4;
+
+/// Launch scalars of the reg_clus entries (`RcParams` in ss_clus.cu: same
+/// field order, all u32).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegClusArgs {
+    pub npad: u32,
+    pub k: u32,
+    /// 1: bracket from the first k values, hints never read.
+    pub hint_free: u32,
+    pub reserved: u32,
+}
+
+// SAFETY: four plain u32 fields, #[repr(C)]: bit-identical to `RcParams`.
+unsafe impl DeviceRepr for RegClusArgs {}
+
+/// One clustered launch: grid (CS, rows), cluster (CS,1,1), block BLK.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusLaunch {
+    pub family: Family,
+    pub entry: String,
+    pub grid: (u32, u32, u32),
+    /// CTAs per cluster (= per row).
+    pub cluster: u32,
+    pub block: u32,
+    pub dyn_smem_bytes: u32,
+    /// float4 per thread (reg_clus).
+    pub vpt: u32,
+    /// Whether the route itself picks this family for the shape (else the
+    /// arm was forced onto it).
+    pub routed: bool,
+    pub args: RegClusArgs,
+}
+
+impl ClusLaunch {
+    /// Recorded variant, e.g. `reg_clus/rc4x2`.
+    pub fn variant(&self) -> String {
+        format!(
+            "{}/rc{}x{}{}",
+            self.family.name(),
+            self.cluster,
+            self.vpt,
+            if self.routed { "" } else { " (forced)" }
+        )
+    }
+
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.block, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
+    }
+}
+
+/// Entry point of a reg_clus plan with `vpt` float4 per thread.
+pub fn regclus_entry(vpt: u32) -> String {
+    format!("ss_regclus_v{vpt}")
+}
+
+/// CTAs of `vpt` float4 per thread needed for `n` values: the smallest power
+/// of two, at least 2, whose registers hold the row's float4s (the 0–3
+/// element tail sits beside them on rank 0).
+fn cluster_for(n: usize, vpt: u32) -> usize {
+    let per_cta = (REGCLUS_BLK * vpt) as usize;
+    (n >> 2).div_ceil(per_cta).next_power_of_two().max(2)
+}
+
+/// The reg_clus launch for `shape` on `dev`: the route's (CS, VPT) when the
+/// route picks reg_clus; otherwise (the arm forced) the first VPT of 1/2/4
+/// whose cluster of ≤ `dev.max_cluster` CTAs holds the row and is
+/// co-resident for all rows, else the fewest CTAs per row (largest VPT)
+/// whose single cluster fits — clusters then run in waves, which is correct
+/// because no cluster waits on another.
+pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {
+    ss_admits(shape)?;
+    if shape.k > REGCLUS_MAX_K {
+        return Err(format!(
+            "reg_clus serves k <= {REGCLUS_MAX_K}, not k = {}",
+            shape.k
+        ));
+    }
+    if RC_SMEM_BYTES > dev.smem_optin {
+        return Err(format!(
+            "{RC_SMEM_BYTES} B of shared memory exceed the device's {}",
+            dev.smem_optin
+        ));
+    }
+    let b = shape.rows.max(1);
+    let decision = route(b, shape.n, shape.npad, shape.k, dev);
+    let max_cs = dev.max_cluster.min(8) as usize;
+    let (cs, vpt, routed) = match (decision.family, decision.reg) {
+        (Family::RegClus, Some(reg)) => (decision.cluster as usize, reg.vpt, true),
+        _ => {
+            let resident = REGCLUS_VPT.iter().find_map(|&v| {
+                let cs = cluster_for(shape.n, v);
+                (cs <= max_cs && dev.cluster_fits(cs as u32, b)).then_some((cs, v))
+            });
+            let waves = || {
+                REGCLUS_VPT.iter().rev().find_map(|&v| {
+                    let cs = cluster_for(shape.n, v);
+                    (cs <= max_cs && dev.cluster_fits(cs as u32, 1)).then_some((cs, v))
+                })
+            };
+            let (cs, v) = resident.or_else(waves).ok_or_else(|| {
+                format!(
+                    "a row of {} values needs more than {max_cs} CTAs of {REGCLUS_BLK}×4 float4",
+                    shape.n
+                )
+            })?;
+            (cs, v, false)
+        }
+    };
+    if !REGCLUS_VPT.contains(&vpt) || !(2..=8).contains(&cs) || !cs.is_power_of_two() {
+        return Err(format!("no compiled reg_clus shape for CS {cs}, VPT {vpt}"));
+    }
+    let rows =
+        u32::try_from(shape.rows).map_err(|_| format!("{} rows do not fit 32 bits", shape.rows))?;
+    Ok(ClusLaunch {
+        family: Family::RegClus,
+        entry: regclus_entry(vpt),
+        grid: (cs as u32, rows, 1),
+        cluster: cs as u32,
+        block: REGCLUS_BLK,
+        dyn_smem_bytes: RC_SMEM_BYTES,
+        vpt,
+        routed,
+        args: RegClusArgs {
+            npad: shape.npad as u32, // ss_admits checked it fits 32 bits
+            k: shape.k as u32,
+            hint_free: 0,
+            reserved: 0,
+        },
+    })
+}
+
+/// The clustered streaming family (§4.2) is not built yet: always refused,
+/// so `ss` keeps the main family for the rows the route gives to clus.
+pub fn plan_clus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {
+    let _ = (shape, dev);
+    Err("the clus family (clustered streaming) is not built; ss runs main for its rows".into())
+}
+
+/// The device profile the arm plans for (H200 profile, SM count of the device).
+fn profile_for(gpu: &Gpu) -> DeviceProfile {
+    DeviceProfile {
+        sms: gpu.facts.sms.max(1),
+        ..DeviceProfile::h200()
+    }
+}
+
+/// Build `ss-regclus` (registry entry point). `ss-clus` is not built.
+pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
+    if name != "ss-regclus" {
+        return Err(GvrError::Usage(format!(
+            "arm `{name}` is not built by arms::ss_clus"
+        )));
+    }
+    let gpu = gpu.ok_or_else(|| {
+        GvrError::Usage(format!(
+            "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
+        ))
+    })?;
+    Ok(Box::new(SsRegClus::new(gpu)))
+}
+
+/// The `ss-regclus` GPU arm.
+pub struct SsRegClus {
+    gpu: Arc<Gpu>,
+    device: DeviceProfile,
+    /// (entry, function) of the last plan's entry point.
+    function: Option<(String, CudaFunction)>,
+    batch: Option<DeviceBatch>,
+    plan: Option<ClusLaunch>,
+}
+
+impl SsRegClus {
+    pub fn new(gpu: Arc<Gpu>) -> SsRegClus {
+        SsRegClus {
+            device: profile_for(&gpu),
+            gpu,
+            function: None,
+            batch: None,
+            plan: None,
+        }
+    }
+
+    fn not_staged() -> GvrError {
+        GvrError::Other(anyhow::anyhow!("arm ss-regclus: launch before stage"))
+    }
+
+    /// Load the plan's entry point (and opt in to its shared memory when it
+    /// exceeds the 48 KiB default; 45,568 B does not, kept for safety).
+    fn ensure_function(&mut self, plan: &ClusLaunch) -> Result<()> {
+        let stale = self
+            .function
+            .as_ref()
+            .is_none_or(|(entry, _)| *entry != plan.entry);
+        if stale {
+            let module = self.gpu.module(&SS_CLUS, &[])?;
+            let function = self.gpu.function(&module, &plan.entry)?;
+            if plan.dyn_smem_bytes > 48 * 1024 {
+                self.gpu
+                    .set_max_dynamic_smem(&function, plan.dyn_smem_bytes as usize)?;
+            }
+            self.function = Some((plan.entry.clone(), function));
+        }
+        Ok(())
+    }
+}
+
+impl Arm for SsRegClus {
+    fn name(&self) -> &str {
+        "ss-regclus"
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        plan_regclus(shape, &self.device).map(|_| ())
+    }
+
+    fn variant(&self, shape: &Shape) -> Option<String> {
+        plan_regclus(shape, &self.device).ok().map(|p| p.variant())
+    }
+
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        let plan = plan_regclus(&Shape::of(batch), &self.device).map_err(|reason| {
+            GvrError::Usage(format!(
+                "arm ss-regclus does not admit this batch: {reason}"
+            ))
+        })?;
+        self.ensure_function(&plan)?;
+        self.batch = None; // free the previous batch before uploading the next
+        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn poison_output(&mut self) -> Result<()> {
+        match self.batch.as_mut() {
+            Some(batch) => batch.poison_output(),
+            None => Err(Self::not_staged()),
+        }
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Err(Self::not_staged());
+        };
+        if plan.grid.1 == 0 {
+            return Ok(());
+        }
+        let (Some((_, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
+            return Err(Self::not_staged());
+        };
+        let mut args = KernelArgs::new();
+        args.buffer(&self.gpu, &batch.logits)
+            .buffer(&self.gpu, &batch.n)
+            .buffer(&self.gpu, &batch.hints)
+            .buffer(&self.gpu, &batch.output)
+            .value(plan.args);
+        // SAFETY: the argument list matches `ss_regclus_v*` in
+        // kernels/ss_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
+        // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
+        // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
+        unsafe {
+            self.gpu
+                .launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args)
+        }
+    }
+
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        let batch = self.batch.as_ref().ok_or_else(Self::not_staged)?;
+        self.gpu.synchronize()?;
+        batch.download_output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::sources::declared_entries;
+
+    fn shape(rows: usize, n: usize, k: usize) -> Shape {
+        Shape {
+            rows,
+            n,
+            npad: n.div_ceil(64) * 64,
+            k,
+        }
+    }
+
+    #[test]
+    fn args_struct_matches_the_kernel_params() {
+        assert_eq!(std::mem::size_of::<RegClusArgs>(), 16);
+        let code = SS_CLUS.code;
+        let body = &code[code.find("struct RcParams {").expect("struct present")..];
+        let body = &body[..body.find("};").expect("struct end")];
+        let fields: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("u32 "))
+            .map(|l| l.split(';').next().unwrap_or("").trim())
+            .collect();
+        assert_eq!(fields, ["npad", "k", "hint_free", "reserved"]);
+    }
+
+    #[test]
+    fn smem_and_entries_match_the_kernel() {
+        assert_eq!(RC_SMEM_BYTES, 45_568);
+        // The route's figure: 45,056 B of arrays + the 512 B prelude.
+        let d = route(1, 32_768, 32_768, 512, &DeviceProfile::h200());
+        assert_eq!(d.smem_bytes, RC_SMEM_BYTES);
+        let declared = declared_entries(SS_CLUS.code);
+        for v in REGCLUS_VPT {
+            assert!(declared.contains(&regclus_entry(v)), "{declared:?}");
+        }
+    }
+
+    #[test]
+    fn every_routed_regclus_shape_is_planned_as_routed() {
+        let dev = DeviceProfile::h200();
+        let mut planned = 0;
+        for b in [1usize, 2, 4, 8, 15, 16, 30, 31, 33, 64, 66] {
+            for n in (16_384..=131_072)
+                .step_by(4_093)
+                .chain([16_385, 65_536, 131_072])
+            {
+                for k in [512usize, 1024, 2048] {
+                    let s = shape(b, n, k);
+                    let d = route(b, n, s.npad, k, &dev);
+                    if d.family != Family::RegClus {
+                        continue;
+                    }
+                    let p = plan_regclus(&s, &dev).expect("routed shape admitted");
+                    assert!(p.routed);
+                    assert_eq!((p.cluster, p.vpt), (d.cluster, d.reg.unwrap().vpt));
+                    assert_eq!((p.grid, p.block), ((d.cluster, b as u32, 1), 1024));
+                    assert!(dev.cluster_fits(p.cluster, b), "{b} rows of {}", p.cluster);
+                    // The cluster's registers hold the row's float4s.
+                    assert!((n >> 2) <= (p.cluster * 1024 * p.vpt) as usize);
+                    planned += 1;
+                }
+            }
+        }
+        assert!(planned > 50, "only {planned} reg_clus shapes seen");
+    }
+
+    #[test]
+    fn forced_plans_hold_the_row_and_fit_a_cluster() {
+        let dev = DeviceProfile::h200();
+        // Not routed to reg_clus (batch too wide): still a valid launch, in waves.
+        let p = plan_regclus(&shape(64, 100_000, 512), &dev).unwrap();
+        assert!(!p.routed);
+        assert_eq!((p.cluster, p.vpt), (8, 4));
+        // Short rows: the smallest cluster.
+        let p = plan_regclus(&shape(1, 300, 512), &dev).unwrap();
+        assert_eq!((p.cluster, p.vpt), (2, 1));
+        // 8·1024·4 float4 = 131,072 values plus a 3-value tail is the limit.
+        assert!(plan_regclus(&shape(1, 131_075, 512), &dev).is_ok());
+        assert!(plan_regclus(&shape(1, 131_076, 512), &dev).is_err());
+        assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_err());
+        assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss
+    }
+
+    #[test]
+    fn clus_is_refused_with_a_reason() {
+        let err = plan_clus(&shape(32, 262_144, 512), &DeviceProfile::h200()).unwrap_err();
+        assert!(err.contains("not built"), "{err}");
+    }
+
+    #[test]
+    fn variant_names_the_shape() {
+        let p = plan_regclus(&shape(1, 32_768, 512), &DeviceProfile::h200()).unwrap();
+        assert_eq!(p.variant(), format!("reg_clus/rc{}x{}", p.cluster, p.vpt));
+    }
+}

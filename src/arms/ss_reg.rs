@@ -1,0 +1,591 @@
+//! `ss-reg`: the register-resident self-sampling family (`kernels/ss_reg.cu`,
+//! GVR_V2_SPEC.md §4.1) on the GPU, one CTA per row.
+//!
+//! The launch is a pure function of the shape ([`plan_reg`]): the route's
+//! [`RegPlan`] when `route()` picks `reg` or `regimg`, else the smallest
+//! compiled register shape whose capacity (BLK·VPT float4) holds the row, with
+//! the route's §5.1 rules for CMP / QC / DEG. Rows longer than 4096 float4
+//! are refused. `regimg` shapes run the IMG entry (row image in shared
+//! memory for the hint gather, 1024/1/2048).
+//!
+//! Per launch the host does the launch only (no reads, no syncs).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+
+use crate::arms::ss::admits as ss_admits;
+use crate::arms::{Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::gpu::sources::SS_REG;
+use crate::gpu::{DeviceBatch, Gpu};
+use crate::grid::Batch;
+use crate::route::{route, DeviceProfile, Family, RegPlan};
+
+/// One compiled entry point of `ss_reg.cu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegEntry {
+    pub blk: u32,
+    /// float4 per thread.
+    pub vpt: u32,
+    /// `__launch_bounds__` minimum blocks per SM.
+    pub minb: u32,
+    /// Histogram bins.
+    pub nbh: u32,
+    /// Row image in shared memory (`regimg`).
+    pub img: bool,
+}
+
+impl RegEntry {
+    /// Row capacity in float4 (the n mod 4 tail comes on top).
+    pub fn capacity4(&self) -> usize {
+        self.blk as usize * self.vpt as usize
+    }
+
+    pub fn name(&self) -> String {
+        if self.img {
+            format!("ss_regimg_b{}_v{}", self.blk, self.vpt)
+        } else {
+            entry_name(self.blk, self.vpt)
+        }
+    }
+
+    /// Dynamic shared memory for a candidate capacity `cmp`: hist | ck | ci,
+    /// the IMG row image (4·BLK·VPT + 4 words) aliasing ck/ci.
+    pub fn dyn_smem_bytes(&self, cmp: usize) -> usize {
+        let tail = if self.img {
+            (2 * cmp).max(4 * self.capacity4() + 4)
+        } else {
+            2 * cmp
+        };
+        (self.nbh as usize + tail) * 4
+    }
+}
+
+/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, then the
+/// regimg rung.
+pub const REG_ENTRIES: &[RegEntry] = &[
+    RegEntry {
+        blk: 256,
+        vpt: 1,
+        minb: 8,
+        nbh: 1024,
+        img: false,
+    },
+    RegEntry {
+        blk: 512,
+        vpt: 1,
+        minb: 4,
+        nbh: 1024,
+        img: false,
+    },
+    RegEntry {
+        blk: 1024,
+        vpt: 1,
+        minb: 2,
+        nbh: 2048,
+        img: false,
+    },
+    RegEntry {
+        blk: 512,
+        vpt: 2,
+        minb: 4,
+        nbh: 1024,
+        img: false,
+    },
+    RegEntry {
+        blk: 1024,
+        vpt: 4,
+        minb: 1,
+        nbh: 2048,
+        img: false,
+    },
+    RegEntry {
+        blk: 1024,
+        vpt: 1,
+        minb: 2,
+        nbh: 2048,
+        img: true,
+    },
+];
+
+/// Entry point name of a compiled reg (not IMG) (BLK, VPT) shape.
+pub fn entry_name(blk: u32, vpt: u32) -> String {
+    format!("ss_reg_b{blk}_v{vpt}")
+}
+
+/// Bytes of static shared memory the kernel may use beside the dynamic
+/// part (the spec's 512-byte prelude; `SsRegShared` is smaller).
+pub const STATIC_SMEM_BYTES: u32 = 512;
+
+/// The kernel's by-value launch scalars: `SsRegParams` in `ss_reg.cu`, field
+/// for field (5 × u32, 20 bytes, no padding).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SsRegArgs {
+    pub npad: u32,
+    pub k: u32,
+    /// Crossing-candidate capacity (sizes the dynamic shared memory).
+    pub cmp: u32,
+    /// O(m²) rank gate.
+    pub qc: u32,
+    /// 0: hint-free bracket (first k values of the row).
+    pub use_hints: u32,
+}
+
+// SAFETY: `#[repr(C)]` plain-old-data of five u32, byte-identical to the
+// kernel's `SsRegParams` (same order, 4-byte fields, no padding).
+unsafe impl DeviceRepr for SsRegArgs {}
+
+/// Where the launch came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegSource {
+    /// `route()` picked this family (Reg or RegImg).
+    Routed(Family),
+    /// The route picked another family; the smallest register shape that
+    /// holds the row was chosen instead.
+    Nearest(Family),
+}
+
+/// Everything one launch needs, derived from the shape alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegLaunch {
+    pub entry: RegEntry,
+    pub plan: RegPlan,
+    pub args: SsRegArgs,
+    pub source: RegSource,
+    /// (1, rows, 1): rows are `blockIdx.y`.
+    pub grid: (u32, u32, u32),
+    pub dyn_smem_bytes: u32,
+}
+
+impl RegLaunch {
+    /// Recorded variant: `reg/blk1024/v4`, `regimg/blk1024/v1`, or
+    /// `reg(for main)/blk1024/v4` when the route would have picked another family.
+    pub fn variant(&self) -> String {
+        let tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
+        match self.source {
+            RegSource::Routed(family) => format!("{}/{tail}", family.name()),
+            RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
+        }
+    }
+
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.entry.blk, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
+    }
+}
+
+fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
+    u32::try_from(value)
+        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
+}
+
+/// The §5.1 plan knobs for a register shape chosen outside the route.
+fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProfile) -> RegPlan {
+    let deg = n <= 4 * k + 64;
+    let wide = b <= dev.sms as usize;
+    RegPlan {
+        vpt: entry.vpt,
+        nbh: entry.nbh,
+        kpt: 1,
+        deg,
+        cur: true,
+        cmp: if deg { n } else { n.min(2560) },
+        qc: if wide { 96 } else { 1024 },
+    }
+}
+
+/// The register launch for `shape` on `dev`, or why there is none.
+pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLaunch, String> {
+    ss_admits(shape)?;
+    let b = shape.rows.max(1);
+    let n4 = shape.n >> 2;
+    let decision = route(b, shape.n, shape.npad, shape.k, dev);
+    let (entry, plan, source) = match (decision.family, decision.reg) {
+        (family @ (Family::Reg | Family::RegImg), Some(plan)) => {
+            let entry = REG_ENTRIES
+                .iter()
+                .find(|e| {
+                    e.blk == decision.blk
+                        && e.vpt == plan.vpt
+                        && e.nbh == plan.nbh
+                        && e.img == (family == Family::RegImg)
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "route picked {} BLK {} VPT {} NBH {}, which is not compiled",
+                        family.name(),
+                        decision.blk,
+                        plan.vpt,
+                        plan.nbh
+                    )
+                })?;
+            (*entry, plan, RegSource::Routed(family))
+        }
+        (family, _) => {
+            let wide = b <= dev.sms as usize;
+            // Smallest capacity that holds the row; at equal capacity the
+            // wide batch takes BLK 1024 (route rung 4), the narrow one 512/2 (rung 5).
+            let entry = REG_ENTRIES
+                .iter()
+                .filter(|e| !e.img && e.capacity4() >= n4)
+                .filter(|e| e.capacity4() != 1024 || (e.blk == 1024) == wide)
+                .min_by_key(|e| e.capacity4())
+                .ok_or_else(|| {
+                    format!(
+                        "row of {n4} float4 exceeds the register capacity of {} float4",
+                        REG_ENTRIES
+                            .iter()
+                            .map(RegEntry::capacity4)
+                            .max()
+                            .unwrap_or(0)
+                    )
+                })?;
+            (
+                *entry,
+                nearest_plan(b, shape.n, shape.k, entry, dev),
+                RegSource::Nearest(family),
+            )
+        }
+    };
+    if n4 > entry.capacity4() {
+        return Err(format!(
+            "row of {n4} float4 exceeds {}'s capacity of {}",
+            entry.name(),
+            entry.capacity4()
+        ));
+    }
+    let dyn_smem = entry.dyn_smem_bytes(plan.cmp);
+    if dyn_smem + STATIC_SMEM_BYTES as usize > dev.smem_optin as usize {
+        return Err(format!(
+            "{dyn_smem} B of shared memory (+{STATIC_SMEM_BYTES} static) exceed the device's {}",
+            dev.smem_optin
+        ));
+    }
+    Ok(RegLaunch {
+        entry,
+        args: SsRegArgs {
+            npad: to_u32(shape.npad, "npad")?,
+            k: to_u32(shape.k, "k")?,
+            cmp: to_u32(plan.cmp, "cmp")?,
+            qc: to_u32(plan.qc, "qc")?,
+            use_hints: 1,
+        },
+        plan,
+        source,
+        grid: (1, to_u32(shape.rows, "rows")?, 1),
+        dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
+    })
+}
+
+/// The device profile the arm plans for: the H200 profile of `route`, with
+/// the SM count of the device actually opened.
+fn profile_for(gpu: &Gpu) -> DeviceProfile {
+    DeviceProfile {
+        sms: gpu.facts.sms.max(1),
+        ..DeviceProfile::h200()
+    }
+}
+
+/// Build the `ss-reg` arm (registry entry point).
+pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
+    let gpu = gpu.ok_or_else(|| {
+        GvrError::Usage(
+            "arm `ss-reg` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
+                .into(),
+        )
+    })?;
+    Ok(Box::new(SsReg::new(gpu)))
+}
+
+/// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
+pub struct SsReg {
+    gpu: Arc<Gpu>,
+    device: DeviceProfile,
+    use_hints: bool,
+    /// (entry name, function) of the last plan's entry point.
+    function: Option<(String, CudaFunction)>,
+    /// Largest dynamic shared memory the current function may use so far.
+    smem_allowed: u32,
+    batch: Option<DeviceBatch>,
+    plan: Option<RegLaunch>,
+}
+
+impl SsReg {
+    pub fn new(gpu: Arc<Gpu>) -> SsReg {
+        let device = profile_for(&gpu);
+        SsReg {
+            gpu,
+            device,
+            use_hints: true,
+            function: None,
+            smem_allowed: 0,
+            batch: None,
+            plan: None,
+        }
+    }
+
+    /// `false`: bracket from the first k values of each row (production
+    /// hint-free mode) instead of the staged hints.
+    pub fn with_hints(mut self, use_hints: bool) -> SsReg {
+        self.use_hints = use_hints;
+        self
+    }
+
+    /// The launch planned for `shape` on this arm's device.
+    pub fn plan(&self, shape: &Shape) -> std::result::Result<RegLaunch, String> {
+        let mut launch = plan_reg(shape, &self.device)?;
+        launch.args.use_hints = u32::from(self.use_hints);
+        Ok(launch)
+    }
+
+    fn not_staged(&self) -> GvrError {
+        GvrError::Usage("arm ss-reg: no batch staged".into())
+    }
+
+    fn ensure_function(&mut self, plan: &RegLaunch) -> Result<()> {
+        let name = plan.entry.name();
+        let stale = self
+            .function
+            .as_ref()
+            .is_none_or(|(entry, _)| *entry != name);
+        if stale {
+            let module = self.gpu.module(&SS_REG, &[])?;
+            let function = self.gpu.function(&module, &name)?;
+            self.function = Some((name, function));
+            self.smem_allowed = 0;
+        }
+        // Above the 48 KiB default a kernel must opt in to its dynamic smem.
+        if plan.dyn_smem_bytes > self.smem_allowed {
+            if let Some((_, f)) = &self.function {
+                self.gpu
+                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
+            }
+            self.smem_allowed = plan.dyn_smem_bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Arm for SsReg {
+    fn name(&self) -> &str {
+        "ss-reg"
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+
+    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
+        self.plan(shape).map(|_| ())
+    }
+
+    fn variant(&self, shape: &Shape) -> Option<String> {
+        self.plan(shape).ok().map(|p| p.variant())
+    }
+
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
+            GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
+        })?;
+        self.ensure_function(&plan)?;
+        self.batch = None; // free the previous batch before uploading the next
+        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.plan = Some(plan);
+        Ok(())
+    }
+
+    fn poison_output(&mut self) -> Result<()> {
+        match self.batch.as_mut() {
+            Some(batch) => batch.poison_output(),
+            None => Err(self.not_staged()),
+        }
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let Some(plan) = self.plan.as_ref() else {
+            return Err(self.not_staged());
+        };
+        if plan.grid.1 == 0 {
+            return Ok(());
+        }
+        let (Some((entry, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
+            return Err(GvrError::Other(anyhow::anyhow!(
+                "arm ss-reg: launch before stage"
+            )));
+        };
+        let mut args = self.gpu.stream.launch_builder(function);
+        args.arg(&batch.logits)
+            .arg(&batch.n)
+            .arg(&batch.hints)
+            .arg(&mut batch.output)
+            .arg(&plan.args);
+        // SAFETY: the argument list matches the `ss_reg_*` entry points in
+        // kernels/ss_reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
+        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem,
+        // which the plan checked against the device's opt-in limit.
+        unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
+            name: entry.clone(),
+            message: format!("launch failed: {e:?}"),
+        })?;
+        Ok(())
+    }
+
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
+        self.gpu.synchronize()?;
+        batch.download_output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::ss::SUPPORTED_K;
+
+    fn shape(rows: usize, n: usize, k: usize) -> Shape {
+        Shape {
+            rows,
+            n,
+            npad: n.div_ceil(64).max(1) * 64,
+            k,
+        }
+    }
+
+    #[test]
+    fn args_struct_is_five_packed_u32_in_kernel_order() {
+        assert_eq!(std::mem::size_of::<SsRegArgs>(), 20);
+        let code = SS_REG.code;
+        let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
+        let body = &body[..body.find("};").expect("struct end")];
+        let fields: Vec<&str> = body
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.trim().strip_prefix("u32 "))
+            .map(|l| l.split(';').next().unwrap_or("").trim())
+            .collect();
+        assert_eq!(fields, ["npad", "k", "cmp", "qc", "use_hints"]);
+    }
+
+    #[test]
+    fn every_entry_is_declared_with_its_launch_bounds() {
+        let code = SS_REG.code;
+        for e in REG_ENTRIES {
+            let decl = format!("__launch_bounds__({}, {}) {}(", e.blk, e.minb, e.name());
+            assert!(code.contains(&decl), "missing `{decl}`");
+            let body = format!("ss_reg_body<{}, {}, {}, {}>", e.blk, e.vpt, e.nbh, e.img);
+            assert!(code.contains(&body), "missing `{body}`");
+        }
+    }
+
+    #[test]
+    fn routed_shapes_take_the_route_plan() {
+        let dev = DeviceProfile::h200();
+        // (b, n, k) → (blk, vpt, variant) from the §5.1 rungs.
+        let cases = [
+            (1, 1024, 512, (256, 1), "reg/blk256/v1"),
+            (1, 2048, 512, (512, 1), "reg/blk512/v1"),
+            (1, 4096, 512, (1024, 1), "regimg/blk1024/v1"),
+            (1, 4096, 1024, (1024, 1), "reg/blk1024/v1"),
+            (256, 4096, 512, (512, 2), "reg/blk512/v2"),
+            (64, 16_384, 2048, (1024, 4), "reg/blk1024/v4"),
+        ];
+        for (b, n, k, (blk, vpt), variant) in cases {
+            let p = plan_reg(&shape(b, n, k), &dev).unwrap();
+            let d = route(b, n, shape(b, n, k).npad, k, &dev);
+            assert_eq!((p.entry.blk, p.entry.vpt), (blk, vpt), "b={b} n={n} k={k}");
+            assert_eq!(p.variant(), variant);
+            assert_eq!(Some(p.plan), d.reg);
+            assert_eq!(p.entry.minb, d.minb);
+            // Dynamic smem = the route's smem minus the static prelude (the
+            // IMG image is sized for any row the entry holds, so never less).
+            assert_eq!(p.entry.img, d.family == Family::RegImg);
+            if d.family == Family::Reg {
+                assert_eq!(p.dyn_smem_bytes + STATIC_SMEM_BYTES, d.smem_bytes);
+            } else {
+                assert!(p.dyn_smem_bytes + STATIC_SMEM_BYTES >= d.smem_bytes);
+            }
+            assert_eq!(p.grid, (1, b as u32, 1));
+        }
+    }
+
+    #[test]
+    fn other_families_get_the_smallest_register_shape_that_holds_the_row() {
+        let dev = DeviceProfile::h200();
+        // 256 rows of 16K: route says main; capacity 4096 float4 holds it.
+        let p = plan_reg(&shape(256, 16_384, 512), &dev).unwrap();
+        assert_eq!((p.entry.blk, p.entry.vpt), (1024, 4));
+        assert_eq!(p.source, RegSource::Nearest(Family::Main));
+        assert_eq!(p.variant(), "reg(for main)/blk1024/v4");
+        assert_eq!((p.plan.cmp, p.plan.qc, p.plan.deg), (2560, 1024, false));
+        // 1 row of 16K+: route says main/clus, still fits.
+        let p = plan_reg(&shape(1, 16_387, 512), &dev).unwrap();
+        assert_eq!(p.entry.vpt, 4);
+        // Longer rows are refused with a reason.
+        let err = plan_reg(&shape(1, 16_448, 512), &dev).unwrap_err();
+        assert!(err.contains("capacity"), "{err}");
+        let err = plan_reg(&shape(1, 1 << 20, 1024), &dev).unwrap_err();
+        assert!(err.contains("capacity"), "{err}");
+    }
+
+    #[test]
+    fn every_admitted_plan_is_launchable_and_holds_the_row() {
+        let dev = DeviceProfile::h200();
+        let bs = [0usize, 1, 2, 31, 64, 131, 132, 133, 256, 1000, 1024];
+        let mut ns: Vec<usize> = vec![0, 1, 3, 511, 512, 513, 1023, 1027, 2049, 4160, 4161];
+        ns.extend((0..40).map(|i| 1 + i * 421));
+        ns.extend([8255, 8256, 8257, 8319, 16_380, 16_383, 16_384, 16_387]);
+        ns.retain(|&n| n / 4 <= 4096);
+        for k in SUPPORTED_K {
+            for &b in &bs {
+                for &n in &ns {
+                    let s = shape(b, n, k);
+                    let p = plan_reg(&s, &dev).unwrap_or_else(|e| panic!("b={b} n={n} k={k}: {e}"));
+                    let ctx = format!("b={b} n={n} k={k}: {p:?}");
+                    assert!(REG_ENTRIES.contains(&p.entry), "{ctx}");
+                    assert!(n / 4 <= p.entry.capacity4(), "{ctx}");
+                    assert!(
+                        p.dyn_smem_bytes + STATIC_SMEM_BYTES <= dev.smem_optin,
+                        "{ctx}"
+                    );
+                    assert!(
+                        p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + 2 * p.plan.cmp) * 4,
+                        "{ctx}"
+                    );
+                    if p.entry.img {
+                        assert!(p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + n + 3) * 4);
+                    }
+                    assert_eq!(p.plan.deg, n <= 4 * k + 64, "{ctx}");
+                    assert!(p.plan.cmp <= n, "{ctx}");
+                    assert_eq!(p.args.k as usize, k);
+                    assert_eq!(p.args.cmp as usize, p.plan.cmp);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_the_kernel_cannot_take_are_refused() {
+        let dev = DeviceProfile::h200();
+        assert!(plan_reg(&shape(1, 4096, 256), &dev)
+            .unwrap_err()
+            .contains("k = 256"));
+        let bad_pad = Shape {
+            rows: 1,
+            n: 100,
+            npad: 100,
+            k: 512,
+        };
+        assert!(plan_reg(&bad_pad, &dev).unwrap_err().contains("npad"));
+        assert!(create(None)
+            .err()
+            .expect("no GPU")
+            .to_string()
+            .contains("GPU"));
+    }
+}

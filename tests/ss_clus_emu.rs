@@ -1,0 +1,529 @@
+//! Runs the real `kernels/ss_clus.cu` (reg_clus) source on the CPU, with
+//! thread-block clusters emulated (tests/ss_emu/cluster.cuh), and checks it
+//! exact; plus the NVRTC spill gate for its entry points.
+
+use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
+use gvr_bench::gpu::sources::{declared_entries, SS_CLUS};
+
+#[test]
+fn ss_clus_entries_compile_without_spills_or_stack() {
+    let declared = declared_entries(SS_CLUS.code);
+    for name in ["ss_regclus_v1", "ss_regclus_v2", "ss_regclus_v4"] {
+        assert!(
+            declared.iter().any(|d| d == name),
+            "{name} not declared: {declared:?}"
+        );
+    }
+    if !nvrtc_available() {
+        if std::env::var_os("CI").is_some() {
+            panic!("libnvrtc not found but CI is set: {NVRTC_INSTALL_HINT}");
+        }
+        println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
+        return;
+    }
+    let report = compile_report(&SS_CLUS, &[], DEFAULT_ARCH).expect("ss_clus.cu compiles");
+    println!("{}", report.log);
+    for name in &declared {
+        let entry = report
+            .entries
+            .iter()
+            .find(|e| &e.name == name)
+            .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
+        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+        assert!(
+            entry.registers <= 64,
+            "{name}: {} registers",
+            entry.registers
+        );
+    }
+    for line in report.log.lines() {
+        if line.contains("spill stores") {
+            assert!(
+                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
+                "spill in ss_clus.cu: {line}\n{}",
+                report.log
+            );
+        }
+    }
+}
+
+mod ss_support;
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
+use gvr_bench::gpu::sources::HEADERS;
+use gvr_bench::grid::Batch;
+use ss_support::batch;
+
+/// RC_TR_* bits of ss_clus.cu.
+const TR_ESCAPE: u32 = 1;
+const TR_WHOLE: u32 = 2;
+const TR_RANK: u32 = 4;
+const TR_NARROW: u32 = 8;
+const TR_GUARD: u32 = 16;
+const TR_FIRSTK: u32 = 32;
+
+/// Build the cluster emulator once per source version; `None` without g++.
+fn emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if Command::new("g++").arg("--version").output().is_err() {
+                eprintln!("SKIPPED: g++ not found, the ss_clus.cu host emulation cannot be built");
+                return None;
+            }
+            let ss_common = HEADERS
+                .iter()
+                .find(|(name, _)| *name == "ss_common.cuh")
+                .expect("ss_common.cuh is an NVRTC header")
+                .1;
+            // Mutation testing: GVR_SS_CLUS_EMU_SOURCE=<path> runs a modified
+            // kernel through the same checks.
+            let kernel = std::env::var("GVR_SS_CLUS_EMU_SOURCE")
+                .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_EMU_SOURCE"))
+                .unwrap_or_else(|_| SS_CLUS.code.to_string());
+            let sources = [
+                ("common.cuh", include_str!("ss_emu/common.cuh")),
+                ("cluster.cuh", include_str!("ss_emu/cluster.cuh")),
+                ("ss_common.cuh", ss_common),
+                ("ss_clus.cu", kernel.as_str()),
+                ("clus_main.cpp", include_str!("ss_emu/clus_main.cpp")),
+            ];
+            let mut hasher = DefaultHasher::new();
+            sources.hash(&mut hasher);
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("ss-clus-emu-{:016x}", hasher.finish()));
+            let exe = dir.join("emu");
+            if exe.is_file() {
+                return Some(exe);
+            }
+            std::fs::create_dir_all(&dir).expect("emulator dir");
+            for (name, text) in sources {
+                std::fs::write(dir.join(name), text).expect("write emulator source");
+            }
+            let building = dir.join(format!("emu.{}.tmp", std::process::id()));
+            let status = Command::new("g++")
+                .args([
+                    "-O1",
+                    "-std=c++17",
+                    "-U_FORTIFY_SOURCE",
+                    "-DSS_EMULATION",
+                    "-w",
+                    "-o",
+                ])
+                .arg(&building)
+                .arg(dir.join("clus_main.cpp"))
+                .status()
+                .expect("run g++");
+            assert!(
+                status.success(),
+                "g++ failed to build the emulator in {}",
+                dir.display()
+            );
+            std::fs::rename(&building, &exe).expect("install emulator");
+            Some(exe)
+        })
+        .as_deref()
+}
+
+/// Emulator entry ids of clus_main.cpp: 0..2 are the compiled BLK-1024
+/// entries (VPT 1/2/4), 3..5 BLK 64, 6..8 BLK 128.
+fn small_entry(blk: u32, vpt: u32) -> u32 {
+    let base = if blk == 64 { 3 } else { 6 };
+    base + vpt.trailing_zeros()
+}
+
+/// Dynamic shared memory of a CTA of `blk` threads (ss_clus.cu RC_SMEM_WORDS).
+fn smem_bytes(blk: u32) -> u32 {
+    (128 + 3 * 1024 + 2 * 4 * blk) * 4
+}
+
+/// Run every row of `b` as one cluster of `cs` CTAs; check exactness;
+/// return each row's path-trace bits.
+fn emu_check(
+    exe: &Path,
+    b: &Batch,
+    entry: u32,
+    cs: u32,
+    blk: u32,
+    hint_free: bool,
+    label: &str,
+) -> Vec<u32> {
+    let header = [
+        0x55EE_0C01u32,
+        entry,
+        cs,
+        blk,
+        smem_bytes(blk),
+        b.rows as u32,
+        b.npad as u32,
+        b.k as u32,
+        hint_free as u32,
+        b.rows as u32,
+    ];
+    let mut bytes = Vec::new();
+    for w in header {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    for x in &b.logits {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    for &n in &b.n {
+        bytes.extend_from_slice(&(n as i32).to_le_bytes());
+    }
+    for h in &b.hints {
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    let dir = exe.parent().expect("emulator dir");
+    let mut hasher = DefaultHasher::new();
+    label.hash(&mut hasher);
+    let tag = format!("{}-{:016x}", std::process::id(), hasher.finish());
+    let input = dir.join(format!("in-{tag}.bin"));
+    let output = dir.join(format!("out-{tag}.bin"));
+    std::fs::write(&input, &bytes).expect("write input");
+    let result = Command::new(exe)
+        .arg(&input)
+        .arg(&output)
+        .output()
+        .expect("run emulator");
+    let _ = std::fs::remove_file(&input);
+    assert!(
+        result.status.success(),
+        "{label}: emulator failed ({}): {}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let raw = std::fs::read(&output).expect("emulator output");
+    let _ = std::fs::remove_file(&output);
+    let words: Vec<i32> = raw
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(words.len(), b.rows * b.k + b.rows, "{label}");
+    let (out, trace) = words.split_at(b.rows * b.k);
+    if b.n
+        .iter()
+        .zip(b.logits.chunks(b.npad))
+        .any(|(&n, row)| row[..n as usize].iter().any(|x| x.is_nan()))
+    {
+        // NaN order is implementation-specific (spec §1.6): structure only.
+        for r in 0..b.rows {
+            let slots = &out[r * b.k..(r + 1) * b.k];
+            let n = b.n[r] as usize;
+            if n <= b.k {
+                assert!(
+                    check_row(b.row(r), b.k, slots).is_ok(),
+                    "{label} row {r}: short row"
+                );
+                continue;
+            }
+            let mut seen = slots.to_vec();
+            seen.sort_unstable();
+            seen.dedup();
+            assert_eq!(seen.len(), b.k, "{label} row {r}: duplicate indices");
+            assert!(
+                slots.iter().all(|&i| i >= 0 && (i as usize) < n),
+                "{label} row {r}: index out of range"
+            );
+        }
+    } else {
+        let status = check_batch(b, out);
+        assert!(status.is_exact(), "{label}: {status:?}");
+    }
+    trace.iter().map(|&t| t as u32).collect()
+}
+
+/// Hint lists of one row, by mode.
+fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut ChaCha8Rng) -> Vec<i32> {
+    let n = row.len().max(1);
+    match mode {
+        "perfect" => reference_topk(row, k),
+        "random" => (0..k).map(|_| rng.random_range(0..n as i32)).collect(),
+        "absent" => vec![-1; k],
+        "junk" => (0..k)
+            .map(|i| if i % 2 == 0 { n as i32 + i as i32 } else { -5 })
+            .collect(),
+        "degenerate" => vec![0; k],
+        _ => unreachable!("hint mode {mode}"),
+    }
+}
+
+const HINT_MODES: [&str; 5] = ["perfect", "random", "absent", "junk", "degenerate"];
+
+/// One launch over rows drawn from every generator × hint mode, row lengths
+/// cycling through `lengths`.
+fn generated_batch(rng: &mut ChaCha8Rng, k: usize, lengths: &[usize], modes: &[&str]) -> Batch {
+    let mut rows = Vec::new();
+    let mut hints = Vec::new();
+    let mut i = 0usize;
+    for g in &row_generators() {
+        for mode in modes {
+            let n = lengths[i % lengths.len()];
+            i += 1;
+            let row = (g.generate)(rng as &mut dyn RngCore, n);
+            hints.push(hints_for(&row, k, mode, rng));
+            rows.push(row);
+        }
+    }
+    batch(&rows, &hints, k)
+}
+
+#[test]
+fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
+    // 64- and 128-thread CTAs keep the emulation fast and shrink the
+    // candidate slabs (4·BLK per rank), so the capacity escape, narrowing
+    // refine and O(m²) rank all happen on ordinary rows.
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(4242);
+    let mut seen = 0u32;
+    for blk in [64u32, 128] {
+        for cs in [2u32, 4, 8] {
+            for vpt in [1u32, 2, 4] {
+                let cap = (cs * blk * vpt * 4) as usize;
+                let k = [37usize, 100, 256][(cs.trailing_zeros() as usize + vpt as usize) % 3]
+                    .min(cap / 4);
+                // Full cluster, full minus a 3-element tail (n not a multiple
+                // of 4), exactly the float4 capacity plus a tail, half, just
+                // above k, short rows, and one row too long for the cluster.
+                let lengths = [
+                    cap,
+                    cap - 3,
+                    cap + 3,
+                    cap / 2 + 1,
+                    k + 1,
+                    k,
+                    k / 2,
+                    cap + 64,
+                ];
+                let b = generated_batch(&mut rng, k, &lengths, &HINT_MODES);
+                let entry = small_entry(blk, vpt);
+                let label = format!("blk={blk} cs={cs} vpt={vpt} k={k}");
+                for t in emu_check(exe, &b, entry, cs, blk, false, &label) {
+                    seen |= t;
+                }
+                let free = generated_batch(&mut rng, k, &lengths, &["absent"]);
+                for t in emu_check(
+                    exe,
+                    &free,
+                    entry,
+                    cs,
+                    blk,
+                    true,
+                    &format!("{label} hint-free"),
+                ) {
+                    seen |= t;
+                    assert!(
+                        t == 0 || t & TR_FIRSTK != 0,
+                        "{label}: hint-free row did not use the first k values"
+                    );
+                }
+            }
+        }
+    }
+    for (bit, path) in [
+        (TR_ESCAPE, "escape"),
+        (TR_WHOLE, "whole crossing bin"),
+        (TR_RANK, "O(m²) rank"),
+        (TR_NARROW, "narrowing refine"),
+        (TR_GUARD, "bracket guard"),
+        (TR_FIRSTK, "first-k bracket"),
+    ] {
+        assert!(
+            seen & bit != 0,
+            "no row took the {path} path (bits {seen:#x})"
+        );
+    }
+}
+
+#[test]
+fn constructed_paths_report_the_expected_trace() {
+    let Some(exe) = emulator() else { return };
+    let (blk, cs, vpt) = (64u32, 4u32, 2u32);
+    let k = 100usize;
+    let n = 2000usize;
+    let spread: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32).collect();
+    // Perfect hints of distinct values: the crossing bin holds the k-th
+    // value alone (or with few neighbours) → whole or O(m²) rank.
+    let perfect = reference_topk(&spread, k);
+    // All hints on one position: Tv == GMAX, the hint bracket is rejected
+    // and the first k values bracket instead.
+    let degenerate = vec![3; k];
+    // ... and when the first k values are all equal too, the guard sends the
+    // row to the whole-row escape.
+    let mut flat_head = spread.clone();
+    for x in flat_head.iter_mut().take(k) {
+        *x = 5.0;
+    }
+    // Hints on only the two largest values: a valid bracket with fewer than
+    // k values at or above Tv, so the scan pins the (uncounted) trash bin
+    // and the row takes the escape.
+    let top = reference_topk(&spread, 2);
+    let two_top: Vec<i32> = (0..k).map(|i| top[i % 2]).collect();
+    // The threshold value repeated 600 times (hints bracket [1, 2]): the
+    // crossing bin holds 600 > 96 candidates, the refine narrows in key space.
+    let two: Vec<f32> = (0..n)
+        .map(|i| match i {
+            0..=49 => 2.0,
+            50..=649 => 1.0,
+            _ => 0.0,
+        })
+        .collect();
+    let two_hints: Vec<i32> = (0..k as i32).collect();
+    // Too long for the cluster's registers → escape.
+    let long: Vec<f32> = (0..(cs * blk * vpt * 4) as usize + 8)
+        .map(|i| i as f32)
+        .collect();
+    let long_hints = reference_topk(&long, k);
+    let b = batch(
+        &[spread.clone(), spread.clone(), two, long, flat_head, spread],
+        &[
+            perfect,
+            degenerate.clone(),
+            two_hints,
+            long_hints,
+            degenerate,
+            two_top,
+        ],
+        k,
+    );
+    let trace = emu_check(
+        exe,
+        &b,
+        small_entry(blk, vpt),
+        cs,
+        blk,
+        false,
+        "constructed",
+    );
+    assert_eq!(
+        trace[0] & (TR_ESCAPE | TR_NARROW),
+        0,
+        "perfect hints: {:#x}",
+        trace[0]
+    );
+    assert_ne!(
+        trace[0] & (TR_WHOLE | TR_RANK),
+        0,
+        "perfect hints: {:#x}",
+        trace[0]
+    );
+    assert_eq!(
+        trace[1] & (TR_ESCAPE | TR_FIRSTK),
+        TR_FIRSTK,
+        "degenerate hints: {:#x}",
+        trace[1]
+    );
+    assert_eq!(
+        trace[4],
+        TR_FIRSTK | TR_ESCAPE | TR_GUARD,
+        "degenerate hints, flat head"
+    );
+    assert_eq!(trace[5], TR_ESCAPE, "fewer than k values in the bracket");
+    assert_eq!(trace[2], TR_NARROW, "two-valued row");
+    assert_eq!(
+        trace[3] & TR_ESCAPE,
+        TR_ESCAPE,
+        "row longer than the cluster"
+    );
+}
+
+#[test]
+fn randomized_rows_match_the_reference() {
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    let generators = row_generators();
+    for round in 0..6 {
+        let blk = if round % 2 == 0 { 64u32 } else { 128 };
+        let cs = 1u32 << rng.random_range(1..=3);
+        let vpt = 1u32 << rng.random_range(0..=2);
+        let cap = (cs * blk * vpt * 4) as usize;
+        let k = rng.random_range(1..=cap / 3);
+        let mut rows = Vec::new();
+        let mut hints = Vec::new();
+        for _ in 0..12 {
+            let n = rng.random_range(k + 1..=cap + 3);
+            let g = &generators[rng.random_range(0..generators.len())];
+            let row = (g.generate)(&mut rng as &mut dyn RngCore, n);
+            let mode = HINT_MODES[rng.random_range(0..HINT_MODES.len())];
+            hints.push(hints_for(&row, k, mode, &mut rng));
+            rows.push(row);
+        }
+        let b = batch(&rows, &hints, k);
+        let label = format!("random #{round} blk={blk} cs={cs} vpt={vpt} k={k}");
+        emu_check(exe, &b, small_entry(blk, vpt), cs, blk, round == 5, &label);
+    }
+}
+
+#[test]
+fn compiled_entries_at_full_size_are_exact() {
+    // The three BLK-1024 entry bodies at route-sized rows (k = 512/1024,
+    // 4096-slot slabs): one cluster size each, a few rows.
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for (entry, vpt, cs, n, k) in [
+        (0u32, 1u32, 8u32, 32_768usize, 512usize),
+        (1, 2, 4, 30_001, 1024),
+        (2, 4, 2, 32_771, 512),
+    ] {
+        let cap = (cs * 1024 * vpt * 4) as usize;
+        assert!(n <= cap + 3);
+        let gens = row_generators();
+        let mut rows = Vec::new();
+        let mut hints = Vec::new();
+        for (g, mode) in [
+            (0usize, "perfect"),
+            (0, "random"),
+            (1, "perfect"),
+            (2, "absent"),
+        ] {
+            let row = (gens[g].generate)(&mut rng as &mut dyn RngCore, n);
+            hints.push(hints_for(&row, k, mode, &mut rng));
+            rows.push(row);
+        }
+        let b = batch(&rows, &hints, k);
+        emu_check(
+            exe,
+            &b,
+            entry,
+            cs,
+            1024,
+            false,
+            &format!("entry {entry} cs={cs} n={n} k={k}"),
+        );
+    }
+}
+
+#[test]
+fn nan_rows_keep_the_output_structure() {
+    // NaN order is implementation-specific (spec §1.6): k unique in-range
+    // indices, whether NaN sits in the hints (bracket guard → escape) or
+    // only in the row (trash bin).
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let n = 1500usize;
+    let k = 64usize;
+    let mut rows = Vec::new();
+    let mut hints = Vec::new();
+    for r in 0..4 {
+        let mut row: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
+        for i in (r..n).step_by(37) {
+            row[i] = if i % 2 == 0 { f32::NAN } else { -f32::NAN };
+        }
+        hints.push(if r % 2 == 0 {
+            reference_topk(&row, k)
+        } else {
+            vec![-1; k]
+        });
+        rows.push(row);
+    }
+    let b = batch(&rows, &hints, k);
+    emu_check(exe, &b, small_entry(64, 2), 4, 64, false, "nan rows");
+}

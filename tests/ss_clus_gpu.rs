@@ -1,0 +1,195 @@
+//! On-device exactness of the `ss-regclus` arm (kernels/ss_clus.cu, thread-
+//! block clusters on the H200): every routed (CS, VPT) shape with every row
+//! generator and hint mode, varlen rows, the adversarial suite, NaN rows
+//! (structure), a forced launch with more clusters than are co-resident
+//! (they run in waves), and two launches per staging.
+//!
+//! Runs only with `GVR_GPU_TESTS=1` (set on the H200; there a missing GPU
+//! fails). Without the switch the plan half still runs on the CPU (every
+//! shape below must be admitted with the intended cluster shape) and the
+//! GPU half announces that it was not run.
+
+mod ss_support;
+
+use std::sync::Arc;
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::arms::ss_clus::{self, plan_regclus};
+use gvr_bench::arms::Shape;
+use gvr_bench::exact::{check_batch, reference_topk, row_generators, suite};
+use gvr_bench::gpu::Gpu;
+use gvr_bench::grid::Batch;
+use gvr_bench::route::DeviceProfile;
+use ss_support::batch;
+
+fn open_gpu() -> Option<Arc<Gpu>> {
+    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
+        return None;
+    }
+    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
+}
+
+/// Run `ss-regclus` twice on `b`; check every row (NaN rows: structure only).
+fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {
+    let mut arm = ss_clus::create("ss-regclus", Some(gpu.clone())).expect("arm builds");
+    let variant = arm.variant(&Shape::of(b));
+    arm.stage(b)
+        .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+    arm.poison_output().unwrap();
+    for launch in 0..2 {
+        arm.launch()
+            .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
+        let out = arm.read_output().unwrap_or_else(|e| panic!("{label}: {e}"));
+        let nan_rows: Vec<usize> = (0..b.rows)
+            .filter(|&r| b.row(r).iter().any(|x| x.is_nan()))
+            .collect();
+        if nan_rows.is_empty() {
+            let status = check_batch(b, &out);
+            assert!(
+                status.is_exact(),
+                "{label} ({variant:?}) launch {launch}: {status:?}"
+            );
+        } else {
+            for r in nan_rows {
+                let slots = &out[r * b.k..(r + 1) * b.k];
+                let mut seen = slots.to_vec();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), b.k, "{label} row {r}: duplicate indices");
+                assert!(
+                    slots
+                        .iter()
+                        .all(|&i| i >= 0 && (i as usize) < b.row(r).len()),
+                    "{label} row {r}"
+                );
+            }
+        }
+    }
+}
+
+fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
+    match mode % 4 {
+        0 => reference_topk(row, k),
+        1 => (0..k)
+            .map(|_| rng.random_range(0..row.len() as i32))
+            .collect(),
+        2 => vec![-1; k],
+        _ => vec![0; k], // degenerate: one position → bracket guard
+    }
+}
+
+/// `rows` rows of length `n`, generators and hint modes cycling.
+fn generated(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
+    let gens = row_generators();
+    let mut data = Vec::new();
+    let mut hints = Vec::new();
+    for r in 0..rows {
+        let row = (gens[r % gens.len()].generate)(rng as &mut dyn RngCore, n);
+        hints.push(hints_for(&row, k, r / gens.len() + r, rng));
+        data.push(row);
+    }
+    batch(&data, &hints, k)
+}
+
+/// (rows, n, cluster, vpt) for every routed reg_clus shape kind on the H200.
+const ROUTED: [(usize, usize, u32, u32); 6] = [
+    (1, 32_768, 8, 1),
+    (1, 65_536, 8, 2),
+    (1, 131_072, 8, 4),
+    (16, 32_768, 4, 2),
+    (16, 65_536, 4, 4),
+    (64, 32_768, 2, 4),
+];
+
+#[test]
+fn routed_shapes_are_exact_on_the_gpu() {
+    let dev = DeviceProfile::h200();
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let gpu = open_gpu();
+    for (rows, n, cs, vpt) in ROUTED {
+        for k in [512usize, 1024] {
+            let b = generated(&mut rng, rows.max(12), n, k);
+            let plan = plan_regclus(
+                &Shape {
+                    rows,
+                    ..Shape::of(&b)
+                },
+                &dev,
+            )
+            .expect("admitted");
+            assert_eq!(
+                (plan.cluster, plan.vpt, plan.routed),
+                (cs, vpt, true),
+                "rows={rows} n={n} k={k}"
+            );
+            if let Some(gpu) = &gpu {
+                // The batch may hold more rows than the routed shape (to
+                // cover every generator); the route's shape is checked above.
+                gpu_check(gpu, &b, &format!("rows={rows} n={n} k={k}"));
+                let exact_rows = generated(&mut rng, rows, n, k);
+                gpu_check(gpu, &exact_rows, &format!("routed rows={rows} n={n} k={k}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
+    let dev = DeviceProfile::h200();
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let Some(gpu) = open_gpu() else { return };
+    // Varlen: one launch, lengths from short rows to the cluster's limit.
+    for k in [512usize, 1024] {
+        let lengths = [
+            1usize,
+            k,
+            k + 1,
+            4_097,
+            17_003,
+            30_001,
+            32_768,
+            65_539,
+            131_075,
+        ];
+        let gens = row_generators();
+        let mut data = Vec::new();
+        let mut hints = Vec::new();
+        for (i, &n) in lengths.iter().enumerate() {
+            let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
+            hints.push(hints_for(&row, k, i, &mut rng));
+            data.push(row);
+        }
+        gpu_check(&gpu, &batch(&data, &hints, k), &format!("varlen k={k}"));
+    }
+    // NaN sprinkled rows (structure only), both signs.
+    let mut data = Vec::new();
+    for _ in 0..4 {
+        let mut row: Vec<f32> = (0..40_000).map(|_| rng.random::<f32>()).collect();
+        for _ in 0..300 {
+            let i = rng.random_range(0..row.len());
+            row[i] = if rng.random::<bool>() {
+                f32::NAN
+            } else {
+                -f32::NAN
+            };
+        }
+        data.push(row);
+    }
+    gpu_check(&gpu, &batch(&data, &[], 512), "nan rows");
+    // More 8-CTA clusters than are co-resident (15): they run in waves.
+    let b = generated(&mut rng, 40, 100_000, 512);
+    let plan = plan_regclus(&Shape::of(&b), &dev).unwrap();
+    assert_eq!(plan.cluster, 8);
+    gpu_check(&gpu, &b, "waves of 8-CTA clusters");
+    // The adversarial suite, where the arm admits the shape.
+    for k in [512usize, 1024] {
+        for case in suite(k) {
+            if plan_regclus(&Shape::of(&case.batch), &dev).is_ok() {
+                gpu_check(&gpu, &case.batch, &case.name);
+            }
+        }
+    }
+}

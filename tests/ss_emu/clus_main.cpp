@@ -1,0 +1,92 @@
+// Host emulator driver for kernels/ss_clus.cu (reg_clus), see cluster.cuh
+// here and tests/ss_clus_emu.rs. Usage: emu <input> <output>.
+// Input (little-endian): 10 u32 header {magic 0x55EE0C01, entry id, cluster
+// size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows},
+// f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
+// Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
+// path-trace bits (RC_TR_* in ss_clus.cu). Exit 0 on success; non-zero with a
+// message on stderr for a deadlock, a bad load or a bad DSMEM access.
+#include "cluster.cuh"
+
+#include "ss_clus.cu"
+
+#include <climits>
+
+typedef void (*Body)(const float*, const i32*, const i32*, i32*, const RcParams);
+
+template <int BLK, int VPT>
+void body_of(const float* a, const i32* b, const i32* c, i32* d, const RcParams p) {
+    ss_regclus_body<BLK, VPT>(a, b, c, d, p);
+}
+
+// Ids 0..2: the compiled entries (BLK 1024, VPT 1/2/4); 3..8: small CTAs
+// (BLK 64 and 128) with proportionally small candidate slabs.
+static Body body_by_id(u32 id, u32* blk) {
+    switch (id) {
+        case 0: *blk = 1024; return body_of<1024, 1>;
+        case 1: *blk = 1024; return body_of<1024, 2>;
+        case 2: *blk = 1024; return body_of<1024, 4>;
+        case 3: *blk = 64; return body_of<64, 1>;
+        case 4: *blk = 64; return body_of<64, 2>;
+        case 5: *blk = 64; return body_of<64, 4>;
+        case 6: *blk = 128; return body_of<128, 1>;
+        case 7: *blk = 128; return body_of<128, 2>;
+        case 8: *blk = 128; return body_of<128, 4>;
+        default: return nullptr;
+    }
+}
+
+struct Launch {
+    Body body;
+    const float* logits;
+    const i32* n;
+    const i32* hints;
+    i32* out;
+    RcParams p;
+};
+static Launch g_launch;
+
+static void run_kernel() { g_launch.body(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p); }
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: emu <input> <output>\n");
+        return 2;
+    }
+    FILE* in = std::fopen(argv[1], "rb");
+    if (!in) return 2;
+    u32 h[10];
+    if (std::fread(h, 4, 10, in) != 10 || h[0] != 0x55EE0C01u) return 2;
+    const u32 id = h[1], cs = h[2], block = h[3], smem = h[4], rows = h[5], npad = h[6], k = h[7];
+    const u32 hint_free = h[8];
+    const u32 emu_rows = std::min(h[9], rows);
+    std::vector<float> logits((size_t)rows * npad);
+    std::vector<i32> n(rows), hints((size_t)rows * k);
+    if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
+    if (std::fread(n.data(), 4, n.size(), in) != n.size()) return 2;
+    if (std::fread(hints.data(), 4, hints.size(), in) != hints.size()) return 2;
+    std::fclose(in);
+    u32 blk = 0;
+    Body body = body_by_id(id, &blk);
+    if (!body || blk != block || cs < 1 || cs > 8 || smem > 256 * 1024 || smem < RC_SMEM_WORDS(blk) * 4) {
+        std::fprintf(stderr, "EMU: bad launch (entry %u, cs %u, block %u, smem %u)\n", id, cs, block, smem);
+        return 2;
+    }
+    std::vector<i32> out((size_t)rows * k, INT_MIN);
+    emu::logits_base = logits.data();
+    emu::logits_len = logits.size();
+    emu::guard_npad = npad;
+    emu::guard_n = n.data();
+    emu::cl::smem_bytes = smem;
+    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, 0u}};
+    emu::grid_dim = dim3e{cs, rows, 1u};
+    emu::trace.assign(rows, 0u);
+    std::mt19937 rng(777u + rows * 13u + cs);
+    for (u32 y = 0; y < emu_rows; ++y) emu::cl::run_cluster(0, y, cs, block, run_kernel, rng, (unsigned char)(0xA5 + y));
+    FILE* o = std::fopen(argv[2], "wb");
+    if (!o) return 2;
+    std::fwrite(out.data(), 4, out.size(), o);
+    std::fwrite(emu::trace.data(), 4, emu::trace.size(), o);
+    std::fclose(o);
+    return 0;
+}

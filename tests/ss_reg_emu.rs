@@ -1,0 +1,609 @@
+//! Runs the real `kernels/ss_reg.cu` source on the CPU and checks it exact,
+//! and compiles it for sm_90a with NVRTC (no spills, no stack frame).
+//!
+//! The kernel is compiled with g++ against `tests/ss_emu/common.cuh` (every
+//! CUDA thread a fiber switched at barriers and warp collectives; loads
+//! bounds-checked so a read past a row's n aborts; dynamic shared memory
+//! pre-filled with garbage) and driven by `tests/ss_emu/reg_main.cpp`. This
+//! executes the kernel's own control flow, cursors and escapes. It does not
+//! model the memory model or true interleaving between barriers; the GPU test
+//! `ss_reg_gpu.rs` covers those on the H200.
+//!
+//! Skips (passes with a note) when g++ is not installed.
+
+mod nvrtc_support;
+mod ss_support;
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
+use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTES};
+use gvr_bench::arms::Shape;
+use gvr_bench::exact::{check_row, reference_topk, row_generators};
+use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
+use gvr_bench::gpu::sources::{declared_entries, HEADERS, SS_REG};
+use gvr_bench::grid::Batch;
+use gvr_bench::route::DeviceProfile;
+use ss_support::batch;
+
+const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
+
+// SS_RTR_* of ss_reg.cu.
+const SHORT: u32 = 1;
+const DEG: u32 = 2;
+const HINT: u32 = 4;
+const FIRSTK: u32 = 8;
+const ESC_GUARD: u32 = 16;
+const ESC_TRASH: u32 = 32;
+const ESC_CMP: u32 = 64;
+const WHOLE: u32 = 128;
+const RANK: u32 = 256;
+const NARROW: u32 = 512;
+const OVERSIZE: u32 = 1024;
+
+/// Build the emulator once per source version; `None` if g++ is missing.
+fn emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            if Command::new("g++").arg("--version").output().is_err() {
+                eprintln!("SKIPPED: g++ not found, the ss_reg.cu host emulation cannot be built");
+                return None;
+            }
+            let ss_common = HEADERS
+                .iter()
+                .find(|(name, _)| *name == "ss_common.cuh")
+                .expect("ss_common.cuh is an NVRTC header")
+                .1;
+            assert!(
+                SS_REG.code.contains(DYN_SMEM_DECL),
+                "dynamic smem declaration moved"
+            );
+            let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
+            let sources = [
+                ("common.cuh", include_str!("ss_emu/common.cuh")),
+                ("ss_common.cuh", ss_common),
+                ("ss_reg.cu", kernel.as_str()),
+                ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
+            ];
+            let mut hasher = DefaultHasher::new();
+            sources.hash(&mut hasher);
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("ss-reg-emu-{:016x}", hasher.finish()));
+            let exe = dir.join("emu");
+            if exe.is_file() {
+                return Some(exe);
+            }
+            std::fs::create_dir_all(&dir).expect("emulator dir");
+            for (name, text) in sources {
+                std::fs::write(dir.join(name), text).expect("write emulator source");
+            }
+            let building = dir.join(format!("emu.{}.tmp", std::process::id()));
+            let status = Command::new("g++")
+                .args([
+                    "-O1",
+                    "-std=c++17",
+                    "-U_FORTIFY_SOURCE",
+                    "-DSS_EMULATION",
+                    "-w",
+                    "-o",
+                ])
+                .arg(&building)
+                .arg(dir.join("main.cpp"))
+                .status()
+                .expect("run g++");
+            assert!(status.success(), "g++ failed in {}", dir.display());
+            std::fs::rename(&building, &exe).expect("install emulator");
+            Some(exe)
+        })
+        .as_deref()
+}
+
+/// One emulated launch.
+#[derive(Debug, Clone, Copy)]
+struct RegEmu {
+    /// Index in reg_main.cpp's table (0..5 = REG_ENTRIES, 5.. small CTAs).
+    entry: u32,
+    block: u32,
+    nbh: u32,
+    args: SsRegArgs,
+    /// Rows actually emulated (a prefix of the batch).
+    rows: usize,
+}
+
+/// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
+/// Id 7 stages the row image (IMG) with 4·64·4 + 4 words.
+const SMALL: [(u32, u32, u32, u32); 3] = [(6, 64, 1, 256), (7, 64, 4, 256), (8, 128, 2, 512)];
+
+impl RegEmu {
+    /// The launch `ss-reg` plans for the batch.
+    fn planned(b: &Batch, rows: usize) -> RegEmu {
+        let p = plan_reg(&Shape::of(b), &DeviceProfile::h200()).expect("plan");
+        RegEmu {
+            entry: REG_ENTRIES.iter().position(|e| *e == p.entry).unwrap() as u32,
+            block: p.entry.blk,
+            nbh: p.entry.nbh,
+            args: p.args,
+            rows,
+        }
+    }
+
+    /// Entry `id` with the §5.1 CMP / QC for the batch's longest row.
+    fn forced(id: u32, b: &Batch, rows: usize) -> RegEmu {
+        let (block, nbh) = if (id as usize) < REG_ENTRIES.len() {
+            let e = REG_ENTRIES[id as usize];
+            (e.blk, e.nbh)
+        } else {
+            let s = SMALL.iter().find(|s| s.0 == id).expect("small entry");
+            (s.1, s.3)
+        };
+        let n = b.n_max();
+        let deg = n <= 4 * b.k + 64;
+        RegEmu {
+            entry: id,
+            block,
+            nbh,
+            args: SsRegArgs {
+                npad: b.npad as u32,
+                k: b.k as u32,
+                cmp: if deg { n } else { n.min(2560) } as u32,
+                qc: 96,
+                use_hints: 1,
+            },
+            rows,
+        }
+    }
+
+    /// hist | ck | ci, or the IMG image when it is larger than ck | ci.
+    fn dyn_smem(&self) -> u32 {
+        let cmp = self.args.cmp as usize;
+        let bytes = match REG_ENTRIES.get(self.entry as usize) {
+            Some(e) => e.dyn_smem_bytes(cmp),
+            None if self.entry == 7 => (self.nbh as usize + (2 * cmp).max(self.capacity() + 1)) * 4,
+            None => (self.nbh as usize + 2 * cmp) * 4,
+        };
+        bytes as u32
+    }
+
+    fn capacity(&self) -> usize {
+        let vpt = if (self.entry as usize) < REG_ENTRIES.len() {
+            REG_ENTRIES[self.entry as usize].vpt
+        } else {
+            SMALL.iter().find(|s| s.0 == self.entry).unwrap().2
+        };
+        4 * (self.block * vpt) as usize + 3
+    }
+}
+
+/// Run the launch; check every emulated row; return the rows' trace bits.
+fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
+    let a = &launch.args;
+    let dyn_smem = launch.dyn_smem();
+    let header = [
+        0x55EE_0002u32,
+        launch.entry,
+        b.rows as u32,
+        launch.block,
+        dyn_smem,
+        b.npad as u32,
+        b.k as u32,
+        launch.rows as u32,
+    ];
+    let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints];
+    let mut bytes = Vec::new();
+    for w in header.iter().chain(&params) {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    for x in &b.logits {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    for &n in &b.n {
+        bytes.extend_from_slice(&(n as i32).to_le_bytes());
+    }
+    for h in &b.hints {
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    let dir = exe.parent().expect("emulator dir");
+    let mut hasher = DefaultHasher::new();
+    label.hash(&mut hasher);
+    let tag = format!("{}-{:016x}", std::process::id(), hasher.finish());
+    let input = dir.join(format!("in-{tag}.bin"));
+    let output = dir.join(format!("out-{tag}.bin"));
+    std::fs::write(&input, &bytes).expect("write input");
+    let result = Command::new(exe)
+        .arg(&input)
+        .arg(&output)
+        .output()
+        .expect("run emulator");
+    let _ = std::fs::remove_file(&input);
+    assert!(
+        result.status.success(),
+        "{label}: emulator failed ({}): {}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let raw = std::fs::read(&output).expect("emulator output");
+    let _ = std::fs::remove_file(&output);
+    let words: Vec<i32> = raw
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(words.len(), b.rows * b.k + b.rows, "{label}");
+    let (out, trace) = words.split_at(b.rows * b.k);
+    let model = RegModel {
+        nbh: launch.nbh,
+        capacity4: (launch.capacity() - 3) / 4,
+        cmp: a.cmp as usize,
+        qc: a.qc as usize,
+        use_hints: a.use_hints != 0,
+    };
+    for r in 0..launch.rows {
+        let label = format!("{label} row {r}");
+        check_row_any(b, r, &out[r * b.k..(r + 1) * b.k], &label);
+        // The CPU model takes the same path (same bracket, bins, escapes).
+        let mut counts = RegCounts::default();
+        let modelled = select_row_reg(b.row(r), b.hints(r), b.k, &model, &mut counts);
+        check_row_any(b, r, &modelled, &format!("{label} (model)"));
+        assert_eq!(
+            trace[r] as u32,
+            counts.trace_bits(),
+            "{label} (n = {}): kernel path bits vs the model's {counts:?}",
+            b.n[r]
+        );
+    }
+    trace[..launch.rows].iter().map(|&t| t as u32).collect()
+}
+
+/// Tie-aware exact for NaN-free rows; for rows with NaN (order is
+/// implementation-specific, §1.6) every slot must still hold a unique index
+/// in [0, n).
+fn check_row_any(b: &Batch, r: usize, out: &[i32], label: &str) {
+    let row = b.row(r);
+    if row.len() <= b.k || !row.iter().any(|x| x.is_nan()) {
+        if let Err(reason) = check_row(row, b.k, out) {
+            panic!("{label} (n = {}): {reason}", row.len());
+        }
+        return;
+    }
+    let mut seen = HashSet::new();
+    for &i in out {
+        assert!(
+            i >= 0 && (i as usize) < row.len() && seen.insert(i),
+            "{label}: NaN row slot {i} (n = {})",
+            row.len()
+        );
+    }
+}
+
+/// Constructed rows beyond the shared generators: ties at the threshold,
+/// −inf tails (with fewer than k finite values too), NaN, extremes whose
+/// width overflows.
+fn special_rows(rng: &mut ChaCha8Rng, n: usize, k: usize) -> Vec<(&'static str, Vec<f32>)> {
+    let spread: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % n.max(1)) as f32 / n.max(1) as f32)
+        .collect();
+    let mut ties = spread.clone();
+    // The k-th largest value repeated 150 times around the threshold.
+    let kth = {
+        let mut s = spread.clone();
+        s.sort_by(|a, b| b.total_cmp(a));
+        s[k.min(n) - 1]
+    };
+    for x in ties.iter_mut() {
+        if (*x - kth).abs() < 75.0 / n as f32 {
+            *x = kth;
+        }
+    }
+    let neg_inf_tail: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < n / 2 {
+                spread[i]
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect();
+    let few_finite: Vec<f32> = (0..n)
+        .map(|i| {
+            if i % 7 == 0 && i < k {
+                spread[i]
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect();
+    let nan: Vec<f32> = (0..n)
+        .map(|i| if i % 5 == 0 { f32::NAN } else { spread[i] })
+        .collect();
+    let extremes: Vec<f32> = (0..n)
+        .map(|_| match rng.random_range(0..4) {
+            0 => f32::MAX,
+            1 => -f32::MAX,
+            2 => f32::INFINITY,
+            _ => rng.random_range(-1.0f32..1.0),
+        })
+        .collect();
+    vec![
+        ("ties_at_threshold", ties),
+        ("neg_inf_tail", neg_inf_tail),
+        ("few_finite", few_finite),
+        ("nan", nan),
+        ("extremes", extremes),
+        ("all_neg_inf", vec![f32::NEG_INFINITY; n]),
+    ]
+}
+
+/// Hint list number `mode` for a row: perfect, random, absent, one index
+/// repeated, out of range, only the very top (bracket too high → trash bin).
+fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
+    let n = row.len().max(1) as i32;
+    match mode % 6 {
+        0 => reference_topk(row, k),
+        1 => (0..k).map(|_| rng.random_range(0..n)).collect(),
+        2 => vec![-1; k],
+        3 => vec![rng.random_range(0..n); k],
+        4 => (0..k as i32)
+            .map(|i| match i % 3 {
+                0 => n + i,
+                1 => i32::MAX - i,
+                _ => -i - 2,
+            })
+            .collect(),
+        _ => {
+            let top = reference_topk(row, 8.min(row.len()));
+            (0..k).map(|i| top[i % top.len().max(1)]).collect()
+        }
+    }
+}
+
+/// Rows of length `n` from every generator and construction, hint mode
+/// rotating with the row (shifted by `shift`).
+fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rows: Vec<Vec<f32>> = row_generators()
+        .iter()
+        .map(|g| (g.generate)(&mut rng as &mut dyn RngCore, n))
+        .collect();
+    rows.extend(special_rows(&mut rng, n, k).into_iter().map(|(_, r)| r));
+    let hints: Vec<Vec<i32>> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, row)| hints_for(row, k, r + shift, &mut rng))
+        .collect();
+    batch(&rows, &hints, k)
+}
+
+#[test]
+fn every_compiled_entry_is_exact_on_adversarial_rows() {
+    let Some(exe) = emulator() else { return };
+    let mut seen = 0u32;
+    for (id, e) in REG_ENTRIES.iter().enumerate() {
+        let cap = 4 * e.capacity4() + 3;
+        for (j, k) in [512usize, 1024, 2048].into_iter().enumerate() {
+            if k >= cap {
+                continue;
+            }
+            // Full capacity with a 3-element tail, the DEG boundary, and a
+            // length that is not a multiple of 4 in between.
+            let mut ns = vec![cap, ((k + cap) / 2) | 1];
+            if 4 * k + 65 <= cap {
+                ns.extend([4 * k + 64, 4 * k + 65]);
+            }
+            for (i, n) in ns.into_iter().enumerate() {
+                let b = adversarial_batch(n, k, i + j, 1000 + id as u64 * 31 + i as u64);
+                let launch = RegEmu::forced(id as u32, &b, b.rows);
+                let label = format!("{} n={n} k={k}", e.name());
+                for bits in emu_check(exe, &b, &launch, &label) {
+                    seen |= bits;
+                }
+            }
+        }
+    }
+    for (bit, name) in [
+        (DEG, "DEG bracket"),
+        (HINT, "hint bracket"),
+        (FIRSTK, "first-k bracket"),
+        (ESC_GUARD, "guard escape"),
+        (ESC_TRASH, "trash-bin escape"),
+        (WHOLE, "whole crossing bin"),
+        (RANK, "rank refine"),
+        (NARROW, "narrowing refine"),
+    ] {
+        assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
+}
+
+#[test]
+fn hint_free_mode_and_varlen_rows_are_exact() {
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    let lens = [0usize, 1, 3, k - 1, k, k + 1, k + 3, 2113, 2114, 3001, 4099];
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let generators = row_generators();
+    let rows: Vec<Vec<f32>> = lens
+        .iter()
+        .enumerate()
+        .map(|(r, &n)| (generators[r % generators.len()].generate)(&mut rng as &mut dyn RngCore, n))
+        .collect();
+    let hints: Vec<Vec<i32>> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, row)| hints_for(row, k, r, &mut rng))
+        .collect();
+    let b = batch(&rows, &hints, k);
+    let mut seen = 0;
+    for use_hints in [1, 0] {
+        // Planned: a wide batch of n_max 4099, k = 512 → the regimg entry.
+        let mut launch = RegEmu::planned(&b, b.rows);
+        assert_eq!(
+            REG_ENTRIES[launch.entry as usize].name(),
+            "ss_regimg_b1024_v1",
+            "{launch:?}"
+        );
+        launch.args.use_hints = use_hints;
+        for bits in emu_check(exe, &b, &launch, &format!("varlen hints={use_hints}")) {
+            seen |= bits;
+        }
+        if use_hints == 0 {
+            assert!(seen & FIRSTK != 0);
+        }
+    }
+    assert!(seen & SHORT != 0 && seen & DEG != 0, "{seen:#x}");
+}
+
+#[test]
+fn tiny_capacities_force_every_escape_and_stay_exact() {
+    // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
+    // k: crossing bins above CMP, rank vs narrowing, rows longer than the
+    // register capacity (through a per-row n the plan never makes).
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(2026);
+    let generators = row_generators();
+    let mut seen = 0u32;
+    for &(id, blk, vpt, _) in &SMALL {
+        for round in 0..6 {
+            let cap = 4 * (blk * vpt) as usize + 3;
+            let k = [1usize, 7, 16, 37, 100, 200][round];
+            if k + 1 >= cap {
+                continue;
+            }
+            let count = 14;
+            let rows: Vec<Vec<f32>> = (0..count)
+                .map(|r| {
+                    let n = rng.random_range(k + 1..=cap);
+                    if r < generators.len() {
+                        (generators[r].generate)(&mut rng as &mut dyn RngCore, n)
+                    } else {
+                        let specials = special_rows(&mut rng, n, k);
+                        specials[r % specials.len()].1.clone()
+                    }
+                })
+                .collect();
+            let hints: Vec<Vec<i32>> = rows
+                .iter()
+                .enumerate()
+                .map(|(r, row)| hints_for(row, k, r + round, &mut rng))
+                .collect();
+            let b = batch(&rows, &hints, k);
+            for (cmp, qc) in [(4u32, 0u32), (40, 8), (4096, 4096), (2, 1000)] {
+                let mut launch = RegEmu::forced(id, &b, b.rows);
+                launch.args.cmp = cmp;
+                launch.args.qc = qc;
+                launch.args.use_hints = (round % 2) as u32;
+                let label = format!("small {id} k={k} cmp={cmp} qc={qc} #{round}");
+                for bits in emu_check(exe, &b, &launch, &label) {
+                    seen |= bits;
+                }
+            }
+        }
+    }
+    // Rows longer than the CTA's register capacity: exact from global memory.
+    let long = row_generators()[0].generate;
+    let rows: Vec<Vec<f32>> = (0..3)
+        .map(|i| long(&mut rng as &mut dyn RngCore, 900 + i * 333))
+        .collect();
+    let b = batch(&rows, &[], 50);
+    let launch = RegEmu::forced(6, &b, b.rows);
+    assert!(b.n_max() > launch.capacity());
+    for bits in emu_check(exe, &b, &launch, "oversize rows") {
+        assert_eq!(bits, OVERSIZE, "{bits:#x}");
+    }
+    for (bit, name) in [
+        (ESC_CMP, "CMP escape"),
+        (RANK, "rank refine"),
+        (NARROW, "narrowing refine"),
+        (WHOLE, "whole bin"),
+    ] {
+        assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
+}
+
+#[test]
+fn random_rows_match_the_reference() {
+    // Randomized: lengths, k, value distributions (with heavy duplication)
+    // and hints, on the real entries, checked against the exact reference.
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(99);
+    for trial in 0..5 {
+        let id = trial % REG_ENTRIES.len();
+        let e = REG_ENTRIES[id];
+        let cap = 4 * e.capacity4() + 3;
+        let k = [512usize, 1024, 2048]
+            .into_iter()
+            .filter(|&k| k < cap)
+            .nth(trial % 2)
+            .unwrap_or(512);
+        let rows: Vec<Vec<f32>> = (0..4)
+            .map(|_| {
+                let n = rng.random_range(k + 1..=cap);
+                let levels = rng.random_range(1..2000);
+                (0..n)
+                    .map(|_| rng.random_range(0..levels) as f32 * 0.25 - 100.0)
+                    .collect()
+            })
+            .collect();
+        let hints: Vec<Vec<i32>> = rows
+            .iter()
+            .enumerate()
+            .map(|(r, row)| hints_for(row, k, r + trial, &mut rng))
+            .collect();
+        let b = batch(&rows, &hints, k);
+        emu_check(
+            exe,
+            &b,
+            &RegEmu::forced(id as u32, &b, b.rows),
+            &format!("random {} k={k} #{trial}", e.name()),
+        );
+    }
+}
+
+#[test]
+fn ss_reg_entries_compile_without_spills() {
+    let declared = declared_entries(SS_REG.code);
+    let mut names: Vec<String> = REG_ENTRIES.iter().map(|e| e.name()).collect();
+    names.sort();
+    let mut got = declared.clone();
+    got.sort();
+    assert_eq!(got, names, "declared entries vs REG_ENTRIES");
+    if !nvrtc_support::nvrtc_or_skip() {
+        return;
+    }
+    let report = compile_report(&SS_REG, &[], DEFAULT_ARCH).expect("ss_reg.cu compiles");
+    for e in REG_ENTRIES {
+        let info =
+            nvrtc_support::assert_entry_fits(&report, &e.name(), e.blk, STATIC_SMEM_BYTES as usize);
+        // MINB CTAs of BLK threads must fit the 64K-register file too.
+        assert!(
+            info.registers as u64 * e.blk as u64 * e.minb as u64 <= 65_536,
+            "{}: {} registers for MINB {}",
+            e.name(),
+            info.registers,
+            e.minb
+        );
+    }
+    // Out-of-line device functions (ss_narrow_emit) report their own spills.
+    for line in report.log.lines() {
+        if line.contains("spill stores") {
+            assert!(
+                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
+                "spill in ss_reg.cu: {line}\n{}",
+                report.log
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "diagnostic: prints the ptxas log of ss_reg.cu"]
+fn dump_ss_reg_ptxas_log() {
+    let report = compile_report(&SS_REG, &[], DEFAULT_ARCH).expect("compiles");
+    println!("{}", report.log);
+}

@@ -1,0 +1,184 @@
+//! Exactness of the `ss-reg` GPU arm (kernels/ss_reg.cu) on the H200: every
+//! compiled entry point (through shapes the route sends to it, plus a shape
+//! the route sends elsewhere), the adversarial row generators, ties, ±inf,
+//! −inf tails, NaN (structure only), varlen rows with n ≤ k, hints perfect /
+//! random / absent / degenerate / out of range, and the hint-free mode. Each
+//! batch runs twice on one staging (no state may leak between launches).
+//!
+//! Runs only with `GVR_GPU_TESTS=1` (set on the H200), where a missing GPU
+//! fails the test; without the switch the plan half still runs (every shape
+//! below plans to the entry it is meant to cover) and the GPU half is
+//! announced as not run.
+
+mod ss_support;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::arms::ss_reg::{plan_reg, RegSource, SsReg, REG_ENTRIES};
+use gvr_bench::arms::{Arm, Shape};
+use gvr_bench::exact::{check_row, reference_topk, row_generators};
+use gvr_bench::gpu::Gpu;
+use gvr_bench::grid::Batch;
+use gvr_bench::route::DeviceProfile;
+use ss_support::batch;
+
+fn open_gpu() -> Option<Arc<Gpu>> {
+    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
+        return None;
+    }
+    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
+}
+
+/// (rows, n, k), the entry (BLK, VPT) it must plan to, and whether the
+/// route itself picked a register family for it.
+type ShapeCase = (usize, usize, usize, (u32, u32), bool);
+
+const SHAPES: &[ShapeCase] = &[
+    (8, 1024, 512, (256, 1), true),
+    (300, 2048, 1024, (512, 1), true),
+    (16, 4096, 512, (1024, 1), true), // regimg entry
+    (64, 4096, 2048, (1024, 1), true),
+    (256, 4099, 512, (512, 2), true),
+    (132, 16_384, 2048, (1024, 4), true),
+    (1, 16_387, 512, (1024, 4), true),
+    (1024, 8192, 512, (1024, 4), false), // route: main
+];
+
+fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
+    let n = row.len().max(1) as i32;
+    match mode % 6 {
+        0 => reference_topk(row, k),
+        1 => (0..k).map(|_| rng.random_range(0..n)).collect(),
+        2 => vec![-1; k],
+        3 => vec![rng.random_range(0..n); k],
+        4 => (0..k as i32).map(|i| n + i).collect(),
+        _ => {
+            let top = reference_topk(row, 8.min(row.len()));
+            (0..k).map(|i| top[i % top.len().max(1)]).collect()
+        }
+    }
+}
+
+/// `rows` rows of length `n` (every 7th row a varlen short row), values from
+/// the generators plus ties at the threshold, −inf tails and NaN.
+fn shape_batch(rows: usize, n: usize, k: usize, seed: u64) -> Batch {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let generators = row_generators();
+    let data: Vec<Vec<f32>> = (0..rows)
+        .map(|r| {
+            let len = if r % 7 == 6 {
+                rng.random_range(0..=k)
+            } else {
+                n
+            };
+            match r % (generators.len() + 3) {
+                g if g < generators.len() => {
+                    (generators[g].generate)(&mut rng as &mut dyn RngCore, len)
+                }
+                g if g == generators.len() => {
+                    (0..len).map(|_| rng.random_range(0..40) as f32).collect()
+                }
+                g if g == generators.len() + 1 => (0..len)
+                    .map(|i| {
+                        if i < len / 3 {
+                            i as f32
+                        } else {
+                            f32::NEG_INFINITY
+                        }
+                    })
+                    .collect(),
+                _ => (0..len)
+                    .map(|i| {
+                        if i % 9 == 0 {
+                            f32::NAN
+                        } else {
+                            (i % 101) as f32
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let hints: Vec<Vec<i32>> = data
+        .iter()
+        .enumerate()
+        .map(|(r, row)| hints_for(row, k, r, &mut rng))
+        .collect();
+    batch(&data, &hints, k)
+}
+
+fn check(b: &Batch, out: &[i32], label: &str) {
+    for r in 0..b.rows {
+        let row = b.row(r);
+        let slots = &out[r * b.k..(r + 1) * b.k];
+        if row.len() > b.k && row.iter().any(|x| x.is_nan()) {
+            let mut seen = HashSet::new();
+            for &i in slots {
+                assert!(
+                    i >= 0 && (i as usize) < row.len() && seen.insert(i),
+                    "{label} row {r}: NaN row slot {i}"
+                );
+            }
+        } else if let Err(reason) = check_row(row, b.k, slots) {
+            panic!("{label} row {r} (n = {}): {reason}", row.len());
+        }
+    }
+}
+
+#[test]
+fn every_entry_is_exact_on_the_h200() {
+    let dev = DeviceProfile::h200();
+    let mut covered = HashSet::new();
+    for &(rows, n, k, (blk, vpt), routed) in SHAPES {
+        let b = shape_batch(rows, n, k, 1);
+        let plan = plan_reg(&Shape::of(&b), &dev).expect("plans");
+        assert_eq!(
+            (plan.entry.blk, plan.entry.vpt),
+            (blk, vpt),
+            "{rows}x{n} k={k}"
+        );
+        assert_eq!(matches!(plan.source, RegSource::Routed(_)), routed);
+        covered.insert(plan.entry.name());
+    }
+    assert_eq!(covered.len(), REG_ENTRIES.len(), "every entry has a shape");
+
+    let Some(gpu) = open_gpu() else { return };
+    for (i, &(rows, n, k, _, _)) in SHAPES.iter().enumerate() {
+        let b = shape_batch(rows, n, k, 100 + i as u64);
+        for use_hints in [true, false] {
+            let mut arm = SsReg::new(gpu.clone()).with_hints(use_hints);
+            let label = format!(
+                "{rows}x{n} k={k} hints={use_hints} {:?}",
+                arm.variant(&Shape::of(&b))
+            );
+            arm.stage(&b)
+                .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+            arm.poison_output().unwrap();
+            for launch in 0..2 {
+                arm.launch()
+                    .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
+                let out = arm.read_output().unwrap();
+                check(&b, &out, &format!("{label} launch {launch}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn registry_builds_ss_reg() {
+    let Some(gpu) = open_gpu() else { return };
+    let arm = gvr_bench::arms::registry::create("ss-reg", Some(gpu)).expect("ss-reg builds");
+    assert_eq!(arm.name(), "ss-reg");
+    let too_long = Shape {
+        rows: 1,
+        n: 1 << 20,
+        npad: 1 << 20,
+        k: 1024,
+    };
+    assert!(arm.admits(&too_long).is_err());
+}
