@@ -81,8 +81,8 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss-reg",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the register family (regimg shapes run reg)",
-        admits: "rows of at most 4096 float4 (n < 16448)",
+        description: "self-sampling V2 forced to the register family (reg, or regimg where the route picks it)",
+        admits: "rows of at most 4096 float4 plus a 3-value tail (n <= 16387)",
     },
     ArmInfo {
         name: "ss-clus",

@@ -195,6 +195,19 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if n4 <= 4096 && wide {
         return Some(reg(1024, 4, 1, 2048, "reg: n/4 <= 4096, wide batch"));
     }
+    if dev.reg_for_wide_k2048 && n4 <= 4096 && k > 1024 && b > 2 * sms {
+        // Measured on the H200 (reports/h200/2026-12-02b, same run): at
+        // K = 2048 and B = 512/1024 the register kernel beats main by
+        // 1.0–1.5× for n <= 8K (main's BLK 256 launches are staging-bound
+        // at 3 CTAs/SM and a quarter of the row survives the threshold).
+        return Some(reg(
+            1024,
+            4,
+            1,
+            2048,
+            "reg (H200, measured): K = 2048, n/4 <= 4096, more than 2·SMs rows",
+        ));
+    }
     None
 }
 
@@ -444,5 +457,33 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod h200_rung_tests {
+    use super::*;
+
+    #[test]
+    fn wide_k2048_rows_up_to_4096_float4_go_to_reg_on_the_h200_only() {
+        let h200 = DeviceProfile::h200();
+        let b200 = DeviceProfile::b200();
+        for b in [512usize, 1024, 8192] {
+            for n in [4111usize, 8207, 16387] {
+                let d = route(b, n, n.div_ceil(64) * 64, 2048, &h200);
+                assert_eq!(d.family, Family::Reg, "b={b} n={n}");
+                assert_eq!((d.blk, d.reg.unwrap().vpt), (1024, 4));
+                assert_eq!(
+                    route(b, n, n.div_ceil(64) * 64, 2048, &b200).family,
+                    Family::Main
+                );
+            }
+            // One float4 past the register capacity streams.
+            assert_eq!(route(b, 16399, 16448, 2048, &h200).family, Family::Main);
+            // K <= 1024 keeps main (measured faster there).
+            assert_eq!(route(b, 8195, 8256, 1024, &h200).family, Family::Main);
+        }
+        // 2·SMs rows or fewer: unchanged.
+        assert_eq!(route(256, 8207, 8256, 2048, &h200).family, Family::Main);
     }
 }

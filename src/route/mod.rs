@@ -32,6 +32,13 @@ pub struct DeviceProfile {
     /// `None`: fall back to the upstream B200 rule (b·cs ≤ SMs, and no
     /// 8-CTA clusters beyond 15 rows).
     pub max_active_clusters: Option<[u32; 5]>,
+    /// Pick BLK/MINB of one-CTA-per-row main launches by wave efficiency
+    /// (`route::params::wave_aware_blk`) rather than by the B200 batch bands.
+    pub wave_aware_main: bool,
+    /// Route K = 2048 rows of n/4 <= 4096 to the register family when the
+    /// batch has more than 2·SMs rows (an H200 rung measured against main;
+    /// not in the B200 route).
+    pub reg_for_wide_k2048: bool,
 }
 
 impl DeviceProfile {
@@ -46,6 +53,8 @@ impl DeviceProfile {
             max_cluster: 8,
             max_cluster_nonportable: 16,
             max_active_clusters: Some([132, 66, 30, 15, 7]),
+            wave_aware_main: true,
+            reg_for_wide_k2048: true,
         }
     }
 
@@ -59,6 +68,8 @@ impl DeviceProfile {
             max_cluster: 8,
             max_cluster_nonportable: 16,
             max_active_clusters: None,
+            wave_aware_main: false,
+            reg_for_wide_k2048: false,
         }
     }
 

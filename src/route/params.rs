@@ -36,6 +36,9 @@ pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
 pub struct MainParams {
     /// SM count of the device the launch was planned for (`big`, BLK/MINB).
     pub sms: u32,
+    /// BLK/MINB of a one-CTA-per-row launch chosen by wave efficiency
+    /// ([`DeviceProfile::wave_aware_main`]) instead of the spec's batch bands.
+    pub wave_aware: bool,
     /// Rows in the launch (used for `big`, BLK/MINB and `tshg`).
     pub b: usize,
     /// Valid row length the sample geometry was derived for.
@@ -110,7 +113,15 @@ impl MainParams {
         if k == self.k {
             return *self;
         }
-        params_for_sms(self.b, self.n, self.npad, k, self.r, self.sms)
+        params_for_sms(
+            self.b,
+            self.n,
+            self.npad,
+            k,
+            self.r,
+            self.sms,
+            self.wave_aware,
+        )
     }
 
     /// The per-row recomputation of the varlen kernels (§3.1, §6.3): the same
@@ -121,7 +132,15 @@ impl MainParams {
         if n_row == self.n {
             return *self;
         }
-        let fresh = params_for_sms(self.b, n_row, self.npad, self.k, self.r, self.sms);
+        let fresh = params_for_sms(
+            self.b,
+            n_row,
+            self.npad,
+            self.k,
+            self.r,
+            self.sms,
+            self.wave_aware,
+        );
         MainParams {
             n: n_row,
             aim: fresh.aim,
@@ -208,7 +227,7 @@ pub fn main_params(
     r: u32,
     dev: &DeviceProfile,
 ) -> MainParams {
-    params_for_sms(b, n, npad, k, r, dev.sms)
+    params_for_sms(b, n, npad, k, r, dev.sms, dev.wave_aware_main)
 }
 
 fn params_for_sms(
@@ -218,6 +237,7 @@ fn params_for_sms(
     k: usize,
     r: u32,
     device_sms: u32,
+    wave_aware: bool,
 ) -> MainParams {
     let r = r.max(1);
     let sms = device_sms as u64;
@@ -255,6 +275,8 @@ fn params_for_sms(
     let q = n4.div_ceil(r as usize);
     let (blk, minb) = if big {
         (1024, 1)
+    } else if wave_aware {
+        wave_aware_blk(b, scap, cmp, sms)
     } else if (b as u64) <= 2 * sms {
         (512, 2)
     } else {
@@ -267,6 +289,7 @@ fn params_for_sms(
     let smem_bytes = ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32;
     MainParams {
         sms: device_sms,
+        wave_aware,
         b,
         n,
         npad,
@@ -293,6 +316,51 @@ fn params_for_sms(
         tshg,
         vstg,
         smem_bytes,
+    }
+}
+
+/// Shared memory one SM hands out to resident CTAs (sm_90: 228 KiB).
+const SMEM_PER_SM: usize = 233_472;
+/// Per-CTA shared memory besides the staging: `SsShared` (~1.5 KiB, rounded
+/// up) plus the 1 KiB the driver reserves per CTA.
+const MAIN_CTA_SMEM_EXTRA: usize = 3 * 1024;
+
+/// Resident CTAs per SM of a one-CTA-per-row main launch: the entry's MINB
+/// (its register budget) or what the staging leaves room for, whichever is
+/// smaller. The staging is `(scap + 4 + cmp + 1)` 8-byte pairs — the
+/// footprint `arms::ss::plan` launches with.
+pub fn main_ctas_per_sm(minb: u32, scap: usize, cmp: usize) -> u32 {
+    let per_cta = (scap + 4 + cmp + 1) * 8 + MAIN_CTA_SMEM_EXTRA;
+    (SMEM_PER_SM / per_cta).clamp(1, minb as usize) as u32
+}
+
+/// Fraction of the resident slots the launch keeps busy, over its waves:
+/// `rows / (waves · slots)`.
+pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
+    let slots = slots.max(1);
+    let waves = (rows as u64).div_ceil(slots).max(1);
+    rows as f64 / (waves * slots) as f64
+}
+
+/// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
+/// H200: the spec picks by batch band (BLK 512 up to 2·SMs rows, else 256),
+/// which at K = 2048 puts B = 512 on BLK 256 at 3 CTAs/SM (staging-bound):
+/// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
+/// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
+/// 2 %) keep the spec's band, so only clear wins move.
+fn wave_aware_blk(b: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
+    let spec = if (b as u64) <= 2 * sms {
+        (512, 2)
+    } else {
+        (256, 4)
+    };
+    let eff =
+        |(_, minb): (u32, u32)| wave_efficiency(b, sms * main_ctas_per_sm(minb, scap, cmp) as u64);
+    let other = if spec.0 == 512 { (256, 4) } else { (512, 2) };
+    if eff(other) > eff(spec) * 1.02 {
+        other
+    } else {
+        spec
     }
 }
 
@@ -499,5 +567,53 @@ mod tests {
                 ..main_params(4, 50_000, 200_064, 2048, 1, &h)
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod wave_tests {
+    use super::*;
+    use crate::route::DeviceProfile;
+
+    #[test]
+    fn staging_bounds_k2048_blk256_to_three_ctas_per_sm() {
+        assert_eq!(main_ctas_per_sm(4, 8192, 1024), 3);
+        assert_eq!(main_ctas_per_sm(4, 4096, 1024), 4);
+        assert_eq!(main_ctas_per_sm(2, 8192, 1024), 2);
+    }
+
+    #[test]
+    fn wave_efficiency_counts_the_last_wave() {
+        assert!((wave_efficiency(512, 396) - 512.0 / 792.0).abs() < 1e-12);
+        assert!((wave_efficiency(264, 264) - 1.0).abs() < 1e-12);
+        assert!((wave_efficiency(1, 264) - 1.0 / 264.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn h200_moves_only_the_k2048_big_batches_to_blk512() {
+        let h200 = DeviceProfile::h200();
+        let b200 = DeviceProfile::b200();
+        for b in [133usize, 256, 264, 265, 512, 1024, 2048, 8192] {
+            for k in [512usize, 1024, 2048] {
+                let n = 131_072;
+                let spec = main_params(b, n, n, k, 1, &b200);
+                let ours = main_params(b, n, n, k, 1, &h200);
+                assert!(!spec.wave_aware && ours.wave_aware);
+                let spec_band = if b <= 264 { 512 } else { 256 };
+                let expect = if k == 2048 && (b == 512 || b == 1024) {
+                    512
+                } else if k == 2048 && b > 264 {
+                    // Whichever fills its last wave better, never a tie-break flip.
+                    ours.blk
+                } else {
+                    spec_band
+                };
+                assert_eq!(ours.blk, expect, "b={b} k={k}");
+                assert_eq!(ours.minb, if ours.blk == 512 { 2 } else { 4 });
+                assert_eq!(ours.u, 8);
+            }
+        }
+        // The B200 profile keeps the spec's bands (the §3.12 tables).
+        assert_eq!(main_params(512, 131_072, 131_072, 2048, 1, &b200).blk, 256);
     }
 }
