@@ -250,3 +250,58 @@ fn nan_rows_fill_every_slot_with_unique_indices() {
         }
     }
 }
+
+/// One arm instance (one SPLIT workspace: counters, slabs, per-row pass
+/// histograms) serves SPLIT batches of different shapes back to back, never
+/// re-zeroed in between: a finisher that left a count or a histogram bin
+/// behind corrupts the next launch's crossing, so every later row must still
+/// be exact.
+#[test]
+fn split_workspace_is_restored_across_shapes() {
+    let shapes: [(usize, usize, usize); 4] = [
+        (1, 131_075, 2048),
+        (32, 262_144, 512),
+        (3, 70_001, 1024),
+        (1, 131_075, 2048),
+    ];
+    for &(rows, n, k) in &shapes {
+        let shape = Shape {
+            rows,
+            n,
+            npad: npad_for(n),
+            k,
+        };
+        let plan = ss::plan(Mode::ForcedMain, &shape, &DeviceProfile::h200()).expect("planned");
+        assert!(
+            plan.entry.starts_with("ss_main_split"),
+            "B={rows} n={n} k={k} must plan SPLIT, got {}",
+            plan.entry
+        );
+    }
+    let Some(gpu) = open_gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(2026);
+    let generators = row_generators();
+    for name in ARMS {
+        let mut arm = ss::create(name, Some(gpu.clone())).expect("arm builds");
+        for round in 0..2 {
+            for (i, &(rows, n, k)) in shapes.iter().enumerate() {
+                let lists: Vec<Vec<f32>> = (0..rows)
+                    .map(|r| {
+                        let g = &generators[(r + i) % generators.len()];
+                        (g.generate)(&mut rng as &mut dyn RngCore, n)
+                    })
+                    .collect();
+                let b = batch(&lists, &[], k);
+                let label = format!("{name} round {round} B={rows} n={n} k={k}");
+                arm.stage(&b)
+                    .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+                arm.poison_output().unwrap();
+                arm.launch()
+                    .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
+                let out = arm.read_output().unwrap_or_else(|e| panic!("{label}: {e}"));
+                let status = check_batch(&b, &out);
+                assert!(status.is_exact(), "{label}: {status:?}");
+            }
+        }
+    }
+}
