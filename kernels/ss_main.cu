@@ -15,10 +15,9 @@
 //
 // SPLIT (R CTAs per row, §3.6): every part draws the same sample so all parts
 // agree on T without talking; each stages its slice's survivors into a global
-// per-row slab and adds its pass histogram into a per-row global histogram;
-// the last CTA to arrive (packed atomic counter) scans that histogram and
-// finishes the row alone from the slab; it also zeroes the row's counters and
-// histogram, so the workspace is zeroed once by the host and reused forever.
+// per-row slab; the last CTA to arrive (packed atomic counter) rebuilds the
+// histogram from the slab and finishes the row alone; it also zeroes the row's
+// counters, so the workspace is zeroed once by the host and reused forever.
 //
 // Entry points (one per compiled shape; `__launch_bounds__` gives each the
 // 64-register budget of the spec's BLK/MINB pairs):
@@ -77,16 +76,11 @@ struct SsMainParams {
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
 // << 32 | survivors), g_off[160] u32 at 1280 (slab fill cursor), slabs of
-// GCAP (value, index) pairs per row from byte 2048, then g_hist[160][256] u32
-// (per-row pass histogram: every part adds its local one before arriving, so
-// the finisher scans it instead of re-binning the slab; TUNING.md
-// 2026-12-02 "SPLIT global histogram"). Zeroed once by the host; the
-// finisher restores every row it touched.
+// GCAP (value, index) pairs per row from byte 2048.
 #define SS_MAXC 160u
 #define SS_GCAP 16384u
 #define SS_WS_OFF_OFFSET 1280u
 #define SS_WS_SLAB_OFFSET 2048u
-#define SS_WS_HIST_OFFSET 20973568u  // 2048 + SS_MAXC * SS_GCAP * 8
 #define SS_RANK_MAX 288u
 #define SS_REFINE_LEVELS 6
 #define SS_FALLBACK_LEVELS 8
@@ -217,13 +211,12 @@ __device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_
     }
 }
 
-// Stage one admitted survivor: histogram it and store it in slot
-// min(pos, scap) — slot scap is the trash slot that absorbs overflow. SPLIT
-// parts histogram too: the local histograms are summed in the workspace.
+// Stage one admitted survivor: histogram it (non-split) and store it in slot
+// min(pos, scap) — slot scap is the trash slot that absorbs overflow.
 template <bool SPLIT>
 __device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, float sc, u32 scap, u64* stage,
                                          u32* hist) {
-    red_shared_add(hist + ss_bin(x, tf, sc), 1u);
+    if (!SPLIT) red_shared_add(hist + ss_bin(x, tf, sc), 1u);
     stage[pos < scap ? pos : scap] = ss_pack(x, idx);
 }
 
@@ -408,22 +401,6 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// §3.7 one survivor of the cursor emit: admission test re-applied, certain
-// losers dropped, the rest take the next cursor slot of their bin.
-__device__ __forceinline__ void ss_emit_one(float x, u32 idx, float tf, float sc, u32 cross_bin, u32 above, u32 lim1,
-                                            bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
-    if (!(x >= tf)) return;
-    const u32 bin = ss_bin(x, tf, sc);
-    if (bin < cross_bin) return;  // certain loser
-    const u32 slot = atomicAdd(hist + bin, 1u);
-    if (slot < lim1) {
-        out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
-    } else if (!whole) {
-        const u32 q = slot - above;
-        if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
-    }
-}
-
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -434,33 +411,16 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         float x;
         u32 idx;
         src.get(i, &x, &idx);
-        ss_emit_one(x, idx, tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
-    }
-}
-
-// The SPLIT finisher's cursor emit over the global slab: the same per-item
-// steps, but each thread issues SS_SLAB_BATCH independent L2 loads before
-// consuming any, so a slab of m pairs costs about m / (BLK·SS_SLAB_BATCH)
-// dependent L2 round trips instead of m / BLK (the finisher is latency-bound:
-// the other SMs are idle by then).
-#define SS_SLAB_BATCH 4
-template <int BLK>
-__device__ __noinline__ void ss_cursor_emit_slab(const SsSrcSlab src, u32 count, float tf, float sc, u32 cross_bin,
-                                                 u32 above, u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64,
-                                                 i32* out) {
-    for (u32 i0 = threadIdx.x; i0 < count; i0 += (u32)(BLK * SS_SLAB_BATCH)) {
-        float x[SS_SLAB_BATCH];
-        u32 idx[SS_SLAB_BATCH];
-#pragma unroll
-        for (int u = 0; u < SS_SLAB_BATCH; ++u) {
-            const u32 i = i0 + (u32)(u * BLK);  // no wrap: count <= SS_GCAP
-            x[u] = __int_as_float(0x7fc00000);  // NaN: fails the admission test
-            idx[u] = 0u;
-            if (i < count) src.get(i, &x[u], &idx[u]);  // never past the filled slab
+        if (!(x >= tf)) continue;
+        const u32 bin = ss_bin(x, tf, sc);
+        if (bin < cross_bin) continue;  // certain loser
+        const u32 slot = atomicAdd(hist + bin, 1u);
+        if (slot < lim1) {
+            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
+        } else if (!whole) {
+            const u32 q = slot - above;
+            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
         }
-#pragma unroll
-        for (int u = 0; u < SS_SLAB_BATCH; ++u)
-            ss_emit_one(x[u], idx[u], tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
     }
 }
 
@@ -670,16 +630,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         u64* g_don = reinterpret_cast<u64*>(workspace);
         u32* g_off = reinterpret_cast<u32*>(workspace + SS_WS_OFF_OFFSET);
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-        u32* g_hist = reinterpret_cast<u32*>(workspace + SS_WS_HIST_OFFSET) + (u64)row * SS_BINS;
         const u32 myn = s.count;
         if (t == 0u) s.slab_base = atomicAdd(g_off + row, myn);
-        // Publish this part's pass histogram (every part bins with the same
-        // TF/SC: same sample, same hints). Exact: it counts every admitted
-        // survivor, overflowed or not, as the non-split pass does.
-        for (u32 b = t; b < SS_BINS; b += BLK) {
-            const u32 c = s.hist[b];
-            if (c != 0u) atomicAdd(g_hist + b, c);
-        }
         __syncthreads();
         const u32 base = s.slab_base;
         if (myn <= p.scap) {
@@ -722,27 +674,21 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         __syncthreads();
         const u64 old = s.don_old;
         if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
-        __threadfence();                            // acquire the other parts' slab and histogram writes
+        __threadfence();                            // acquire the other parts' slab writes
         if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
             g_off[row] = 0u;
             g_don[row] = 0ull;
         }
-        // The row's summed histogram (two bins per thread, one L2 round
-        // trip) replaces this part's own; restore the workspace bins to zero.
-        for (u32 b2 = t; b2 < SS_BINS / 2u; b2 += BLK) {
-            u64* gh2 = reinterpret_cast<u64*>(g_hist) + b2;
-            const u64 two = ld_cg_u64(gh2);
-            s.hist[2u * b2] = (u32)two;
-            s.hist[2u * b2 + 1u] = (u32)(two >> 32);
-            *gh2 = 0ull;
-        }
-        __syncthreads();  // s.hist complete before the scan (or the fallback's own reset)
         const u32 total = (u32)(old & 0xffffffffull) + myn;
         if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
         if (total <= SS_GCAP) {
-            // Emit and refine read the slab directly (no re-binning pass,
-            // no copy back into shared memory).
-            from_slab = true;
+            from_slab = total > p.scap;
+            for (u32 i = t; i < total; i += BLK) {
+                const u64 v = ld_cg_u64(slab + i);
+                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+                if (!from_slab) stage[i] = v;
+            }
+            __syncthreads();
             if (warp_id() == 0u) {
                 const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
                 if (lane_id() == 0u) s.total = tot;
@@ -771,8 +717,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                ss_cursor_emit_slab<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64,
-                                         O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
             } else {
                 SsSrcStage src;
                 src.p = stage;

@@ -41,13 +41,9 @@ pub const MAX_ROWS: usize = 65_535;
 /// workspace by row, so a SPLIT launch never has more rows than this.
 pub const SPLIT_MAX_ROWS: usize = 160;
 /// Workspace of SPLIT launches (§7): `g_don[160]` u64 | `g_off[160]` u32 |
-/// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs |
-/// `g_hist[160][256]` u32 (per-row sum of the parts' pass histograms, read
-/// by the finisher instead of re-binning the slab). Must match `SS_WS_*` in
-/// `kernels/ss_main.cu`; zeroed once, the kernel restores it.
-pub const WORKSPACE_BYTES: usize = WORKSPACE_HIST_OFFSET + SPLIT_MAX_ROWS * 256 * 4;
-/// Byte offset of `g_hist` in the SPLIT workspace (`SS_WS_HIST_OFFSET`).
-const WORKSPACE_HIST_OFFSET: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
+/// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
+/// match `SS_WS_*` in `kernels/ss_main.cu`.
+pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
 /// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
 /// `bin<<22 | index` form for BLK 256 is not implemented).
@@ -614,20 +610,11 @@ mod tests {
             "#define SS_GCAP 16384u",
             "#define SS_WS_OFF_OFFSET 1280u",
             "#define SS_WS_SLAB_OFFSET 2048u",
-            "#define SS_WS_HIST_OFFSET 20973568u",
         ] {
             assert!(code.contains(needle), "ss_main.cu lacks `{needle}`");
         }
         assert_eq!(SPLIT_SLAB_CAP, 16384);
-        assert_eq!(
-            WORKSPACE_HIST_OFFSET, 20_973_568,
-            "spec §7 size of counters + slabs"
-        );
-        assert_eq!(
-            WORKSPACE_BYTES,
-            20_973_568 + 160 * 256 * 4,
-            "plus the per-row histograms"
-        );
+        assert_eq!(WORKSPACE_BYTES, 20_973_568, "spec §7 size");
     }
 
     #[test]

@@ -142,10 +142,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::vector<i32> out((size_t)rows * k, INT_MIN);
-    // Layout of kernels/ss_main.cu (SS_WS_*): counters | slabs | g_hist[160][256].
-    const size_t ws_hist_offset = 2048 + (size_t)160 * 16384 * 8;
-    const size_t ws_hist_bytes = (size_t)160 * 256 * 4;
-    std::vector<unsigned char> workspace(ws_hist_offset + ws_hist_bytes, 0);
+    std::vector<unsigned char> workspace(2048 + (size_t)160 * 16384 * 8, 0);
     std::vector<u64> dyn((smem + 7) / 8 + 2);
     ss_dyn = dyn.data();
     emu::stacks.assign((size_t)block * STACK_BYTES, 0);
@@ -166,9 +163,8 @@ int main(int argc, char** argv) {
             run_cta(x, y, block);
         }
     }
-    // The SPLIT workspace must be back to zero (self-restoring, §7): the
-    // counters and the per-row histograms (slab contents are don't-care).
-    for (size_t i = 0; i < workspace.size(); i = (i == 2047 ? ws_hist_offset : i + 1)) {
+    // The SPLIT workspace must be back to zero (self-restoring, §7).
+    for (size_t i = 0; i < 2048; ++i) {
         if (workspace[i] != 0) {
             std::fprintf(stderr, "EMU: workspace byte %zu left at %u\n", i, workspace[i]);
             return 5;
