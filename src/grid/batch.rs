@@ -105,7 +105,11 @@ impl Batch {
     /// * `Independent`: row `r` takes step `r mod S` and its hints.
     ///
     /// Row stride is the cell's `npad`; `[n_r, npad)` holds the cell's pad value.
+    /// Rows are filled in parallel: a large case is up to 1 GiB, and one
+    /// thread copying it (and faulting in its fresh pages) takes a good part
+    /// of a second.
     pub fn form(cell: &CellData, b: usize, mode: RowsMode) -> Result<Batch> {
+        use rayon::prelude::*;
         validate_cell(cell)?;
         if b == 0 {
             return Err(GvrError::Usage(format!(
@@ -120,14 +124,19 @@ impl Batch {
             RowsMode::Replicate => steps - 1,
             RowsMode::Independent => r % steps,
         };
-        let mut logits = Vec::with_capacity(b * npad);
+        let mut logits = vec![0.0f32; b * npad];
+        logits
+            .par_chunks_mut(npad)
+            .enumerate()
+            .for_each(|(r, dst)| {
+                let row = cell.row(step_of_row(r));
+                dst[..row.len()].copy_from_slice(row);
+                dst[row.len()..].fill(cell.pad_value);
+            });
         let mut n = Vec::with_capacity(b);
         let mut hints = Vec::with_capacity(b * k);
         for r in 0..b {
             let s = step_of_row(r);
-            let row = cell.row(s);
-            logits.extend_from_slice(row);
-            logits.resize(logits.len() + (npad - row.len()), cell.pad_value);
             n.push(cell.n[s]);
             hints.extend_from_slice(cell.hints(s));
         }
@@ -179,52 +188,6 @@ impl Batch {
             RowsMode::Replicate => 1,
             RowsMode::Independent => steps.clamp(1, b.max(1)),
         }
-    }
-
-    /// [`Batch::form`] with the rows filled in parallel (same result). A
-    /// large case is up to 1 GiB; one thread copying it (and faulting in its
-    /// fresh pages) takes a good part of a second.
-    pub fn form_parallel(cell: &CellData, b: usize, mode: RowsMode) -> Result<Batch> {
-        use rayon::prelude::*;
-        validate_cell(cell)?;
-        if b == 0 {
-            return Err(GvrError::Usage(format!(
-                "cell {}: batch size must be at least 1",
-                cell.meta.id
-            )));
-        }
-        let steps = cell.steps();
-        let k = cell.k();
-        let npad = cell.npad;
-        let step_of_row = |r: usize| match mode {
-            RowsMode::Replicate => steps - 1,
-            RowsMode::Independent => r % steps,
-        };
-        let mut logits = vec![0.0f32; b * npad];
-        logits
-            .par_chunks_mut(npad)
-            .enumerate()
-            .for_each(|(r, dst)| {
-                let row = cell.row(step_of_row(r));
-                dst[..row.len()].copy_from_slice(row);
-                dst[row.len()..].fill(cell.pad_value);
-            });
-        let mut n = Vec::with_capacity(b);
-        let mut hints = Vec::with_capacity(b * k);
-        for r in 0..b {
-            let s = step_of_row(r);
-            n.push(cell.n[s]);
-            hints.extend_from_slice(cell.hints(s));
-        }
-        Ok(Batch {
-            rows: b,
-            npad,
-            k,
-            logits,
-            n,
-            hints,
-            varlen: None,
-        })
     }
 
     /// Overwrite `[n_r, npad)` of every row with `value` (certify uses
@@ -442,19 +405,11 @@ mod period_tests {
     }
 
     #[test]
-    fn parallel_form_equals_form() {
+    fn form_rejects_empty_batches_and_bad_cells() {
         let cell = cell(3);
-        for b in [1, 2, 5, 33] {
-            for mode in [RowsMode::Replicate, RowsMode::Independent] {
-                assert_eq!(
-                    Batch::form_parallel(&cell, b, mode).unwrap(),
-                    Batch::form(&cell, b, mode).unwrap()
-                );
-            }
-        }
-        assert!(Batch::form_parallel(&cell, 0, RowsMode::Replicate).is_err());
+        assert!(Batch::form(&cell, 0, RowsMode::Replicate).is_err());
         let mut bad = cell.clone();
         bad.logits.pop();
-        assert!(Batch::form_parallel(&bad, 2, RowsMode::Replicate).is_err());
+        assert!(Batch::form(&bad, 2, RowsMode::Replicate).is_err());
     }
 }

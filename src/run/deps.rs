@@ -71,7 +71,7 @@ pub fn select(cells: &[CellMeta], selection: &Selection) -> Result<Vec<Case>> {
 
 /// The case's batch; rows are filled in parallel (identical to `Batch::form`).
 pub fn form_batch(cell: &CellData, b: usize, rows: RowsMode) -> Result<Batch> {
-    Batch::form_parallel(cell, b, rows)
+    Batch::form(cell, b, rows)
 }
 
 /// Row r of `form_batch(cell, b, rows)` equals row `r mod row_period`.
