@@ -187,48 +187,9 @@ fn emu_check(exe: &Path, b: &Batch, launch: &EmuLaunch, label: &str) -> Vec<u32>
         a.small_dense_en,
         a.tsh_en,
     ];
-    let mut bytes = Vec::new();
-    for w in header.iter().chain(&params) {
-        bytes.extend_from_slice(&w.to_le_bytes());
-    }
-    for x in &b.logits {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    for &n in &b.n {
-        bytes.extend_from_slice(&(n as i32).to_le_bytes());
-    }
-    for h in &b.hints {
-        bytes.extend_from_slice(&h.to_le_bytes());
-    }
-    let dir = exe.parent().expect("emulator dir");
-    let tag = format!(
-        "{}-{}",
-        std::process::id(),
-        label.replace([' ', '/', '(', ')', ','], "_")
-    );
-    let input = dir.join(format!("in-{tag}.bin"));
-    let output = dir.join(format!("out-{tag}.bin"));
-    std::fs::write(&input, &bytes).expect("write input");
-    let result = Command::new(exe)
-        .arg(&input)
-        .arg(&output)
-        .output()
-        .expect("run emulator");
-    let _ = std::fs::remove_file(&input);
-    assert!(
-        result.status.success(),
-        "{label}: emulator failed ({}): {}",
-        result.status,
-        String::from_utf8_lossy(&result.stderr)
-    );
-    let raw = std::fs::read(&output).expect("emulator output");
-    let _ = std::fs::remove_file(&output);
-    let words: Vec<i32> = raw
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    assert_eq!(words.len(), b.rows * b.k + b.rows, "{label}");
-    let (out, trace) = words.split_at(b.rows * b.k);
+    let words: Vec<u32> = header.iter().chain(&params).copied().collect();
+    let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
+    let (out, trace) = (out.as_slice(), trace.as_slice());
     // Check the emulated prefix as a batch of its own.
     let rows = launch.rows;
     let prefix = Batch {

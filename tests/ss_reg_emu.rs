@@ -198,46 +198,9 @@ fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
         launch.rows as u32,
     ];
     let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints];
-    let mut bytes = Vec::new();
-    for w in header.iter().chain(&params) {
-        bytes.extend_from_slice(&w.to_le_bytes());
-    }
-    for x in &b.logits {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    for &n in &b.n {
-        bytes.extend_from_slice(&(n as i32).to_le_bytes());
-    }
-    for h in &b.hints {
-        bytes.extend_from_slice(&h.to_le_bytes());
-    }
-    let dir = exe.parent().expect("emulator dir");
-    let mut hasher = DefaultHasher::new();
-    label.hash(&mut hasher);
-    let tag = format!("{}-{:016x}", std::process::id(), hasher.finish());
-    let input = dir.join(format!("in-{tag}.bin"));
-    let output = dir.join(format!("out-{tag}.bin"));
-    std::fs::write(&input, &bytes).expect("write input");
-    let result = Command::new(exe)
-        .arg(&input)
-        .arg(&output)
-        .output()
-        .expect("run emulator");
-    let _ = std::fs::remove_file(&input);
-    assert!(
-        result.status.success(),
-        "{label}: emulator failed ({}): {}",
-        result.status,
-        String::from_utf8_lossy(&result.stderr)
-    );
-    let raw = std::fs::read(&output).expect("emulator output");
-    let _ = std::fs::remove_file(&output);
-    let words: Vec<i32> = raw
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    assert_eq!(words.len(), b.rows * b.k + b.rows, "{label}");
-    let (out, trace) = words.split_at(b.rows * b.k);
+    let words: Vec<u32> = header.iter().chain(&params).copied().collect();
+    let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
+    let (out, trace) = (out.as_slice(), trace.as_slice());
     let model = RegModel {
         nbh: launch.nbh,
         capacity4: (launch.capacity() - 3) / 4,

@@ -3,7 +3,11 @@
 //! family, checked against the CPU model with the launch's own parameters.
 #![allow(dead_code)]
 
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::process::Command;
 
 use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
 use gvr_bench::arms::ss::{self, Mode};
@@ -269,4 +273,53 @@ pub fn path_cases() -> Vec<PathCase> {
         });
     }
     cases
+}
+
+/// Run a built kernel emulator (tests/ss_emu/*_main.cpp) on `b` and return
+/// (output indices `[rows·k]`, one trace word per row). The input file is
+/// `words` (the driver's header and launch parameters) followed by the
+/// logits, per-row n and hints, all little-endian 4-byte words. Panics (the
+/// test fails) if the emulator aborts, naming `label`.
+pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i32>, Vec<i32>) {
+    let mut bytes = Vec::new();
+    for w in words {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    for x in &b.logits {
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    for &n in &b.n {
+        bytes.extend_from_slice(&(n as i32).to_le_bytes());
+    }
+    for h in &b.hints {
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    let dir = exe.parent().expect("emulator dir");
+    let mut hasher = DefaultHasher::new();
+    label.hash(&mut hasher);
+    let tag = format!("{}-{:016x}", std::process::id(), hasher.finish());
+    let input = dir.join(format!("in-{tag}.bin"));
+    let output = dir.join(format!("out-{tag}.bin"));
+    std::fs::write(&input, &bytes).expect("write input");
+    let result = Command::new(exe)
+        .arg(&input)
+        .arg(&output)
+        .output()
+        .expect("run emulator");
+    let _ = std::fs::remove_file(&input);
+    assert!(
+        result.status.success(),
+        "{label}: emulator failed ({}): {}",
+        result.status,
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let raw = std::fs::read(&output).expect("emulator output");
+    let _ = std::fs::remove_file(&output);
+    let mut out: Vec<i32> = raw
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(out.len(), b.rows * b.k + b.rows, "{label}");
+    let trace = out.split_off(b.rows * b.k);
+    (out, trace)
 }
