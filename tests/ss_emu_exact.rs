@@ -14,10 +14,7 @@
 
 mod ss_support;
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use rand::{RngCore, SeedableRng};
@@ -61,8 +58,7 @@ fn emulator_base() -> Option<&'static Path> {
 /// flags: cached under cargo's test temp dir, keyed by a hash of both);
 /// `None` if g++ is missing.
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
-    if Command::new("g++").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: g++ not found, the ss_main.cu host emulation cannot be built");
+    if !ss_support::gxx_available("ss_main.cu") {
         return None;
     }
     let ss_common = HEADERS
@@ -83,41 +79,9 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
         ("ss_main.cu", kernel.as_str()),
         ("main.cpp", include_str!("ss_emu/main.cpp")),
     ];
-    let mut hasher = DefaultHasher::new();
-    sources.hash(&mut hasher);
-    defines.hash(&mut hasher);
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("ss-emu-{:016x}", hasher.finish()));
-    let exe = dir.join("emu");
-    if exe.is_file() {
-        return Some(exe);
-    }
-    std::fs::create_dir_all(&dir).expect("emulator dir");
-    for (name, text) in sources {
-        std::fs::write(dir.join(name), text).expect("write emulator source");
-    }
-    let building = dir.join(format!("emu.{}.tmp", std::process::id()));
-    let status = Command::new("g++")
-        .args([
-            "-O1",
-            "-std=c++17",
-            "-U_FORTIFY_SOURCE",
-            "-DSS_EMULATION",
-            "-w",
-        ])
-        .args(defines)
-        .arg("-o")
-        .arg(&building)
-        .arg(dir.join("main.cpp"))
-        .status()
-        .expect("run g++");
-    assert!(
-        status.success(),
-        "g++ failed to build the emulator in {}",
-        dir.display()
-    );
-    std::fs::rename(&building, &exe).expect("install emulator");
-    Some(exe)
+    Some(ss_support::compile_emulator(
+        "ss-emu", &sources, "main.cpp", defines,
+    ))
 }
 
 /// Entry id of a (BLK, U, SPLIT) shape in main.cpp's table.

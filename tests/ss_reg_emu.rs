@@ -14,11 +14,8 @@
 mod nvrtc_support;
 mod ss_support;
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use rand::{Rng, RngCore, SeedableRng};
@@ -54,8 +51,7 @@ fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            if Command::new("g++").arg("--version").output().is_err() {
-                eprintln!("SKIPPED: g++ not found, the ss_reg.cu host emulation cannot be built");
+            if !ss_support::gxx_available("ss_reg.cu") {
                 return None;
             }
             let ss_common = HEADERS
@@ -74,35 +70,12 @@ fn emulator() -> Option<&'static Path> {
                 ("ss_reg.cu", kernel.as_str()),
                 ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
             ];
-            let mut hasher = DefaultHasher::new();
-            sources.hash(&mut hasher);
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("ss-reg-emu-{:016x}", hasher.finish()));
-            let exe = dir.join("emu");
-            if exe.is_file() {
-                return Some(exe);
-            }
-            std::fs::create_dir_all(&dir).expect("emulator dir");
-            for (name, text) in sources {
-                std::fs::write(dir.join(name), text).expect("write emulator source");
-            }
-            let building = dir.join(format!("emu.{}.tmp", std::process::id()));
-            let status = Command::new("g++")
-                .args([
-                    "-O1",
-                    "-std=c++17",
-                    "-U_FORTIFY_SOURCE",
-                    "-DSS_EMULATION",
-                    "-w",
-                    "-o",
-                ])
-                .arg(&building)
-                .arg(dir.join("main.cpp"))
-                .status()
-                .expect("run g++");
-            assert!(status.success(), "g++ failed in {}", dir.display());
-            std::fs::rename(&building, &exe).expect("install emulator");
-            Some(exe)
+            Some(ss_support::compile_emulator(
+                "ss-reg-emu",
+                &sources,
+                "main.cpp",
+                &[],
+            ))
         })
         .as_deref()
 }

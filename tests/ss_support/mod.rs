@@ -323,3 +323,59 @@ pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i
     let trace = out.split_off(b.rows * b.k);
     (out, trace)
 }
+
+/// Whether g++ can build the host emulators; prints a SKIPPED line naming
+/// `what` when it cannot.
+pub fn gxx_available(what: &str) -> bool {
+    let ok = Command::new("g++").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: g++ not found, the {what} host emulation cannot be built");
+    }
+    ok
+}
+
+/// Build a host emulator from `sources` (file name, text) by compiling the
+/// file `main` with g++ and `defines`; cached under cargo's test temp dir in
+/// `<prefix>-<hash of sources and defines>`, so each source version builds once.
+pub fn compile_emulator(
+    prefix: &str,
+    sources: &[(&str, &str)],
+    main: &str,
+    defines: &[String],
+) -> std::path::PathBuf {
+    let mut hasher = DefaultHasher::new();
+    sources.hash(&mut hasher);
+    defines.hash(&mut hasher);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{prefix}-{:016x}", hasher.finish()));
+    let exe = dir.join("emu");
+    if exe.is_file() {
+        return exe;
+    }
+    std::fs::create_dir_all(&dir).expect("emulator dir");
+    for (name, text) in sources {
+        std::fs::write(dir.join(name), text).expect("write emulator source");
+    }
+    let building = dir.join(format!("emu.{}.tmp", std::process::id()));
+    let status = Command::new("g++")
+        .args([
+            "-O1",
+            "-std=c++17",
+            "-U_FORTIFY_SOURCE",
+            "-DSS_EMULATION",
+            "-w",
+        ])
+        .args(defines)
+        .arg("-o")
+        .arg(&building)
+        .arg(dir.join(main))
+        .status()
+        .expect("run g++");
+    assert!(
+        status.success(),
+        "g++ failed to build the emulator in {}",
+        dir.display()
+    );
+    std::fs::rename(&building, &exe).expect("install emulator");
+    exe
+}
