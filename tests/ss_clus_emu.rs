@@ -56,7 +56,6 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
-use gvr_bench::gpu::sources::HEADERS;
 use gvr_bench::grid::Batch;
 use ss_support::batch;
 
@@ -76,11 +75,7 @@ fn emulator() -> Option<&'static Path> {
             if !ss_support::gxx_available("ss_clus.cu") {
                 return None;
             }
-            let ss_common = HEADERS
-                .iter()
-                .find(|(name, _)| *name == "ss_common.cuh")
-                .expect("ss_common.cuh is an NVRTC header")
-                .1;
+            let ss_common = ss_support::ss_common_header();
             // Mutation testing: GVR_SS_CLUS_EMU_SOURCE=<path> runs a modified
             // kernel through the same checks.
             let kernel = std::env::var("GVR_SS_CLUS_EMU_SOURCE")

@@ -25,7 +25,7 @@ use gvr_bench::arms::ss::{self, Mode, SsPlan, ENTRY_SHAPES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::check_row;
 use gvr_bench::exact::{check_batch, row_generators};
-use gvr_bench::gpu::sources::{HEADERS, SS_MAIN};
+use gvr_bench::gpu::sources::SS_MAIN;
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
 use gvr_bench::route::MainParams;
@@ -61,11 +61,7 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     if !ss_support::gxx_available("ss_main.cu") {
         return None;
     }
-    let ss_common = HEADERS
-        .iter()
-        .find(|(name, _)| *name == "ss_common.cuh")
-        .expect("ss_common.cuh is an NVRTC header")
-        .1;
+    let ss_common = ss_support::ss_common_header();
     assert!(
         SS_MAIN.code.contains(DYN_SMEM_DECL),
         "dynamic smem declaration moved"

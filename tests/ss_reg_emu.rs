@@ -26,7 +26,7 @@ use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTE
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
-use gvr_bench::gpu::sources::{declared_entries, HEADERS, SS_REG};
+use gvr_bench::gpu::sources::{declared_entries, SS_REG};
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
 use ss_support::batch;
@@ -54,11 +54,7 @@ fn emulator() -> Option<&'static Path> {
             if !ss_support::gxx_available("ss_reg.cu") {
                 return None;
             }
-            let ss_common = HEADERS
-                .iter()
-                .find(|(name, _)| *name == "ss_common.cuh")
-                .expect("ss_common.cuh is an NVRTC header")
-                .1;
+            let ss_common = ss_support::ss_common_header();
             assert!(
                 SS_REG.code.contains(DYN_SMEM_DECL),
                 "dynamic smem declaration moved"

@@ -176,14 +176,6 @@ pub fn plan_clus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<Clus
     Err("the clus family (clustered streaming) is not built; ss runs main for its rows".into())
 }
 
-/// The device profile the arm plans for (H200 profile, SM count of the device).
-fn profile_for(gpu: &Gpu) -> DeviceProfile {
-    DeviceProfile {
-        sms: gpu.facts.sms.max(1),
-        ..DeviceProfile::h200()
-    }
-}
-
 /// Build `ss-regclus` (registry entry point). `ss-clus` is not built.
 pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if name != "ss-regclus" {
@@ -212,7 +204,7 @@ pub struct SsRegClus {
 impl SsRegClus {
     pub fn new(gpu: Arc<Gpu>) -> SsRegClus {
         SsRegClus {
-            device: profile_for(&gpu),
+            device: super::ss::profile_for(&gpu),
             gpu,
             function: None,
             batch: None,

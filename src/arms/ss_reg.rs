@@ -282,15 +282,6 @@ pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLa
     })
 }
 
-/// The device profile the arm plans for: the H200 profile of `route`, with
-/// the SM count of the device actually opened.
-fn profile_for(gpu: &Gpu) -> DeviceProfile {
-    DeviceProfile {
-        sms: gpu.facts.sms.max(1),
-        ..DeviceProfile::h200()
-    }
-}
-
 /// Build the `ss-reg` arm (registry entry point).
 pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     let gpu = gpu.ok_or_else(|| {
@@ -317,7 +308,7 @@ pub struct SsReg {
 
 impl SsReg {
     pub fn new(gpu: Arc<Gpu>) -> SsReg {
-        let device = profile_for(&gpu);
+        let device = super::ss::profile_for(&gpu);
         SsReg {
             gpu,
             device,

@@ -379,3 +379,12 @@ pub fn compile_emulator(
     std::fs::rename(&building, &exe).expect("install emulator");
     exe
 }
+
+/// The `ss_common.cuh` text the kernels are compiled with (an NVRTC header).
+pub fn ss_common_header() -> &'static str {
+    gvr_bench::gpu::sources::HEADERS
+        .iter()
+        .find(|(name, _)| *name == "ss_common.cuh")
+        .expect("ss_common.cuh is an NVRTC header")
+        .1
+}
