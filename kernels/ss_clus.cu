@@ -43,8 +43,9 @@
 struct RcParams {
     u32 npad;
     u32 k;
-    u32 hint_free;  // 1: bracket from the first k values, hints never read
-    u32 reserved;
+    u32 hint_free;  // 1: bracket from the first k values, hints never read (also when none are passed)
+    u32 next_n;     // 0: lens holds per-row lengths; >= 1: kv_lens (ss_row_len)
+    u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
 };
 
 #define RC_BINS 1024u
@@ -201,7 +202,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 cs = cluster_nctarank();
     const u32 row = blockIdx.y;
     const u32 k = p.k;
-    const u32 n = clamp_row_len(lens[row], p.npad);
+    const u32 n = ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
     const float* X = logits + (u64)row * p.npad;
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
@@ -233,9 +234,9 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     // NaN among them) or in hint-free mode, the first k row values (k < n,
     // so at least k values lie at or above their minimum).
     u32 kmin = 0xffffffffu, kmax = 0u;
-    bool first_k = p.hint_free != 0u;
+    const i32* hint_row = p.hint_free != 0u ? nullptr : ss_hint_row(hints, row, p.next_n, k);
+    bool first_k = hint_row == nullptr;
     if (!first_k) {
-        const i32* hint_row = hints + (u64)row * k;
         for (u32 j = threadIdx.x; j < k; j += BLK) {
             const u32 h = (u32)hint_row[j];
             if (h < n) {

@@ -25,6 +25,34 @@ struct SsCross {
     u32 valid;
 };
 
+// Row lengths and hint rows of a self-sampling launch (GVR_V2_SPEC §1.1, §6.1).
+// Every ss entry takes a `lens` array, read one of two ways:
+//   next_n == 0: per-row entry (the grid's batch-uniform n is one of these):
+//                lens[row] is the row's valid length; hints are [rows, k];
+//   next_n >= 1: varlen entry: lens[req] is request req's total cache length
+//                (kv_lens, uncompressed tokens); row r serves req = r / next_n
+//                with n_r = max(kv - next_n + r % next_n + 1, 0) >> cr_shift;
+//                hints are request-level, [rows / next_n, k].
+// Either way the length is clamped to [0, npad], so no input reads past the
+// row's stride (a zero-window row, kv < next_n, gets n = 0: all -1).
+__device__ __forceinline__ u32 ss_row_len(const i32* lens, u32 row, u32 next_n, u32 cr_shift, u32 npad) {
+    if (next_n == 0u) return clamp_row_len(lens[row], npad);
+    const u32 req = row / next_n;
+    const u32 back = next_n - 1u - (row - req * next_n);  // kv - back = kv - next_n + row % next_n + 1
+    const i32 kv = lens[req];
+    if (kv <= (i32)back) return 0u;
+    const u32 len = ((u32)kv - back) >> cr_shift;
+    return len < npad ? len : npad;
+}
+
+// The hint row a row reads (request-level under varlen), or nullptr in
+// hint-free mode (no hint array was passed).
+__device__ __forceinline__ const i32* ss_hint_row(const i32* hints, u32 row, u32 next_n, u32 k) {
+    if (hints == nullptr) return nullptr;
+    const u32 hrow = next_n == 0u ? row : row / next_n;
+    return hints + (u64)hrow * k;
+}
+
 __device__ __forceinline__ float ss_neg_inf() { return __int_as_float(0xff800000); }
 
 // The one bin expression of the streaming families: min(sat_u32((x - lo)*sc), 255).

@@ -72,6 +72,8 @@ struct SsMainParams {
     u32 sfac;
     u32 small_dense_en;  // k > 1024 and not big
     u32 tsh_en;          // SPLIT TSH staging enabled for the launch (row gate n/4 <= 32768)
+    u32 next_n;          // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
+    u32 cr_shift;        // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
@@ -115,6 +117,10 @@ struct SsShared {
     u32 red[64];
     SsCross cross[3];
     u32 count;  // staging reservation counter (exact survivor count of the pass)
+    // The row's length, re-read from here after the prologue: keeping it in a
+    // register across the streaming pass costs the pipelined entries a spill
+    // once the length comes from the varlen formula (no cheap remat).
+    u32 row_len;
     u32 emit_win;
     u32 emit_tie;
     u32 slab_base;
@@ -187,12 +193,13 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
 }
 
 // Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
-// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX.
+// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
+// sentinels in hint-free mode (hint_row == nullptr).
 template <int BLK>
 __device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_row, u32 n, u32 k, SsShared& s,
                                                 float* gmin, float* gmax) {
     u32 kmin = 0xffffffffu, kmax = 0u;
-    for (u32 j = threadIdx.x; j < k; j += BLK) {
+    for (u32 j = threadIdx.x; hint_row != nullptr && j < k; j += BLK) {
         const u32 h = (u32)hint_row[j];
         if (h < n) {
             const u32 key = fkey(ldg_nc_f(X + h));
@@ -225,7 +232,7 @@ __device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, fl
 // to the last float4 of the padded row and masked by index. Survivors are
 // re-read with scalar loads while staging, so the U float4 do not stay live.
 template <int BLK, int U, bool SPLIT>
-__device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, u32 n, bool tail, u32 redirect,
+__device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool tail, u32 redirect,
                                             float tf, float sc, u32 scap, u64* stage, SsShared& s) {
     const u32 t = threadIdx.x;
     for (u32 tb = c0; tb < c1; tb += (u32)(BLK * U)) {  // block-uniform trip count
@@ -255,6 +262,7 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, u32 
         }
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+        const u32 n = s.row_len;
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
@@ -326,9 +334,16 @@ __device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {
 // one-CTA-per-row U = 8 entries already sit at 64 registers unpipelined and
 // spill with even one float4 carried across the walk, so they get PFD = 0
 // (L2 prefetch only — they keep 8 float4 per thread in flight per tile).
+// The one-CTA-per-row U = 4 entry carries 3 of its 4 (PFD = 3): with the
+// varlen row-length formula in the kernel (2026-12-02, third session) the
+// full tile spilled 8 B there.
 template <int U, bool SPLIT>
 struct SsPfd {
-    static constexpr int value = SS_PFD >= 0 ? (SS_PFD < U ? SS_PFD : U) : ((!SPLIT && U >= 8) ? 0 : U);
+    static constexpr int value = SS_PFD >= 0   ? (SS_PFD < U ? SS_PFD : U)
+                                 : SPLIT       ? U
+                                 : U >= 8      ? 0
+                                 : U == 4      ? 3
+                                               : U;
 };
 
 // Which entries stream with the pipelined pass. Measured on the H200
@@ -345,7 +360,7 @@ struct SsPipelined {
 // Register budget: PFD float4 of the next tile stay live across the walk
 // (4·PFD registers); the other U − PFD are issued at the next tile's start.
 template <int BLK, int U, int PFD, bool SPLIT>
-__device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u32 c1, u32 n, bool tail,
+__device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u32 c1, bool tail,
                                                       u32 redirect, float tf, float sc, u32 scap, u64* stage,
                                                       SsShared& s) {
     static_assert(PFD >= 0 && PFD <= U, "PFD is 0..U");
@@ -393,6 +408,7 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
         ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+        const u32 n = s.row_len;
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
@@ -434,7 +450,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 part = SPLIT ? blockIdx.x : 0u;
     const u32 k = p.k;
     const u32 npad = p.npad;
-    const u32 n = clamp_row_len(row_n[row], npad);
+    const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, npad);
     const float* X = logits + (u64)row * npad;
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
@@ -480,7 +496,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     u64* ck64 = ss_dyn + p.scap + 4u;
 
     for (u32 b = t; b < SS_BINS; b += BLK) s.hist[b] = 0u;
-    if (t == 0u) s.count = 0u;
+    if (t == 0u) {
+        s.count = 0u;
+        s.row_len = n;
+    }
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
@@ -539,7 +558,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     bool gathered = false;
     float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
     if (!(T > NEG_INF)) {  // no usable rung (or NaN from an infinite width): hint floor
-        ss_gather_hints<BLK>(X, hints + (u64)row * k, n, k, s, &gmin, &gmax);
+        ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), n, k, s, &gmin, &gmax);
         gathered = true;
         T = gmin;
         H = NEG_INF;
@@ -583,10 +602,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
         if constexpr (SsPipelined<SPLIT>::value)
-            ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF,
+            ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else
-            ss_row_pass<BLK, U, SPLIT>(X, c0, c1, n, part == 0u, redirect, TF, SC, p.scap, stage, s);
+            ss_row_pass<BLK, U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
         __syncthreads();
         if (SPLIT) break;
         const u32 myn = s.count;
@@ -613,7 +632,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         float gmin_now = s.lad_gmin;
         if (s.lad_gathered == 0u) {
             float gmax_now;
-            ss_gather_hints<BLK>(X, hints + (u64)row * k, n, k, s, &gmin_now, &gmax_now);
+            ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), s.row_len, k, s, &gmin_now, &gmax_now);
             if (t == 0u) {  // every thread read lad_gathered before the gather's barriers
                 s.lad_gmin = gmin_now;
                 s.lad_gmax = gmax_now;
@@ -659,7 +678,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 const u32 e = 4u * n4 + t;
                 float x = 0.f;
                 bool admit = false;
-                if (e < n) {
+                if (e < s.row_len) {
                     x = ldg_nc_f(X + e);
                     admit = x >= TF;
                 }
@@ -726,7 +745,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;
             src.row = X;
-            ss_cursor_emit<BLK>(src, n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+            ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
         }
         __syncthreads();
         if (!whole) {
@@ -775,7 +794,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         // Degen B: radix select over the whole row, exact for any input (§3.11 I6).
         SsSrcRow src;
         src.row = X;
-        ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+        ss_narrow_emit<BLK>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);
     }
 }
 

@@ -58,7 +58,9 @@ struct SsRegParams {
     u32 k;
     u32 cmp;        // crossing-candidate capacity (dynamic smem)
     u32 qc;         // O(m^2) rank gate
-    u32 use_hints;  // 0: hint-free bracket (first k values)
+    u32 use_hints;  // 0: hint-free bracket (first k values); also when no hint array is passed
+    u32 next_n;     // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
+    u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
 };
 
 // Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
@@ -288,7 +290,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
     const u32 k = p.k;
-    const u32 n = clamp_row_len(row_n[row], p.npad);
+    const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
+    const i32* const H = p.use_hints != 0u ? ss_hint_row(hints, row, p.next_n, k) : nullptr;
     i32* O = out + (u64)row * k;
     if (n <= k) {
         SS_RTRACE(SS_RTR_SHORT);
@@ -337,7 +340,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;
-    if (!deg && p.use_hints != 0u) {
+    if (!deg && H != nullptr) {
         // IMG: the row image in shared memory (aliasing ck/ci, which are
         // only used after the scan) serves the hint gather instead of
         // scattered global loads.
@@ -351,7 +354,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (4u * n4 + t < n) img[4u * n4 + t] = r.tail;
             __syncthreads();
         }
-        const i32* H = hints + (u64)row * k;
         for (u32 j = t; j < k; j += BLK) {
             const u32 h = (u32)H[j];
             if (h < n) {

@@ -18,5 +18,6 @@ pub mod route;
 pub mod run;
 pub mod stats;
 pub mod timing;
+pub mod varlen;
 
 pub use error::{GvrError, Result};

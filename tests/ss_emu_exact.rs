@@ -146,6 +146,8 @@ fn emu_check(exe: &Path, b: &Batch, launch: &EmuLaunch, label: &str) -> Vec<u32>
         a.sfac,
         a.small_dense_en,
         a.tsh_en,
+        a.next_n,
+        a.cr_shift,
     ];
     let words: Vec<u32> = header.iter().chain(&params).copied().collect();
     let (out, trace) = ss_support::run_emulator(exe, label, &words, b);

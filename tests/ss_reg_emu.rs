@@ -126,6 +126,8 @@ impl RegEmu {
                 cmp: if deg { n } else { n.min(2560) } as u32,
                 qc: 96,
                 use_hints: 1,
+                next_n: 0,
+                cr_shift: 0,
             },
             rows,
         }
@@ -166,7 +168,7 @@ fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
         b.k as u32,
         launch.rows as u32,
     ];
-    let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints];
+    let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
     let words: Vec<u32> = header.iter().chain(&params).copied().collect();
     let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
     let (out, trace) = (out.as_slice(), trace.as_slice());

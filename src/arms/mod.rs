@@ -7,8 +7,10 @@ pub mod gpu_baselines;
 pub mod registry;
 pub mod ss;
 pub mod ss_clus;
+pub mod ss_clus_stream;
 pub mod ss_reg;
 pub mod ss_routed;
+pub mod ss_varlen;
 
 use crate::error::Result;
 use crate::grid::Batch;

@@ -63,7 +63,7 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss",
         backend: Backend::Gpu,
-        description: "self-sampling GVR V2, routed per shape to main, reg/regimg or reg_clus (route picks of clus run main until it is built)",
+        description: "self-sampling GVR V2, routed per shape to main, reg/regimg, clus or reg_clus",
         admits: "every shape",
     },
     ArmInfo {
@@ -87,8 +87,20 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "ss-clus",
         backend: Backend::Gpu,
-        description: "self-sampling V2 forced to the cluster family (not built yet)",
-        admits: "shapes the cluster family admits",
+        description: "self-sampling V2 forced to the clustered streaming family (clus: CS 2/4/8 CTAs per row over DSMEM)",
+        admits: "rows of at least 8192 values (the route's CS where it picks clus, else the largest co-resident CS)",
+    },
+    ArmInfo {
+        name: "ss-varlen",
+        backend: Backend::Gpu,
+        description: "self-sampling V2 through the production varlen entry (kv_lens on the device, next_n, compress ratio; hint-free), planned for the max_seq_len = npad envelope",
+        admits: "every shape ss admits; varlen batches keep their kv_lens",
+    },
+    ArmInfo {
+        name: "ss-varlen-hints",
+        backend: Backend::Gpu,
+        description: "ss-varlen with request-level hints (each request's first row's hints)",
+        admits: "as ss-varlen",
     },
     ArmInfo {
         name: "ss-regclus",
@@ -190,7 +202,9 @@ pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Ar
         }),
         "ss" | "ss-main" | "ss-main-base" => super::ss::create(info.name, gpu)?,
         "ss-regclus" => super::ss_clus::create(info.name, gpu)?,
+        "ss-clus" => super::ss_clus_stream::create(info.name, gpu)?,
         "ss-reg" => super::ss_reg::create(gpu)?,
+        "ss-varlen" | "ss-varlen-hints" => super::ss_varlen::create(info.name, gpu)?,
         gpu_arm => {
             let gpu = gpu.ok_or_else(|| {
                 GvrError::Usage(format!(

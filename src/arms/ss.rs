@@ -73,7 +73,7 @@ pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
 }
 
 /// The kernel's by-value launch scalars: `SsMainParams` in `ss_main.cu`,
-/// field for field (16 × u32, 64 bytes, no padding).
+/// field for field (18 × u32, 72 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SsMainArgs {
@@ -97,9 +97,15 @@ pub struct SsMainArgs {
     pub sfac: u32,
     pub small_dense_en: u32,
     pub tsh_en: u32,
+    /// 0: the length array holds per-row lengths; ≥ 1: it holds a varlen
+    /// launch's per-request `kv_lens` with `next_n` rows per request
+    /// (`ss_row_len` in kernels/common.cuh, src/varlen).
+    pub next_n: u32,
+    /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
+    pub cr_shift: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of sixteen u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of eighteen u32, byte-identical to the
 // kernel's `SsMainParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsMainArgs {}
 
@@ -147,6 +153,8 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         small_dense_en: u32::from(p.k > 1024 && !p.big),
         // The kernel adds the per-row gate n/4 <= 32768 (§3.0 tshg, §6.3).
         tsh_en: u32::from(p.split && p.b > 15 && p.k <= 1024),
+        next_n: 0,
+        cr_shift: 0,
     })
 }
 
@@ -298,13 +306,34 @@ pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// Tuning switch of `ss-main`: `GVR_SS_MAIN_R=R` launches every shape with
+/// R CTAs per row (clamped to [1, SMs]; R > 1 only for ≤ 160 rows) instead
+/// of the forced-main split, so one device run can sweep R (kernels/TUNING.md).
+/// The variant records the R used; `ss` never reads it.
+pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
+
 /// The launch for `shape` on `dev`.
 pub fn plan(mode: Mode, shape: &Shape, dev: &DeviceProfile) -> std::result::Result<SsPlan, String> {
+    plan_with_r(mode, shape, dev, None)
+}
+
+/// [`plan`], with `ss-main`'s R replaced by `r_override` when given.
+pub fn plan_with_r(
+    mode: Mode,
+    shape: &Shape,
+    dev: &DeviceProfile,
+    r_override: Option<u32>,
+) -> std::result::Result<SsPlan, String> {
     admits(shape)?;
     let b = shape.rows.max(1);
     let (intended, r) = match mode {
         Mode::ForcedMain | Mode::ForcedMainBase => {
-            (Family::Main, forced_main_r(b, shape.n, shape.k, dev))
+            let r = match r_override {
+                Some(r) if b <= SPLIT_MAX_ROWS => r.clamp(1, dev.sms.max(1)),
+                Some(_) => 1,
+                None => forced_main_r(b, shape.n, shape.k, dev),
+            };
+            (Family::Main, r)
         }
         Mode::Routed => {
             let decision = route(b, shape.n, shape.npad, shape.k, dev);
@@ -393,6 +422,8 @@ pub struct SsMain {
     workspace: Workspace,
     /// Set by `GVR_SS_SLOWDOWN=1`: a wasted read pass before every launch.
     slowdown: Option<Slowdown>,
+    /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
+    r_override: Option<u32>,
 }
 
 /// Environment switch that makes `ss` deliberately slower, so the nightly
@@ -431,7 +462,15 @@ impl SsMain {
             batch: None,
             plan: None,
             slowdown: None,
+            r_override: match mode {
+                Mode::ForcedMain => std::env::var(MAIN_R_ENV).ok().and_then(|v| v.parse().ok()),
+                _ => None,
+            },
         }
+    }
+
+    fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
+        plan_with_r(self.mode, shape, &self.device, self.r_override)
     }
 
     fn arm_name(&self) -> &'static str {
@@ -482,12 +521,12 @@ impl Arm for SsMain {
     }
 
     fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
-        plan(self.mode, shape, &self.device).map(|_| ())
+        self.plan(shape).map(|_| ())
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
         let slowed = std::env::var(SLOWDOWN_ENV).as_deref() == Ok("1");
-        plan(self.mode, shape, &self.device).ok().map(|p| {
+        self.plan(shape).ok().map(|p| {
             if slowed {
                 format!("{} +slowdown", p.variant())
             } else {
@@ -498,7 +537,7 @@ impl Arm for SsMain {
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let shape = Shape::of(batch);
-        let plan = plan(self.mode, &shape, &self.device).map_err(|reason| {
+        let plan = self.plan(&shape).map_err(|reason| {
             GvrError::Usage(format!(
                 "arm {} does not admit this batch: {reason}",
                 self.arm_name()
@@ -597,8 +636,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_sixteen_packed_u32() {
-        assert_eq!(std::mem::size_of::<SsMainArgs>(), 64);
+    fn args_struct_is_eighteen_packed_u32() {
+        assert_eq!(std::mem::size_of::<SsMainArgs>(), 72);
         assert_eq!(std::mem::align_of::<SsMainArgs>(), 4);
     }
 
@@ -647,7 +686,9 @@ mod tests {
                 "amin",
                 "sfac",
                 "small_dense_en",
-                "tsh_en"
+                "tsh_en",
+                "next_n",
+                "cr_shift"
             ]
         );
     }

@@ -2,9 +2,8 @@
 //! arm `ss-regclus` (kernels/ss_clus.cu, register-resident rows spread over
 //! a thread-block cluster of CS ∈ {2, 4, 8} CTAs) and its pure launch plan.
 //!
-//! `clus` (clustered streaming, §4.2) is not built: [`plan_clus`] refuses
-//! every shape with that reason, and `ss` keeps running the main family for
-//! the rows the route gives to clus.
+//! `clus` (clustered streaming, §4.2) lives in kernels/ss_clus_stream.cu
+//! and src/arms/ss_clus_stream.rs (arm `ss-clus`).
 //!
 //! The plan is a pure function of the shape and the device profile, so it is
 //! unit-tested without a GPU; `launch` only enqueues (no host reads, no
@@ -43,10 +42,13 @@ pub struct RegClusArgs {
     pub k: u32,
     /// 1: bracket from the first k values, hints never read.
     pub hint_free: u32,
-    pub reserved: u32,
+    /// 0: per-row lengths; ≥ 1: varlen `kv_lens` (see `SsMainArgs::next_n`).
+    pub next_n: u32,
+    /// Varlen compress ratio as a shift (0 or 2).
+    pub cr_shift: u32,
 }
 
-// SAFETY: four plain u32 fields, #[repr(C)]: bit-identical to `RcParams`.
+// SAFETY: five plain u32 fields, #[repr(C)]: bit-identical to `RcParams`.
 unsafe impl DeviceRepr for RegClusArgs {}
 
 /// One clustered launch: grid (CS, rows), cluster (CS,1,1), block BLK.
@@ -164,19 +166,13 @@ pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<C
             npad: shape.npad as u32, // ss_admits checked it fits 32 bits
             k: shape.k as u32,
             hint_free: 0,
-            reserved: 0,
+            next_n: 0,
+            cr_shift: 0,
         },
     })
 }
 
-/// The clustered streaming family (§4.2) is not built yet: always refused,
-/// so `ss` keeps the main family for the rows the route gives to clus.
-pub fn plan_clus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {
-    let _ = (shape, dev);
-    Err("the clus family (clustered streaming) is not built; ss runs main for its rows".into())
-}
-
-/// Build `ss-regclus` (registry entry point). `ss-clus` is not built.
+/// Build `ss-regclus` (registry entry point).
 pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if name != "ss-regclus" {
         return Err(GvrError::Usage(format!(
@@ -323,7 +319,7 @@ mod tests {
 
     #[test]
     fn args_struct_matches_the_kernel_params() {
-        assert_eq!(std::mem::size_of::<RegClusArgs>(), 16);
+        assert_eq!(std::mem::size_of::<RegClusArgs>(), 20);
         let code = SS_CLUS.code;
         let body = &code[code.find("struct RcParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -332,7 +328,7 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("u32 "))
             .map(|l| l.split(';').next().unwrap_or("").trim())
             .collect();
-        assert_eq!(fields, ["npad", "k", "hint_free", "reserved"]);
+        assert_eq!(fields, ["npad", "k", "hint_free", "next_n", "cr_shift"]);
     }
 
     #[test]
@@ -391,12 +387,6 @@ mod tests {
         assert!(plan_regclus(&shape(1, 131_076, 512), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss
-    }
-
-    #[test]
-    fn clus_is_refused_with_a_reason() {
-        let err = plan_clus(&shape(32, 262_144, 512), &DeviceProfile::h200()).unwrap_err();
-        assert!(err.contains("not built"), "{err}");
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub fn entry_name(blk: u32, vpt: u32) -> String {
 pub const STATIC_SMEM_BYTES: u32 = 512;
 
 /// The kernel's by-value launch scalars: `SsRegParams` in `ss_reg.cu`, field
-/// for field (5 × u32, 20 bytes, no padding).
+/// for field (7 × u32, 28 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SsRegArgs {
@@ -131,9 +131,13 @@ pub struct SsRegArgs {
     pub qc: u32,
     /// 0: hint-free bracket (first k values of the row).
     pub use_hints: u32,
+    /// 0: per-row lengths; ≥ 1: varlen `kv_lens` (see `SsMainArgs::next_n`).
+    pub next_n: u32,
+    /// Varlen compress ratio as a shift (0 or 2).
+    pub cr_shift: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of five u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of seven u32, byte-identical to the
 // kernel's `SsRegParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsRegArgs {}
 
@@ -274,6 +278,8 @@ pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLa
             cmp: to_u32(plan.cmp, "cmp")?,
             qc: to_u32(plan.qc, "qc")?,
             use_hints: 1,
+            next_n: 0,
+            cr_shift: 0,
         },
         plan,
         source,
@@ -449,8 +455,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_five_packed_u32_in_kernel_order() {
-        assert_eq!(std::mem::size_of::<SsRegArgs>(), 20);
+    fn args_struct_is_seven_packed_u32_in_kernel_order() {
+        assert_eq!(std::mem::size_of::<SsRegArgs>(), 28);
         let code = SS_REG.code;
         let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -460,7 +466,10 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("u32 "))
             .map(|l| l.split(';').next().unwrap_or("").trim())
             .collect();
-        assert_eq!(fields, ["npad", "k", "cmp", "qc", "use_hints"]);
+        assert_eq!(
+            fields,
+            ["npad", "k", "cmp", "qc", "use_hints", "next_n", "cr_shift"]
+        );
     }
 
     #[test]

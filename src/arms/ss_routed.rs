@@ -1,10 +1,9 @@
 //! `ss`: the self-sampling GVR V2 top-K as a user calls it — one `route()`
 //! decision per batch shape, handed to the family kernel that serves it.
 //!
-//! Families built: `main` (src/arms/ss.rs), `reg`/`regimg` (ss_reg.rs),
-//! `reg_clus` (ss_clus.rs). The route's `clus` picks run `main` with the
-//! streaming block's R (the variant says `main(for clus)/…`) until that family
-//! is built. Which delegate serves a shape is the pure [`delegate_for`],
+//! Families: `main` (src/arms/ss.rs), `reg`/`regimg` (ss_reg.rs), `clus`
+//! (ss_clus_stream.rs), `reg_clus` (ss_clus.rs). Which delegate serves a
+//! shape is the pure [`delegate_for`],
 //! tested without a GPU; each delegate plans its own launch from the same
 //! `route()` decision, so `ss` and the forced arms (`ss-reg`, `ss-regclus`)
 //! time byte-identical launches on the shapes the route gives them.
@@ -13,6 +12,7 @@ use std::sync::Arc;
 
 use crate::arms::ss::{self, Mode, SsMain};
 use crate::arms::ss_clus::{self, SsRegClus};
+use crate::arms::ss_clus_stream::{self, SsClusStream};
 use crate::arms::ss_reg::{self, RegSource, SsReg};
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
@@ -25,6 +25,7 @@ use crate::route::{route, DeviceProfile, Family};
 pub enum Delegate {
     Main,
     Reg,
+    Clus,
     RegClus,
 }
 
@@ -42,7 +43,11 @@ pub fn delegate_for(shape: &Shape, dev: &DeviceProfile) -> Delegate {
             Ok(plan) if plan.routed => Delegate::RegClus,
             _ => Delegate::Main,
         },
-        Family::Main | Family::Clus => Delegate::Main,
+        Family::Clus => match ss_clus_stream::plan_clus_stream(shape, dev) {
+            Ok(_) => Delegate::Clus,
+            Err(_) => Delegate::Main,
+        },
+        Family::Main => Delegate::Main,
     }
 }
 
@@ -51,6 +56,7 @@ pub struct SsRouted {
     device: DeviceProfile,
     main: SsMain,
     reg: SsReg,
+    clus: SsClusStream,
     regclus: SsRegClus,
     /// Delegate of the staged batch.
     active: Option<Delegate>,
@@ -62,6 +68,7 @@ impl SsRouted {
             device: ss::profile_for(&gpu),
             main: SsMain::new(Mode::Routed, gpu.clone()),
             reg: SsReg::new(gpu.clone()),
+            clus: SsClusStream::new(gpu.clone()),
             regclus: SsRegClus::new(gpu),
             active: None,
         }
@@ -71,6 +78,7 @@ impl SsRouted {
         match which {
             Delegate::Main => &mut self.main,
             Delegate::Reg => &mut self.reg,
+            Delegate::Clus => &mut self.clus,
             Delegate::RegClus => &mut self.regclus,
         }
     }
@@ -101,6 +109,7 @@ impl Arm for SsRouted {
         match delegate_for(shape, &self.device) {
             Delegate::Main => self.main.variant(shape),
             Delegate::Reg => self.reg.variant(shape),
+            Delegate::Clus => self.clus.variant(shape),
             Delegate::RegClus => self.regclus.variant(shape),
         }
     }
@@ -167,6 +176,7 @@ mod tests {
                             assert!(matches!(family, Family::Reg | Family::RegImg))
                         }
                         Delegate::RegClus => assert_eq!(family, Family::RegClus),
+                        Delegate::Clus => assert_eq!(family, Family::Clus),
                         Delegate::Main => {}
                     }
                     if matches!(family, Family::Reg | Family::RegImg) {
@@ -174,6 +184,9 @@ mod tests {
                     }
                     if family == Family::RegClus {
                         assert_eq!(d, Delegate::RegClus, "b={b} n={n} k={k}");
+                    }
+                    if family == Family::Clus {
+                        assert_eq!(d, Delegate::Clus, "b={b} n={n} k={k}");
                     }
                 }
             }

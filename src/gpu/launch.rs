@@ -50,6 +50,11 @@ impl KernelArgs {
         self.value(pointer)
     }
 
+    /// A null device pointer: an optional buffer that is absent.
+    pub fn null(&mut self) -> &mut Self {
+        self.value(0u64)
+    }
+
     pub fn len(&self) -> usize {
         self.slots.len()
     }
@@ -107,24 +112,60 @@ impl Gpu {
         cluster: (u32, u32, u32),
         args: &mut KernelArgs,
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_ex(function, config, Some(cluster), args) }
+    }
+
+    /// Launch `function` on `self.stream` with owned [`KernelArgs`] and no
+    /// cluster (for launchers that hold raw pointers, e.g. a null hint array).
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch_cluster`].
+    pub unsafe fn launch_raw(
+        &self,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        args: &mut KernelArgs,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_ex(function, config, None, args) }
+    }
+
+    /// `cuLaunchKernelEx` with an optional cluster-dimension attribute.
+    unsafe fn launch_ex(
+        &self,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        cluster: Option<(u32, u32, u32)>,
+        args: &mut KernelArgs,
+    ) -> Result<()> {
         let kernel_err = |message: String| GvrError::Kernel {
-            name: "launch_cluster".into(),
+            name: if cluster.is_some() {
+                "launch_cluster"
+            } else {
+                "launch_raw"
+            }
+            .into(),
             message,
         };
-        validate_cluster(&config, cluster).map_err(kernel_err)?;
-        if cluster.0 * cluster.1 * cluster.2 > PORTABLE_CLUSTER_LIMIT {
-            function
-                .set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                    1,
-                )
-                .map_err(|e| kernel_err(format!("allowing non-portable cluster sizes: {e:?}")))?;
-        }
         // SAFETY: an all-zero union is a valid value for every member.
         let mut value: CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
-        value.clusterDim.x = cluster.0;
-        value.clusterDim.y = cluster.1;
-        value.clusterDim.z = cluster.2;
+        if let Some(cluster) = cluster {
+            validate_cluster(&config, cluster).map_err(kernel_err)?;
+            if cluster.0 * cluster.1 * cluster.2 > PORTABLE_CLUSTER_LIMIT {
+                function
+                    .set_attribute(
+                        CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                        1,
+                    )
+                    .map_err(|e| {
+                        kernel_err(format!("allowing non-portable cluster sizes: {e:?}"))
+                    })?;
+            }
+            value.clusterDim.x = cluster.0;
+            value.clusterDim.y = cluster.1;
+            value.clusterDim.z = cluster.2;
+        }
         let mut attribute = CUlaunchAttribute {
             id: CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
             pad: [0; 4],
@@ -140,7 +181,7 @@ impl Gpu {
             sharedMemBytes: config.shared_mem_bytes,
             hStream: self.stream.cu_stream(),
             attrs: &mut attribute,
-            numAttrs: 1,
+            numAttrs: u32::from(cluster.is_some()),
         };
         let mut pointers = args.pointers();
         // SAFETY: config, attribute and argument storage outlive the call;

@@ -362,25 +362,33 @@ impl Gpu {
         })
     }
 
-    /// Allow `f` to use `bytes` of dynamic shared memory (needed above 48 KiB).
+    /// Let `f` launch with `bytes` of dynamic shared memory (above the 48 KiB
+    /// default a kernel must opt in). The cap is raised to everything the
+    /// device allows next to the function's static shared memory, never to
+    /// `bytes` itself: functions are shared by every arm that loads the same
+    /// module, and a cap set to one arm's smaller need would make another
+    /// arm's larger launch fail (CUDA_ERROR_INVALID_VALUE). The cap does not
+    /// change occupancy; the launch's own size does.
     pub fn set_max_dynamic_smem(&self, f: &CudaFunction, bytes: usize) -> Result<()> {
-        if bytes as u64 > self.facts.smem_per_block_optin {
-            return Err(GvrError::Kernel {
-                name: "set_max_dynamic_smem".into(),
-                message: format!(
-                    "{bytes} B of dynamic shared memory requested; the device allows {} B per block",
-                    self.facts.smem_per_block_optin
-                ),
-            });
+        let err = |message: String| GvrError::Kernel {
+            name: "set_max_dynamic_smem".into(),
+            message,
+        };
+        let static_bytes = f
+            .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+            .map_err(|e| err(format!("cuFuncGetAttribute(static shared size): {e:?}")))?
+            .max(0) as u64;
+        let cap = self.facts.smem_per_block_optin.saturating_sub(static_bytes);
+        if bytes as u64 > cap {
+            return Err(err(format!(
+                "{bytes} B of dynamic shared memory requested; the device allows {cap} B next to the kernel's {static_bytes} B static"
+            )));
         }
         f.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            bytes as i32,
+            cap as i32,
         )
-        .map_err(|e| GvrError::Kernel {
-            name: "set_max_dynamic_smem".into(),
-            message: format!("cuFuncSetAttribute({bytes} B): {e:?}"),
-        })
+        .map_err(|e| err(format!("cuFuncSetAttribute({cap} B): {e:?}")))
     }
 
     /// Module build counters since `open`.
@@ -439,6 +447,12 @@ impl Gpu {
         self.stream
             .synchronize()
             .map_err(driver_err("stream synchronize"))
+    }
+
+    /// A device copy of `data` (enqueued on `stream`; the host slice may be
+    /// dropped as soon as this returns).
+    pub fn upload<T: cudarc::driver::DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>> {
+        self.stream.clone_htod(data).map_err(driver_err("upload"))
     }
 
     /// A zero-filled device buffer of `len` elements (allocation is outside

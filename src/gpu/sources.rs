@@ -40,15 +40,33 @@ pub const SS_CLUS: KernelSource = KernelSource {
     name: "ss_clus.cu",
     code: include_str!("../../kernels/ss_clus.cu"),
 };
+pub const SS_CLUS_STREAM: KernelSource = KernelSource {
+    name: "ss_clus_stream.cu",
+    code: include_str!("../../kernels/ss_clus_stream.cu"),
+};
 pub const SS_REG: KernelSource = KernelSource {
     name: "ss_reg.cu",
     code: include_str!("../../kernels/ss_reg.cu"),
 };
 
+pub const SS_VALUES: KernelSource = KernelSource {
+    name: "ss_values.cu",
+    code: include_str!("../../kernels/ss_values.cu"),
+};
+
 /// Every translation unit under `kernels/`. Add new `.cu` files here (one
 /// line) and, if they need specialisations, to [`variants`].
 pub static ALL: &[KernelSource] = &[
-    FLUSH, RADIX, RADIX_MCTA, FILTERED, GVR1, SS_MAIN, SS_REG, SS_CLUS,
+    FLUSH,
+    RADIX,
+    RADIX_MCTA,
+    FILTERED,
+    GVR1,
+    SS_MAIN,
+    SS_REG,
+    SS_CLUS,
+    SS_VALUES,
+    SS_CLUS_STREAM,
 ];
 
 /// In-memory headers handed to NVRTC (`nvrtcCreateProgram` headers), so

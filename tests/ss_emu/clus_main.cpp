@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     emu::guard_npad = npad;
     emu::guard_n = n.data();
     emu::cl::smem_bytes = smem;
-    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, 0u}};
+    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, 0u, 0u}};
     emu::grid_dim = dim3e{cs, rows, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(777u + rows * 13u + cs);

@@ -1,8 +1,8 @@
 // Host emulator driver for kernels/ss_main.cu (see common.cuh here and
 // tests/ss_emu_exact.rs). Usage: emu <input> <output>.
 // Input (little-endian): 10 u32 header {magic 0x55EE0001, entry id, grid x,
-// grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 16 u32
-// SsMainParams, f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
+// grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 18 u32
+// SsMainParams (next_n = 0: the n array holds per-row lengths), f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
 // path-trace bits (SS_TR_* in ss_main.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     const u32 id = h[1], gx = h[2], gy = h[3], block = h[4], smem = h[5], rows = h[6], npad = h[7], k = h[8];
     const u32 emu_rows = std::min(h[9], rows);
     SsMainParams p;
-    if (std::fread(&p, 4, 16, in) != 16) return 2;
+    if (std::fread(&p, sizeof p, 1, in) != 1) return 2;
     std::vector<float> logits((size_t)rows * npad);
     std::vector<i32> n(rows), hints((size_t)rows * k);
     if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;

@@ -1,7 +1,7 @@
 // Host emulator driver for kernels/ss_reg.cu (see common.cuh here and
 // tests/ss_reg_emu.rs). Usage: reg_emu <input> <output>.
 // Input (little-endian): 8 u32 header {magic 0x55EE0002, entry id, rows,
-// block, dyn smem bytes, npad, k, emulated rows}, 5 u32 SsRegParams,
+// block, dyn smem bytes, npad, k, emulated rows}, 7 u32 SsRegParams (next_n = 0),
 // f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
 // path-trace bits (SS_RTR_* in ss_reg.cu). Exit 0 on success; non-zero with
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     const u32 id = h[1], rows = h[2], block = h[3], smem = h[4], npad = h[5], k = h[6];
     const u32 emu_rows = std::min(h[7], rows);
     SsRegParams p;
-    if (std::fread(&p, 4, 5, in) != 5) return 2;
+    if (std::fread(&p, sizeof p, 1, in) != 1) return 2;
     std::vector<float> logits((size_t)rows * npad);
     std::vector<i32> n(rows), hints((size_t)rows * k);
     if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;

@@ -1,0 +1,240 @@
+//! The launch of one varlen call: which family serves the envelope, and the
+//! kernel scalars that make it read `kv_lens` per request (spec §6.3). Pure.
+//!
+//! The family is the one `ss` would run for a batch of `rows` rows of the
+//! envelope length: each family's capacity is an upper bound for every row
+//! of length ≤ the envelope, and each kernel recomputes the per-row parts
+//! (sample schedule, short/zero-window path, register bracket) from the row's
+//! own length. Rows longer than a family's capacity (a kv_lens entry above
+//! the promised `max_seq_len`) still come out exact: every family takes an
+//! exact whole-row path for them, and no row is ever read past the stride.
+
+use cudarc::driver::LaunchConfig;
+
+use super::contract::{route_len, ContractError, VarlenShape};
+use crate::arms::ss::{self, Mode, SsPlan};
+use crate::arms::ss_clus::{plan_regclus, ClusLaunch};
+use crate::arms::ss_clus_stream::{plan_clus_stream, ClusStreamLaunch};
+use crate::arms::ss_reg::{plan_reg, RegLaunch};
+use crate::arms::ss_routed::{delegate_for, Delegate};
+use crate::arms::Shape;
+use crate::route::DeviceProfile;
+
+/// The family launch a varlen call makes (one kernel per call).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FamilyLaunch {
+    Main(SsPlan),
+    Reg(RegLaunch),
+    Clus(ClusStreamLaunch),
+    RegClus(ClusLaunch),
+}
+
+/// Everything a varlen call launches, fixed at plan time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarlenPlan {
+    pub shape: VarlenShape,
+    /// Longest row the plan was made for.
+    pub n_env: usize,
+    /// Request-level hints are read (HOST-B); `false`: hint-free (HOST-C).
+    pub hints: bool,
+    pub launch: FamilyLaunch,
+}
+
+impl VarlenPlan {
+    /// Recorded variant, e.g. `varlen/reg/blk1024/v4`.
+    pub fn variant(&self) -> String {
+        let family = match &self.launch {
+            FamilyLaunch::Main(p) => p.variant(),
+            FamilyLaunch::Reg(p) => p.variant(),
+            FamilyLaunch::Clus(p) => p.variant(),
+            FamilyLaunch::RegClus(p) => p.variant(),
+        };
+        format!(
+            "varlen{}/{family}",
+            if self.hints { "" } else { "(hint-free)" }
+        )
+    }
+
+    pub fn config(&self) -> LaunchConfig {
+        match &self.launch {
+            FamilyLaunch::Main(p) => p.config(),
+            FamilyLaunch::Reg(p) => p.config(),
+            FamilyLaunch::Clus(p) => p.config(),
+            FamilyLaunch::RegClus(p) => p.config(),
+        }
+    }
+
+    /// Bytes of the SPLIT workspace the launch needs (0 for other plans).
+    pub fn workspace_bytes(&self) -> usize {
+        match &self.launch {
+            FamilyLaunch::Main(p) => p.workspace_bytes,
+            _ => 0,
+        }
+    }
+}
+
+/// Plan a varlen launch for `shape` with length envelope `n_env`.
+pub fn plan(
+    shape: &VarlenShape,
+    n_env: usize,
+    hints: bool,
+    dev: &DeviceProfile,
+) -> Result<VarlenPlan, ContractError> {
+    shape.validate()?;
+    let n = route_len(shape, n_env);
+    // The family plans see a 64-multiple stride that holds the planned row
+    // (their admission rule; a stride of at most k plans a k + 1 row whose
+    // rows all take the short path); the kernels read the real stride from
+    // the scalars set below and clamp every row to it.
+    let family_shape = Shape {
+        rows: shape.rows,
+        n,
+        npad: shape.npad.max(n).div_ceil(64) * 64,
+        k: shape.k,
+    };
+    let refused = |family: &str, reason: String| {
+        ContractError(format!(
+            "{family} cannot serve this varlen launch: {reason}"
+        ))
+    };
+    let next_n = shape.next_n;
+    let cr_shift = shape.cr_shift();
+    let npad = shape.npad as u32; // validate() checked it fits
+    let launch = match delegate_for(&family_shape, dev) {
+        Delegate::Main => {
+            let mut p =
+                ss::plan(Mode::Routed, &family_shape, dev).map_err(|r| refused("main", r))?;
+            p.args.npad = npad;
+            p.args.next_n = next_n;
+            p.args.cr_shift = cr_shift;
+            FamilyLaunch::Main(p)
+        }
+        Delegate::Reg => {
+            let mut p = plan_reg(&family_shape, dev).map_err(|r| refused("reg", r))?;
+            p.args.npad = npad;
+            p.args.use_hints = u32::from(hints);
+            p.args.next_n = next_n;
+            p.args.cr_shift = cr_shift;
+            FamilyLaunch::Reg(p)
+        }
+        Delegate::Clus => {
+            let mut p = plan_clus_stream(&family_shape, dev).map_err(|r| refused("clus", r))?;
+            p.args.npad = npad;
+            p.args.next_n = next_n;
+            p.args.cr_shift = cr_shift;
+            FamilyLaunch::Clus(p)
+        }
+        Delegate::RegClus => {
+            let mut p = plan_regclus(&family_shape, dev).map_err(|r| refused("reg_clus", r))?;
+            p.args.npad = npad;
+            p.args.hint_free = u32::from(!hints);
+            p.args.next_n = next_n;
+            p.args.cr_shift = cr_shift;
+            FamilyLaunch::RegClus(p)
+        }
+    };
+    Ok(VarlenPlan {
+        shape: *shape,
+        n_env,
+        hints,
+        launch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::varlen::contract::{envelope, EnvelopeSource};
+
+    fn shape(rows: usize, npad: usize, k: usize, next_n: u32, cr: u32) -> VarlenShape {
+        VarlenShape {
+            rows,
+            npad,
+            k,
+            next_n,
+            compress_ratio: cr,
+        }
+    }
+
+    #[test]
+    fn every_family_gets_the_varlen_scalars() {
+        let dev = DeviceProfile::h200();
+        let mut seen = [false; 4];
+        for (rows, n, k) in [
+            (64, 4096, 512),
+            (1, 65536, 512),
+            (512, 131072, 2048),
+            (4, 262144, 2048),
+            (30, 131072, 512),
+        ] {
+            let s = shape(rows * 2, n, k, 2, 4);
+            let p = plan(&s, n, false, &dev).unwrap();
+            match &p.launch {
+                FamilyLaunch::Main(m) => {
+                    seen[0] = true;
+                    assert_eq!((m.args.next_n, m.args.cr_shift), (2, 2));
+                }
+                FamilyLaunch::Reg(r) => {
+                    seen[1] = true;
+                    assert_eq!(
+                        (r.args.next_n, r.args.cr_shift, r.args.use_hints),
+                        (2, 2, 0)
+                    );
+                }
+                FamilyLaunch::Clus(c) => {
+                    seen[3] = true;
+                    assert_eq!((c.args.next_n, c.args.cr_shift), (2, 2));
+                }
+                FamilyLaunch::RegClus(c) => {
+                    seen[2] = true;
+                    assert_eq!(
+                        (c.args.next_n, c.args.cr_shift, c.args.hint_free),
+                        (2, 2, 1)
+                    );
+                }
+            }
+            assert!(
+                p.variant().starts_with("varlen(hint-free)/"),
+                "{}",
+                p.variant()
+            );
+        }
+        assert_eq!(
+            seen, [true; 4],
+            "the shapes above cover main, reg, reg_clus and clus"
+        );
+    }
+
+    #[test]
+    fn the_family_follows_the_envelope_not_the_current_lengths() {
+        // Spec §9 item 13: 4 rows, k = 512, max_seq_len 262,144 plans for the
+        // whole envelope, so a replayed graph never needs a re-plan.
+        let dev = DeviceProfile::h200();
+        let s = shape(4, 262_144, 512, 1, 1);
+        let n_env = envelope(&s, EnvelopeSource::MaxSeqLen(262_144));
+        let a = plan(&s, n_env, true, &dev).unwrap();
+        assert_eq!(a.n_env, 262_144);
+        let b = plan(&s, n_env, true, &dev).unwrap();
+        assert_eq!(a, b, "pure");
+    }
+
+    #[test]
+    fn plans_are_total_over_the_contract() {
+        let dev = DeviceProfile::h200();
+        for k in [512usize, 1024, 2048] {
+            for next_n in 1..=4u32 {
+                for cr in [1u32, 4] {
+                    for requests in [1usize, 3, 16, 64, 300, 1024] {
+                        for npad in [4100usize, 9024, 65_536, 262_144] {
+                            let s = shape(requests * next_n as usize, npad, k, next_n, cr);
+                            for n_env in [1usize, k, k + 1, npad / 3, npad] {
+                                let p = plan(&s, n_env, true, &dev);
+                                assert!(p.is_ok(), "{s:?} n_env {n_env}: {:?}", p.err());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! On-device exactness of the `ss-clus` arm (kernels/ss_clus_stream.cu,
+//! clustered streaming over thread-block clusters on the H200): every
+//! routed cluster size with every row generator and hint mode, rows of
+//! other lengths in the same launch (per-row schedule), short rows, NaN
+//! rows (structure), a forced launch with more clusters than are
+//! co-resident (they run in waves), the adversarial suite, and two launches
+//! per staging.
+//!
+//! Runs only with `GVR_GPU_TESTS=1` (set on the H200; there a missing GPU
+//! fails). Without the switch the plan half still runs on the CPU (every
+//! shape below must be admitted with the intended cluster shape) and the
+//! GPU half announces that it was not run.
+
+mod ss_support;
+
+use std::sync::Arc;
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use gvr_bench::arms::ss_clus_stream::{self, plan_clus_stream, plan_clus_stream_forced};
+use gvr_bench::arms::Shape;
+use gvr_bench::exact::{check_batch, reference_topk, row_generators, suite};
+use gvr_bench::gpu::Gpu;
+use gvr_bench::grid::Batch;
+use gvr_bench::route::DeviceProfile;
+use ss_support::batch;
+
+fn open_gpu() -> Option<Arc<Gpu>> {
+    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
+        return None;
+    }
+    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
+}
+
+/// Run `ss-clus` twice on `b`; check every row (NaN rows: structure only).
+fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {
+    let mut arm = ss_clus_stream::create("ss-clus", Some(gpu.clone())).expect("arm builds");
+    let variant = arm.variant(&Shape::of(b));
+    arm.stage(b)
+        .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+    arm.poison_output().unwrap();
+    for launch in 0..2 {
+        arm.launch()
+            .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
+        let out = arm.read_output().unwrap_or_else(|e| panic!("{label}: {e}"));
+        let nan_rows: Vec<usize> = (0..b.rows)
+            .filter(|&r| b.row(r).iter().any(|x| x.is_nan()))
+            .collect();
+        if nan_rows.is_empty() {
+            let status = check_batch(b, &out);
+            assert!(
+                status.is_exact(),
+                "{label} ({variant:?}) launch {launch}: {status:?}"
+            );
+        } else {
+            for r in nan_rows {
+                let slots = &out[r * b.k..(r + 1) * b.k];
+                let mut seen = slots.to_vec();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), b.k, "{label} row {r}: duplicate indices");
+                assert!(
+                    slots
+                        .iter()
+                        .all(|&i| i >= 0 && (i as usize) < b.row(r).len()),
+                    "{label} row {r}"
+                );
+            }
+        }
+    }
+}
+
+fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
+    match mode % 4 {
+        0 => reference_topk(row, k),
+        1 => (0..k)
+            .map(|_| rng.random_range(0..row.len() as i32))
+            .collect(),
+        2 => vec![-1; k],
+        _ => vec![0; k], // degenerate: one position
+    }
+}
+
+/// `rows` rows of length `n`, generators and hint modes cycling.
+fn generated(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
+    let gens = row_generators();
+    let mut data = Vec::new();
+    let mut hints = Vec::new();
+    for r in 0..rows {
+        let row = (gens[r % gens.len()].generate)(rng as &mut dyn RngCore, n);
+        hints.push(hints_for(&row, k, r / gens.len() + r, rng));
+        data.push(row);
+    }
+    batch(&data, &hints, k)
+}
+
+/// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS.
+const ROUTED: [(usize, usize, usize, u32); 5] = [
+    (15, 262_144, 512, 8),
+    (15, 1_048_576, 1024, 8),
+    (24, 131_072, 1024, 4),
+    (24, 500_000, 512, 4),
+    (64, 65_536, 512, 2),
+];
+
+#[test]
+fn routed_shapes_are_planned_and_exact_on_the_gpu() {
+    let dev = DeviceProfile::h200();
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let gpu = open_gpu();
+    for (rows, n, k, cs) in ROUTED {
+        let shape = Shape {
+            rows,
+            n,
+            npad: n.div_ceil(64) * 64,
+            k,
+        };
+        let plan = plan_clus_stream(&shape, &dev).expect("routed to clus");
+        assert_eq!((plan.cluster, plan.routed), (cs, true), "{shape:?}");
+        if let Some(gpu) = &gpu {
+            let b = generated(&mut rng, rows, n, k);
+            gpu_check(gpu, &b, &format!("routed rows={rows} n={n} k={k}"));
+        }
+    }
+}
+
+#[test]
+fn mixed_lengths_nan_waves_and_the_adversarial_suite_are_exact() {
+    let dev = DeviceProfile::h200();
+    let mut rng = ChaCha8Rng::seed_from_u64(78);
+    // Forced plans the GPU half uses (checked on the CPU too).
+    let waves = Shape {
+        rows: 100,
+        n: 100_000,
+        npad: 100_032,
+        k: 512,
+    };
+    let p = plan_clus_stream_forced(&waves, &dev).unwrap();
+    assert_eq!((p.cluster, p.routed), (2, false));
+    assert!(!dev.cluster_fits(2, 100), "100 clusters of 2 run in waves");
+    let Some(gpu) = open_gpu() else { return };
+    // Mixed lengths in one launch: short rows, rows below SCAP (unsampled),
+    // rows of other lengths (per-row schedule recompute) up to 2^20.
+    for k in [512usize, 1024] {
+        let lengths = [
+            0usize,
+            1,
+            k,
+            k + 1,
+            4_097,
+            8_193,
+            17_003,
+            65_539,
+            131_075,
+            262_144,
+            1 << 20,
+        ];
+        let gens = row_generators();
+        let mut data = Vec::new();
+        let mut hints = Vec::new();
+        for (i, &n) in lengths.iter().enumerate() {
+            let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
+            hints.push(hints_for(&row, k, i, &mut rng));
+            data.push(row);
+        }
+        gpu_check(&gpu, &batch(&data, &hints, k), &format!("mixed k={k}"));
+    }
+    // NaN sprinkled rows (structure only), both signs.
+    let mut data = Vec::new();
+    for _ in 0..4 {
+        let mut row: Vec<f32> = (0..100_000).map(|_| rng.random::<f32>()).collect();
+        for _ in 0..300 {
+            let i = rng.random_range(0..row.len());
+            row[i] = if rng.random::<bool>() {
+                f32::NAN
+            } else {
+                -f32::NAN
+            };
+        }
+        data.push(row);
+    }
+    gpu_check(&gpu, &batch(&data, &[], 512), "nan rows");
+    // More clusters than are co-resident (66 of CS 2): forced, in waves.
+    let b = generated(&mut rng, waves.rows, waves.n, waves.k);
+    assert_eq!(Shape::of(&b), waves);
+    gpu_check(&gpu, &b, "forced clusters in waves");
+    // The adversarial suite, where the arm admits the shape.
+    for k in [512usize, 1024, 2048] {
+        for case in suite(k) {
+            if plan_clus_stream_forced(&Shape::of(&case.batch), &dev).is_ok() {
+                gpu_check(&gpu, &case.batch, &case.name);
+            }
+        }
+    }
+}
