@@ -96,12 +96,13 @@ fn generated(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
     batch(&data, &hints, k)
 }
 
-/// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS.
+/// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS
+/// (per-rank slices of at most 32K values: the H200 route's clus limit).
 const ROUTED: [(usize, usize, usize, u32); 5] = [
     (15, 262_144, 512, 8),
-    (15, 1_048_576, 1024, 8),
+    (15, 200_000, 1024, 8),
     (24, 131_072, 1024, 4),
-    (24, 500_000, 512, 4),
+    (24, 100_000, 512, 4),
     (64, 65_536, 512, 2),
 ];
 

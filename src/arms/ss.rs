@@ -825,7 +825,7 @@ mod tests {
         let p = plan(Mode::Routed, &shape(1, 2048, 512), &dev).unwrap();
         assert_eq!(p.intended, Family::Reg);
         assert_eq!(p.variant(), "main(for reg)/blk1024/r1");
-        let p = plan(Mode::Routed, &shape(31, 131_072, 512), &dev).unwrap();
+        let p = plan(Mode::Routed, &shape(31, 65_536, 512), &dev).unwrap();
         assert_eq!(p.intended, Family::Clus);
         assert!(
             p.variant().starts_with("main(for clus)/blk1024/r"),

@@ -280,7 +280,16 @@ fn streaming_block(
         while cs >= 2 && !dev.cluster_fits(cs as u32, b) {
             cs /= 2;
         }
-        if cs >= 2 {
+        // H200 rung (reports/h200/2026-12-02c): clus ranks stream their
+        // slice without main's register pipelining, so past ~32K values per
+        // rank main with R CTAs per row is 20–45 % faster.
+        let slice_too_long = cs >= 2
+            && dev
+                .clus_max_rank_f4
+                .is_some_and(|lim| n4.div_ceil(cs) > lim);
+        if slice_too_long {
+            reason = "main: per-rank clus slice above the H200 limit";
+        } else if cs >= 2 {
             let params = clus_params(b, n, npad, k, cs as u32, dev);
             return RouteDecision {
                 family: Family::Clus,
@@ -293,10 +302,11 @@ fn streaming_block(
                 reg: None,
                 reason: "clus: 2 <= R <= 8, k <= 1024, co-resident cluster",
             };
+        } else {
+            // No co-resident cluster of two: one CTA per row is always admissible.
+            r = 1;
+            reason = "main: no co-resident cluster for R in 2..=8";
         }
-        // No co-resident cluster of two: one CTA per row is always admissible.
-        r = 1;
-        reason = "main: no co-resident cluster for R in 2..=8";
     }
     if r > 1 && b > SPLIT_MAX_ROWS {
         r = 1;
@@ -376,11 +386,16 @@ mod tests {
     fn h200_never_picks_a_non_resident_cluster() {
         let dev = DeviceProfile::h200();
         // 31 rows of 4-CTA clusters do not fit (30 max on H200) although 31·4 ≤ 132.
-        let d = route(31, 131072, 131072, 512, &dev);
+        let d = route(31, 65536, 65536, 512, &dev);
         assert_eq!(d.family, Family::Clus);
         assert_eq!(d.cluster, 2, "{d:?}");
-        let d = route(30, 131072, 131072, 512, &dev);
-        assert_eq!((d.family, d.cluster), (Family::Clus, 4));
+        let d = route(30, 100_000, 100_032, 512, &dev);
+        assert_eq!((d.family, d.cluster), (Family::Clus, 4), "{d:?}");
+        // Per-rank slices above 32K values stream through main (H200 rung).
+        let d = route(31, 131072, 131072, 512, &dev);
+        assert_eq!((d.family, d.ctas_per_row), (Family::Main, 4), "{d:?}");
+        let d = route(40, 131072, 131072, 512, &dev);
+        assert_eq!((d.family, d.ctas_per_row), (Family::Main, 2), "{d:?}");
         // One row of a 1M-element row splits over all 132 SMs.
         let d = route(1, 1 << 20, 1 << 20, 1024, &dev);
         assert_eq!((d.family, d.ctas_per_row), (Family::Main, 132));

@@ -39,6 +39,10 @@ pub struct DeviceProfile {
     /// batch has more than 2·SMs rows (an H200 rung measured against main;
     /// not in the B200 route).
     pub reg_for_wide_k2048: bool,
+    /// Longest per-rank slice (float4, `n4 / CS`) the clus family takes; a
+    /// longer one runs main with the streaming block's R instead (an H200
+    /// rung measured against main; `None`: the B200 route, no limit).
+    pub clus_max_rank_f4: Option<usize>,
 }
 
 impl DeviceProfile {
@@ -55,6 +59,7 @@ impl DeviceProfile {
             max_active_clusters: Some([132, 66, 30, 15, 7]),
             wave_aware_main: true,
             reg_for_wide_k2048: true,
+            clus_max_rank_f4: Some(8192),
         }
     }
 
@@ -70,6 +75,7 @@ impl DeviceProfile {
             max_active_clusters: None,
             wave_aware_main: false,
             reg_for_wide_k2048: false,
+            clus_max_rank_f4: None,
         }
     }
 
