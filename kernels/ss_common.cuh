@@ -35,14 +35,21 @@ struct SsCross {
 //                hints are request-level, [rows / next_n, k].
 // Either way the length is clamped to [0, npad], so no input reads past the
 // row's stride (a zero-window row, kv < next_n, gets n = 0: all -1).
-__device__ __forceinline__ u32 ss_row_len(const i32* lens, u32 row, u32 next_n, u32 cr_shift, u32 npad) {
-    if (next_n == 0u) return clamp_row_len(lens[row], npad);
+// The varlen formula out of line: the per-row entry (next_n == 0, every grid
+// launch) keeps the one load + clamp it always had, with no division code
+// laid out next to it.
+__device__ __noinline__ u32 ss_varlen_row_len(const i32* lens, u32 row, u32 next_n, u32 cr_shift, u32 npad) {
     const u32 req = row / next_n;
     const u32 back = next_n - 1u - (row - req * next_n);  // kv - back = kv - next_n + row % next_n + 1
     const i32 kv = lens[req];
     if (kv <= (i32)back) return 0u;
     const u32 len = ((u32)kv - back) >> cr_shift;
     return len < npad ? len : npad;
+}
+
+__device__ __forceinline__ u32 ss_row_len(const i32* lens, u32 row, u32 next_n, u32 cr_shift, u32 npad) {
+    if (next_n == 0u) return clamp_row_len(lens[row], npad);
+    return ss_varlen_row_len(lens, row, next_n, cr_shift, npad);
 }
 
 // The hint row a row reads (request-level under varlen), or nullptr in

@@ -291,7 +291,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const u32 t = threadIdx.x;
     const u32 k = p.k;
     const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
-    const i32* const H = p.use_hints != 0u ? ss_hint_row(hints, row, p.next_n, k) : nullptr;
     i32* O = out + (u64)row * k;
     if (n <= k) {
         SS_RTRACE(SS_RTR_SHORT);
@@ -340,7 +339,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;
-    if (!deg && H != nullptr) {
+    if (!deg && p.use_hints != 0u && hints != nullptr) {
         // IMG: the row image in shared memory (aliasing ck/ci, which are
         // only used after the scan) serves the hint gather instead of
         // scattered global loads.
@@ -354,6 +353,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (4u * n4 + t < n) img[4u * n4 + t] = r.tail;
             __syncthreads();
         }
+        const i32* H = ss_hint_row(hints, row, p.next_n, k);  // formed here: no register held across the row load
         for (u32 j = t; j < k; j += BLK) {
             const u32 h = (u32)H[j];
             if (h < n) {

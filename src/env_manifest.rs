@@ -119,11 +119,18 @@ impl EnvManifest {
     /// Why two runs may not be merged, or `Ok` when their binary, kernels
     /// and inputs agree.
     pub fn merge_conflict(&self, other: &EnvManifest) -> std::result::Result<(), String> {
-        if self.binary_sha256 != other.binary_sha256 {
+        // Two builds of one clean commit may differ byte for byte (cargo
+        // relinks when the git index changes; builds are not bit-reproducible):
+        // the same source is the same program, and the kernel sources are
+        // compared below anyway.
+        let same_clean_source = self.git_sha == other.git_sha && is_clean_sha(&self.git_sha);
+        if self.binary_sha256 != other.binary_sha256 && !same_clean_source {
             return Err(format!(
-                "binary_sha256 differs ({} vs {})",
+                "binary_sha256 differs ({} vs {}) and the builds do not name one clean commit ({} vs {})",
                 short(&self.binary_sha256),
-                short(&other.binary_sha256)
+                short(&other.binary_sha256),
+                short(&self.git_sha),
+                short(&other.git_sha)
             ));
         }
         if self.kernel_hashes != other.kernel_hashes {
@@ -145,6 +152,11 @@ impl EnvManifest {
         }
         Ok(())
     }
+}
+
+/// A full commit id without the `-dirty` mark (or `unknown`).
+fn is_clean_sha(sha: &str) -> bool {
+    sha.len() == 40 && sha.chars().all(|c| c.is_ascii_hexdigit())
 }
 
 fn short(hash: &str) -> &str {
@@ -301,6 +313,16 @@ mod tests {
             .merge_conflict(&other)
             .unwrap_err()
             .contains("binary_sha256"));
+        // A rebuild of one clean commit merges; of a dirty tree it does not.
+        let commit = "72c410d7cc6a90d4858d733a4f3e819d7b34a210";
+        let mut a = base.clone();
+        a.git_sha = commit.into();
+        let mut b = a.clone();
+        b.binary_sha256 = "rebuilt".into();
+        assert!(a.merge_conflict(&b).is_ok());
+        a.git_sha = format!("{commit}-dirty");
+        b.git_sha = a.git_sha.clone();
+        assert!(a.merge_conflict(&b).unwrap_err().contains("clean commit"));
         // A host difference alone does not block a merge (shards run on several machines).
         let mut other = base.clone();
         other.host = "elsewhere".into();
