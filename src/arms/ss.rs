@@ -10,10 +10,10 @@
 //!   same inputs (kernels/TUNING.md).
 //! - `ss` (src/arms/ss_routed.rs) asks `route()` which family serves the
 //!   shape and delegates to that family's arm; the shapes it runs on main
-//!   (the route's main picks, and its clus picks until that family is built)
-//!   use this arm in `Mode::Routed`: the route's R for main picks, else the
-//!   forced-main R, with the intended family in the variant, e.g.
-//!   `main(for clus)/blk1024/r2`.
+//!   (the route's main picks, and any pick whose family arm does not take
+//!   the shape as routed) use this arm in `Mode::Routed`: the route's R for
+//!   main picks, else the forced-main R, with the intended family in the
+//!   variant, e.g. `main(for reg)/blk1024/r1`.
 //!
 //! Everything that decides a launch is a pure function of the shape
 //! ([`plan`]), unit-tested without a GPU. The kernel receives the §3.0
@@ -256,7 +256,7 @@ pub struct SsPlan {
 
 impl SsPlan {
     /// Recorded variant: `main/blk512/r1`, or `main(for reg)/blk1024/r1`
-    /// when `ss` runs main in place of a family that is not built yet.
+    /// when main runs a shape the route gave to another family.
     pub fn variant(&self) -> String {
         let tail = format!("blk{}/r{}", self.params.blk, self.params.r);
         match self.intended {
