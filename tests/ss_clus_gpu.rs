@@ -11,64 +11,15 @@
 
 mod ss_support;
 
-use std::sync::Arc;
-
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_clus::{self, plan_regclus};
+use gvr_bench::arms::ss_clus::plan_regclus;
 use gvr_bench::arms::Shape;
-use gvr_bench::exact::{check_batch, reference_topk, row_generators, suite};
-use gvr_bench::gpu::Gpu;
+use gvr_bench::exact::{reference_topk, row_generators, suite};
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
-use ss_support::batch;
-
-fn open_gpu() -> Option<Arc<Gpu>> {
-    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
-        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
-        return None;
-    }
-    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
-}
-
-/// Run `ss-regclus` twice on `b`; check every row (NaN rows: structure only).
-fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {
-    let mut arm = ss_clus::create("ss-regclus", Some(gpu.clone())).expect("arm builds");
-    let variant = arm.variant(&Shape::of(b));
-    arm.stage(b)
-        .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
-    arm.poison_output().unwrap();
-    for launch in 0..2 {
-        arm.launch()
-            .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
-        let out = arm.read_output().unwrap_or_else(|e| panic!("{label}: {e}"));
-        let nan_rows: Vec<usize> = (0..b.rows)
-            .filter(|&r| b.row(r).iter().any(|x| x.is_nan()))
-            .collect();
-        if nan_rows.is_empty() {
-            let status = check_batch(b, &out);
-            assert!(
-                status.is_exact(),
-                "{label} ({variant:?}) launch {launch}: {status:?}"
-            );
-        } else {
-            for r in nan_rows {
-                let slots = &out[r * b.k..(r + 1) * b.k];
-                let mut seen = slots.to_vec();
-                seen.sort_unstable();
-                seen.dedup();
-                assert_eq!(seen.len(), b.k, "{label} row {r}: duplicate indices");
-                assert!(
-                    slots
-                        .iter()
-                        .all(|&i| i >= 0 && (i as usize) < b.row(r).len()),
-                    "{label} row {r}"
-                );
-            }
-        }
-    }
-}
+use ss_support::{batch, open_gpu};
 
 fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
     match mode % 4 {
@@ -128,9 +79,14 @@ fn routed_shapes_are_exact_on_the_gpu() {
             if let Some(gpu) = &gpu {
                 // The batch may hold more rows than the routed shape (to
                 // cover every generator); the route's shape is checked above.
-                gpu_check(gpu, &b, &format!("rows={rows} n={n} k={k}"));
+                ss_support::gpu_check(gpu, "ss-regclus", &b, &format!("rows={rows} n={n} k={k}"));
                 let exact_rows = generated(&mut rng, rows, n, k);
-                gpu_check(gpu, &exact_rows, &format!("routed rows={rows} n={n} k={k}"));
+                ss_support::gpu_check(
+                    gpu,
+                    "ss-regclus",
+                    &exact_rows,
+                    &format!("routed rows={rows} n={n} k={k}"),
+                );
             }
         }
     }
@@ -162,7 +118,12 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
             hints.push(hints_for(&row, k, i, &mut rng));
             data.push(row);
         }
-        gpu_check(&gpu, &batch(&data, &hints, k), &format!("varlen k={k}"));
+        ss_support::gpu_check(
+            &gpu,
+            "ss-regclus",
+            &batch(&data, &hints, k),
+            &format!("varlen k={k}"),
+        );
     }
     // NaN sprinkled rows (structure only), both signs.
     let mut data = Vec::new();
@@ -178,17 +139,17 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
         }
         data.push(row);
     }
-    gpu_check(&gpu, &batch(&data, &[], 512), "nan rows");
+    ss_support::gpu_check(&gpu, "ss-regclus", &batch(&data, &[], 512), "nan rows");
     // More 8-CTA clusters than are co-resident (15): they run in waves.
     let b = generated(&mut rng, 40, 100_000, 512);
     let plan = plan_regclus(&Shape::of(&b), &dev).unwrap();
     assert_eq!(plan.cluster, 8);
-    gpu_check(&gpu, &b, "waves of 8-CTA clusters");
+    ss_support::gpu_check(&gpu, "ss-regclus", &b, "waves of 8-CTA clusters");
     // The adversarial suite, where the arm admits the shape.
     for k in [512usize, 1024] {
         for case in suite(k) {
             if plan_regclus(&Shape::of(&case.batch), &dev).is_ok() {
-                gpu_check(&gpu, &case.batch, &case.name);
+                ss_support::gpu_check(&gpu, "ss-regclus", &case.batch, &case.name);
             }
         }
     }

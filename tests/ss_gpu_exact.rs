@@ -30,20 +30,9 @@ use gvr_bench::exact::{check_batch, row_generators, suite};
 use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
-use ss_support::{batch, model_row, path_cases, replicated, spread};
+use ss_support::{batch, model_row, open_gpu, path_cases, replicated, spread};
 
 const ARMS: [&str; 3] = ["ss-main", "ss", "ss-main-base"];
-
-/// The GPU half runs only with `GVR_GPU_TESTS=1` (set on the H200); there a
-/// missing GPU fails the test. Without the switch (CI, no GPU) the CPU half
-/// still runs and the skipped GPU half is announced, never silently passed.
-fn open_gpu() -> Option<Arc<Gpu>> {
-    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
-        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
-        return None;
-    }
-    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
-}
 
 /// Run both GPU arms twice on `b` and check every row.
 fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {

@@ -13,7 +13,6 @@
 mod ss_support;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -21,18 +20,9 @@ use rand_chacha::ChaCha8Rng;
 use gvr_bench::arms::ss_reg::{plan_reg, RegSource, SsReg, REG_ENTRIES};
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
-use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
-use ss_support::batch;
-
-fn open_gpu() -> Option<Arc<Gpu>> {
-    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
-        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
-        return None;
-    }
-    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
-}
+use ss_support::{batch, open_gpu};
 
 /// (rows, n, k), the entry (BLK, VPT) it must plan to, and whether the
 /// route itself picked a register family for it.

@@ -11,6 +11,8 @@
 //! Runs only with `GVR_GPU_TESTS=1` (set on the H200; there a missing GPU
 //! fails). Without it the plan half still runs on the CPU.
 
+mod ss_support;
+
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
@@ -26,16 +28,9 @@ use gvr_bench::route::DeviceProfile;
 use gvr_bench::varlen::{
     envelope, plan, EnvelopeSource, FamilyLaunch, VarlenIo, VarlenShape, VarlenTopK,
 };
+use ss_support::open_gpu;
 
 const POISON: f32 = 3e38;
-
-fn open_gpu() -> Option<Arc<Gpu>> {
-    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
-        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
-        return None;
-    }
-    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
-}
 
 fn shape(requests: usize, npad: usize, k: usize, next_n: u32, cr: u32) -> VarlenShape {
     VarlenShape {

@@ -22,6 +22,12 @@ pub enum Backend {
     Gpu,
 }
 
+/// A planned value as a 32-bit kernel scalar, or why it does not fit.
+pub(crate) fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
+    u32::try_from(value)
+        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
+}
+
 /// The shape facts an arm needs to decide admissibility and its variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {

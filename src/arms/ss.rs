@@ -23,12 +23,12 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
-use crate::arms::{Arm, Backend, Shape};
+use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::{FLUSH, SS_MAIN};
 use crate::gpu::{DeviceBatch, Gpu, Workspace};
 use crate::grid::Batch;
-use crate::route::params::SPLIT_SLAB_CAP;
+use crate::route::params::{aim_base, aim_min, SPLIT_SLAB_CAP};
 use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
 
 /// The K values the kernel is built and tested for (§1.2).
@@ -108,30 +108,6 @@ pub struct SsMainArgs {
 // SAFETY: `#[repr(C)]` plain-old-data of eighteen u32, byte-identical to the
 // kernel's `SsMainParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsMainArgs {}
-
-/// `aim` before the sqrt(6n) floor and the clamps (§3.0 "base").
-fn aim_base(k: usize, r: u32, big: bool) -> usize {
-    match (big, r) {
-        (true, 1) if k >= 1024 => 4 * k,
-        (true, _) => 2 * k,
-        (false, _) if k >= 1024 => 11 * k / 8,
-        (false, _) => 3 * k / 2,
-    }
-}
-
-/// The SPLIT aim floor `amin` (0 for one CTA per row).
-fn aim_min(k: usize, r: u32) -> usize {
-    match r {
-        0 | 1 => 0,
-        2 => 3 * k,
-        _ => 7 * k / 2,
-    }
-}
-
-fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
-    u32::try_from(value)
-        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
-}
 
 /// The kernel scalars of a planned launch.
 pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {

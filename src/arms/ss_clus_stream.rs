@@ -19,11 +19,12 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
 
 use super::ss::admits as ss_admits;
-use super::{Arm, Backend, Shape};
+use super::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS_STREAM;
 use crate::gpu::{DeviceBatch, Gpu, KernelArgs};
 use crate::grid::Batch;
+use crate::route::params::{aim_base, aim_min};
 use crate::route::{clus_params, route, DeviceProfile, Family, MainParams};
 
 /// Threads per CTA of every compiled clus entry.
@@ -113,30 +114,6 @@ pub fn clus_entry(u: u32) -> String {
 /// pairs, the last ones a trash slot) | ck64 (cmp pairs).
 pub fn clus_smem_bytes(scap: usize, cmp: usize) -> usize {
     CLUS_PRELUDE_BYTES as usize + (scap + 4) * 8 + cmp * 8
-}
-
-/// `aim` before the sqrt(6n) floor and the clamps (§3.0 "base").
-fn aim_base(k: usize, r: u32, big: bool) -> usize {
-    match (big, r) {
-        (true, 1) if k >= 1024 => 4 * k,
-        (true, _) => 2 * k,
-        (false, _) if k >= 1024 => 11 * k / 8,
-        (false, _) => 3 * k / 2,
-    }
-}
-
-/// The multi-CTA aim floor `amin` (0 for one CTA per row).
-fn aim_min(k: usize, r: u32) -> usize {
-    match r {
-        0 | 1 => 0,
-        2 => 3 * k,
-        _ => 7 * k / 2,
-    }
-}
-
-fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
-    u32::try_from(value)
-        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
 }
 
 /// The per-row QUAD sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses

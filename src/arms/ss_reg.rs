@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::arms::ss::admits as ss_admits;
-use crate::arms::{Arm, Backend, Shape};
+use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_REG;
 use crate::gpu::{DeviceBatch, Gpu};
@@ -181,11 +181,6 @@ impl RegLaunch {
             shared_mem_bytes: self.dyn_smem_bytes,
         }
     }
-}
-
-fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
-    u32::try_from(value)
-        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
 }
 
 /// The §5.1 plan knobs for a register shape chosen outside the route.

@@ -187,21 +187,32 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
     }
 }
 
-/// `aim` for the main/clus families (§3.0), including the sqrt(6n) floor,
-/// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
-fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize) -> usize {
-    let base = match (big, r) {
+/// `aim` before the sqrt(6n) floor and the clamps (§3.0 "base"); the
+/// kernels receive it to redo the schedule for rows of another length.
+pub fn aim_base(k: usize, r: u32, big: bool) -> usize {
+    match (big, r) {
         (true, 1) if k >= 1024 => 4 * k,
-        (true, 1) => 2 * k,
         (true, _) => 2 * k,
         (false, _) if k >= 1024 => 11 * k / 8,
         (false, _) => 3 * k / 2,
-    };
-    let mut aim = base.max(round_half_up((6.0 * n as f64).sqrt()));
-    if r > 1 {
-        let amin = if r == 2 { 3 * k } else { 7 * k / 2 };
-        aim = aim.max(amin);
     }
+}
+
+/// The multi-CTA aim floor `amin` (0 for one CTA per row).
+pub fn aim_min(k: usize, r: u32) -> usize {
+    match r {
+        0 | 1 => 0,
+        2 => 3 * k,
+        _ => 7 * k / 2,
+    }
+}
+
+/// `aim` for the main/clus families (§3.0), including the sqrt(6n) floor,
+/// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
+fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize) -> usize {
+    let aim = aim_base(k, r, big)
+        .max(round_half_up((6.0 * n as f64).sqrt()))
+        .max(aim_min(k, r));
     aim.min(scap / 2).max(k)
 }
 

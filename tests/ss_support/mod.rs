@@ -8,12 +8,14 @@ use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 
 use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
 use gvr_bench::arms::ss::{self, Mode};
-use gvr_bench::arms::Shape;
+use gvr_bench::arms::{registry, Shape};
 use gvr_bench::capture::format::npad_for;
-use gvr_bench::exact::check_row;
+use gvr_bench::exact::{check_batch, check_row};
+use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
 use gvr_bench::route::{DeviceProfile, MainParams};
 
@@ -387,4 +389,53 @@ pub fn ss_common_header() -> &'static str {
         .find(|(name, _)| *name == "ss_common.cuh")
         .expect("ss_common.cuh is an NVRTC header")
         .1
+}
+
+/// The GPU for the on-device halves of the ss tests: only with
+/// `GVR_GPU_TESTS=1` (set on the H200, where a missing GPU then fails);
+/// without it the GPU half announces that it was not run.
+pub fn open_gpu() -> Option<Arc<Gpu>> {
+    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
+        return None;
+    }
+    Some(Gpu::open(0).unwrap_or_else(|e| panic!("GVR_GPU_TESTS=1 but no usable GPU: {e}")))
+}
+
+/// Run GPU arm `arm_name` twice on `b`; check every row (NaN rows: structure only).
+pub fn gpu_check(gpu: &Arc<Gpu>, arm_name: &str, b: &Batch, label: &str) {
+    let mut arm = registry::create(arm_name, Some(gpu.clone())).expect("arm builds");
+    let variant = arm.variant(&Shape::of(b));
+    arm.stage(b)
+        .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+    arm.poison_output().unwrap();
+    for launch in 0..2 {
+        arm.launch()
+            .unwrap_or_else(|e| panic!("{label}: launch: {e}"));
+        let out = arm.read_output().unwrap_or_else(|e| panic!("{label}: {e}"));
+        let nan_rows: Vec<usize> = (0..b.rows)
+            .filter(|&r| b.row(r).iter().any(|x| x.is_nan()))
+            .collect();
+        if nan_rows.is_empty() {
+            let status = check_batch(b, &out);
+            assert!(
+                status.is_exact(),
+                "{label} ({variant:?}) launch {launch}: {status:?}"
+            );
+        } else {
+            for r in nan_rows {
+                let slots = &out[r * b.k..(r + 1) * b.k];
+                let mut seen = slots.to_vec();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), b.k, "{label} row {r}: duplicate indices");
+                assert!(
+                    slots
+                        .iter()
+                        .all(|&i| i >= 0 && (i as usize) < b.row(r).len()),
+                    "{label} row {r}"
+                );
+            }
+        }
+    }
 }
