@@ -115,6 +115,20 @@ impl EmuLaunch {
 /// Run the launch on the emulator; check the emulated rows exact; return
 /// each emulated row's path-trace bits.
 fn emu_check(exe: &Path, b: &Batch, launch: &EmuLaunch, label: &str) -> Vec<u32> {
+    emu_check_as(exe, b, b, launch, label)
+}
+
+/// [`emu_check`] with the kernel's inputs in `input` (for a varlen launch:
+/// kv_lens in the length array, request-level hints) and the rows checked
+/// as `check` (the same logits with each row's own length).
+fn emu_check_as(
+    exe: &Path,
+    input: &Batch,
+    check: &Batch,
+    launch: &EmuLaunch,
+    label: &str,
+) -> Vec<u32> {
+    let b = input;
     let a = &launch.args;
     let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8;
     let header = [
@@ -156,11 +170,11 @@ fn emu_check(exe: &Path, b: &Batch, launch: &EmuLaunch, label: &str) -> Vec<u32>
     let rows = launch.rows;
     let prefix = Batch {
         rows,
-        npad: b.npad,
-        k: b.k,
-        logits: b.logits[..rows * b.npad].to_vec(),
-        n: b.n[..rows].to_vec(),
-        hints: b.hints[..rows * b.k].to_vec(),
+        npad: check.npad,
+        k: check.k,
+        logits: check.logits[..rows * check.npad].to_vec(),
+        n: check.n[..rows].to_vec(),
+        hints: check.hints[..rows * check.k].to_vec(),
         varlen: None,
     };
     let status = check_batch(&prefix, &out[..rows * b.k]);
@@ -365,4 +379,82 @@ fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
         &EmuLaunch::planned(&plain, 1),
         "plain split row",
     );
+}
+
+#[test]
+fn production_varlen_calls_are_exact_in_the_kernel_source() {
+    // The varlen entry (GVR_V2_SPEC §6): kv_lens per request in the length
+    // array, next_n rows per request, compress ratio 1 or 4, request-level
+    // hints; zero-window, short and long requests in one launch, SPLIT and
+    // one CTA per row.
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(606);
+    for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
+        let tokens = |width: u32| width * cr + next_n - 1;
+        let kv_lens: Vec<u32> = vec![
+            0,
+            next_n - 1,
+            tokens(k as u32 / 2),
+            tokens(k as u32),
+            tokens(k as u32 + 1),
+            tokens(3 * k as u32 + 17),
+            tokens(9_000) + cr - 1,
+        ];
+        let longest = kv_lens
+            .iter()
+            .map(|&kv| (kv / cr) as usize + 1)
+            .max()
+            .unwrap();
+        let sources: Vec<Vec<f32>> = (0..kv_lens.len())
+            .map(|q| {
+                (generators[q % generators.len()].generate)(&mut rng as &mut dyn RngCore, longest)
+            })
+            .collect();
+        let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
+        let check = Batch::varlen(&refs, &kv_lens, next_n, cr, k, None).expect("varlen batch");
+        let requests = kv_lens.len();
+        // Kernel inputs: kv_lens in the length array (the rest of it is never
+        // read), request-level hints (the request's first row's top indices
+        // for even requests, junk for odd ones) in its first rows.
+        let mut input = check.clone();
+        input.n = (0..check.rows)
+            .map(|r| kv_lens.get(r).copied().unwrap_or(0))
+            .collect();
+        input.hints = vec![-1; check.rows * k];
+        for q in 0..requests {
+            let first = q * next_n as usize;
+            let row = check.row(first);
+            let slot = &mut input.hints[q * k..(q + 1) * k];
+            if q % 2 == 0 && row.len() > k {
+                slot.copy_from_slice(&gvr_bench::exact::reference_topk(row, k));
+            } else {
+                slot.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, h)| *h = (j as i32) * 7 - 3);
+            }
+        }
+        let label = format!("varlen next_n {next_n} cr {cr}");
+        for split in [true, false] {
+            let mut launch = EmuLaunch::planned(&check, check.rows);
+            if !split {
+                launch.entry = 10; // BLK 64, U 2, one CTA per row
+                launch.grid_x = 1;
+                launch.block = 64;
+                launch.args.r = 1;
+                launch.args.scap = 2048;
+                launch.args.cmp = 256;
+            }
+            launch.args.next_n = next_n;
+            launch.args.cr_shift = cr.trailing_zeros();
+            emu_check_as(
+                exe,
+                &input,
+                &check,
+                &launch,
+                &format!("{label} split={split}"),
+            );
+        }
+    }
 }

@@ -541,3 +541,86 @@ fn dump_ss_reg_ptxas_log() {
     let report = compile_report(&SS_REG, &[], DEFAULT_ARCH).expect("compiles");
     println!("{}", report.log);
 }
+
+#[test]
+fn production_varlen_calls_are_exact_in_the_kernel_source() {
+    // The varlen entry (GVR_V2_SPEC §6) on the register family: kv_lens per
+    // request in the length array, next_n rows per request, compress ratio,
+    // request-level hints or hint-free; zero-window, short, DEG and
+    // bracketed rows in one launch. Rows are checked exact (the CPU model
+    // takes per-row hints, so path bits are not compared here).
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(909);
+    for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
+        let tokens = |width: u32| width * cr + next_n - 1;
+        let kv_lens: Vec<u32> = vec![
+            0,
+            next_n - 1,
+            tokens(k as u32 / 2),
+            tokens(k as u32),
+            tokens(k as u32 + 1),
+            tokens(4 * k as u32 + 64), // the DEG (whole-row bracket) edge
+            tokens(4 * k as u32 + 65),
+            tokens(16_000) + cr - 1,
+        ];
+        let longest = kv_lens
+            .iter()
+            .map(|&kv| (kv / cr) as usize + 1)
+            .max()
+            .unwrap();
+        let sources: Vec<Vec<f32>> = (0..kv_lens.len())
+            .map(|q| {
+                (generators[q % generators.len()].generate)(&mut rng as &mut dyn RngCore, longest)
+            })
+            .collect();
+        let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
+        let check = Batch::varlen(&refs, &kv_lens, next_n, cr, k, None).expect("varlen batch");
+        let mut input = check.clone();
+        input.n = (0..check.rows)
+            .map(|r| kv_lens.get(r).copied().unwrap_or(0))
+            .collect();
+        input.hints = vec![-1; check.rows * k];
+        for q in 0..kv_lens.len() {
+            let row = check.row(q * next_n as usize);
+            let slot = &mut input.hints[q * k..(q + 1) * k];
+            if q % 2 == 0 && row.len() > k {
+                slot.copy_from_slice(&reference_topk(row, k));
+            } else {
+                slot.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, h)| *h = (j as i32) * 5 - 2);
+            }
+        }
+        for use_hints in [1u32, 0] {
+            let mut launch = RegEmu::planned(&check, check.rows);
+            launch.args.use_hints = use_hints;
+            launch.args.next_n = next_n;
+            launch.args.cr_shift = cr.trailing_zeros();
+            let a = &launch.args;
+            let header = [
+                0x55EE_0002u32,
+                launch.entry,
+                input.rows as u32,
+                launch.block,
+                launch.dyn_smem(),
+                input.npad as u32,
+                input.k as u32,
+                launch.rows as u32,
+            ];
+            let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
+            let words: Vec<u32> = header.iter().chain(&params).copied().collect();
+            let label = format!("varlen next_n {next_n} cr {cr} hints {use_hints}");
+            let (out, _) = ss_support::run_emulator(exe, &label, &words, &input);
+            for r in 0..check.rows {
+                check_row_any(
+                    &check,
+                    r,
+                    &out[r * k..(r + 1) * k],
+                    &format!("{label} row {r}"),
+                );
+            }
+        }
+    }
+}

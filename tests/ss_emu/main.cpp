@@ -2,7 +2,8 @@
 // tests/ss_emu_exact.rs). Usage: emu <input> <output>.
 // Input (little-endian): 10 u32 header {magic 0x55EE0001, entry id, grid x,
 // grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 18 u32
-// SsMainParams (next_n = 0: the n array holds per-row lengths), f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
+// SsMainParams (next_n = 0: the n array holds per-row lengths; >= 1: its
+// first rows/next_n entries are kv_lens and hints are request-level), f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
 // path-trace bits (SS_TR_* in ss_main.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a
@@ -148,8 +149,13 @@ int main(int argc, char** argv) {
     emu::stacks.assign((size_t)block * STACK_BYTES, 0);
     emu::logits_base = logits.data();
     emu::logits_len = logits.size();
+    // The load guard needs each row's valid length: the n array itself, or
+    // under a varlen launch (next_n >= 1: n holds kv_lens) the kernel's own
+    // row-length formula.
+    std::vector<i32> row_len(rows);
+    for (u32 r = 0; r < rows; ++r) row_len[r] = (i32)ss_row_len(n.data(), r, p.next_n, p.cr_shift, npad);
     emu::guard_npad = npad;
-    emu::guard_n = n.data();
+    emu::guard_n = row_len.data();
     g_launch = Launch{entry, logits.data(), n.data(), hints.data(), out.data(), p, workspace.data()};
     emu::grid_dim = dim3e{gx, gy, 1u};
     emu::trace.assign(rows, 0u);

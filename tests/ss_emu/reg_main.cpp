@@ -137,8 +137,12 @@ int main(int argc, char** argv) {
     emu::stacks.assign((size_t)block * STACK_BYTES, 0);
     emu::logits_base = logits.data();
     emu::logits_len = logits.size();
+    // Per-row valid lengths for the load guard (under a varlen launch the n
+    // array holds kv_lens: use the kernel's own row-length formula).
+    std::vector<i32> row_len(rows);
+    for (u32 r = 0; r < rows; ++r) row_len[r] = (i32)ss_row_len(n.data(), r, p.next_n, p.cr_shift, npad);
     emu::guard_npad = npad;
-    emu::guard_n = n.data();
+    emu::guard_n = row_len.data();
     g_launch = Launch{entry, logits.data(), n.data(), hints.data(), out.data(), p};
     emu::grid_dim = dim3e{1u, rows, 1u};
     emu::trace.assign(rows, 0u);
