@@ -121,8 +121,27 @@ fn emu_check(
     hint_free: bool,
     label: &str,
 ) -> Vec<u32> {
+    let (out, trace) = emu_run(exe, b, entry, cs, blk, hint_free, (0, 0), label);
+    let (out, trace) = (out.as_slice(), trace.as_slice());
+    check_rows(b, out, label);
+    trace.iter().map(|&t| t as u32).collect()
+}
+
+/// One emulated launch of `input` (`varlen` = (next_n, cr_shift); (0, 0) for
+/// per-row lengths): the output slots and path-trace bits.
+#[allow(clippy::too_many_arguments)]
+fn emu_run(
+    exe: &Path,
+    b: &Batch,
+    entry: u32,
+    cs: u32,
+    blk: u32,
+    hint_free: bool,
+    varlen: (u32, u32),
+    label: &str,
+) -> (Vec<i32>, Vec<i32>) {
     let header = [
-        0x55EE_0C01u32,
+        0x55EE_0C02u32,
         entry,
         cs,
         blk,
@@ -132,10 +151,14 @@ fn emu_check(
         b.k as u32,
         hint_free as u32,
         b.rows as u32,
+        varlen.0,
+        varlen.1,
     ];
-    let words: Vec<u32> = header.to_vec();
-    let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
-    let (out, trace) = (out.as_slice(), trace.as_slice());
+    ss_support::run_emulator(exe, label, &header, b)
+}
+
+/// Every row of `b` exact (NaN rows: structure only).
+fn check_rows(b: &Batch, out: &[i32], label: &str) {
     if b.n
         .iter()
         .zip(b.logits.chunks(b.npad))
@@ -165,7 +188,6 @@ fn emu_check(
         let status = check_batch(b, out);
         assert!(status.is_exact(), "{label}: {status:?}");
     }
-    trace.iter().map(|&t| t as u32).collect()
 }
 
 /// Hint lists of one row, by mode.
@@ -453,4 +475,69 @@ fn nan_rows_keep_the_output_structure() {
     }
     let b = batch(&rows, &hints, k);
     emu_check(exe, &b, small_entry(64, 2), 4, 64, false, "nan rows");
+}
+
+#[test]
+fn production_varlen_calls_are_exact_in_the_kernel_source() {
+    // The varlen entry (GVR_V2_SPEC §6) on reg_clus: kv_lens per request,
+    // next_n rows per request, compress ratio, request-level hints or
+    // hint-free; zero-window, short and clustered rows in one launch.
+    let Some(exe) = emulator() else { return };
+    let k = 128;
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(4242);
+    for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
+        let tokens = |width: u32| width * cr + next_n - 1;
+        let kv_lens: Vec<u32> = vec![
+            0,
+            next_n - 1,
+            tokens(k as u32 / 2),
+            tokens(k as u32 + 1),
+            tokens(2_000) + cr - 1,
+            tokens(3_000),
+        ];
+        let longest = kv_lens
+            .iter()
+            .map(|&kv| (kv / cr) as usize + 1)
+            .max()
+            .unwrap();
+        let sources: Vec<Vec<f32>> = (0..kv_lens.len())
+            .map(|q| {
+                (generators[q % generators.len()].generate)(&mut rng as &mut dyn RngCore, longest)
+            })
+            .collect();
+        let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
+        let check = Batch::varlen(&refs, &kv_lens, next_n, cr, k, None).expect("varlen batch");
+        let mut input = check.clone();
+        input.n = (0..check.rows)
+            .map(|r| kv_lens.get(r).copied().unwrap_or(0))
+            .collect();
+        input.hints = vec![-1; check.rows * k];
+        for q in 0..kv_lens.len() {
+            let row = check.row(q * next_n as usize);
+            let slot = &mut input.hints[q * k..(q + 1) * k];
+            if q % 2 == 0 && row.len() > k {
+                slot.copy_from_slice(&reference_topk(row, k));
+            } else {
+                slot.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, h)| *h = (j as i32) * 3 - 1);
+            }
+        }
+        // BLK 64, VPT 4, CS 4: 4·64·4·4 = 4,096 values per cluster.
+        for hint_free in [false, true] {
+            let label = format!("varlen next_n {next_n} cr {cr} hint_free {hint_free}");
+            let (out, _) = emu_run(
+                exe,
+                &input,
+                small_entry(64, 4),
+                4,
+                64,
+                hint_free,
+                (next_n, cr.trailing_zeros()),
+                &label,
+            );
+            check_rows(&check, &out, &label);
+        }
+    }
 }

@@ -1,8 +1,10 @@
 // Host emulator driver for kernels/ss_clus.cu (reg_clus), see cluster.cuh
 // here and tests/ss_clus_emu.rs. Usage: emu <input> <output>.
-// Input (little-endian): 10 u32 header {magic 0x55EE0C01, entry id, cluster
-// size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows},
-// f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
+// Input (little-endian): 12 u32 header {magic 0x55EE0C02, entry id, cluster
+// size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows,
+// next_n, cr_shift}, f32 logits [rows*npad], i32 n [rows] (per-row lengths,
+// or kv_lens in its first rows/next_n entries when next_n >= 1), i32 hints
+// [rows*k] (request-level under next_n >= 1).
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
 // path-trace bits (RC_TR_* in ss_clus.cu). Exit 0 on success; non-zero with a
 // message on stderr for a deadlock, a bad load or a bad DSMEM access.
@@ -55,11 +57,12 @@ int main(int argc, char** argv) {
     }
     FILE* in = std::fopen(argv[1], "rb");
     if (!in) return 2;
-    u32 h[10];
-    if (std::fread(h, 4, 10, in) != 10 || h[0] != 0x55EE0C01u) return 2;
+    u32 h[12];
+    if (std::fread(h, 4, 12, in) != 12 || h[0] != 0x55EE0C02u) return 2;
     const u32 id = h[1], cs = h[2], block = h[3], smem = h[4], rows = h[5], npad = h[6], k = h[7];
     const u32 hint_free = h[8];
     const u32 emu_rows = std::min(h[9], rows);
+    const u32 next_n = h[10], cr_shift = h[11];
     std::vector<float> logits((size_t)rows * npad);
     std::vector<i32> n(rows), hints((size_t)rows * k);
     if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
@@ -75,10 +78,12 @@ int main(int argc, char** argv) {
     std::vector<i32> out((size_t)rows * k, INT_MIN);
     emu::logits_base = logits.data();
     emu::logits_len = logits.size();
+    std::vector<i32> row_len(rows);  // the load guard's per-row lengths (kernel formula)
+    for (u32 r = 0; r < rows; ++r) row_len[r] = (i32)ss_row_len(n.data(), r, next_n, cr_shift, npad);
     emu::guard_npad = npad;
-    emu::guard_n = n.data();
+    emu::guard_n = row_len.data();
     emu::cl::smem_bytes = smem;
-    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, 0u, 0u}};
+    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, next_n, cr_shift}};
     emu::grid_dim = dim3e{cs, rows, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(777u + rows * 13u + cs);
