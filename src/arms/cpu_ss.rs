@@ -20,7 +20,7 @@ use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::exact::UNWRITTEN;
 use crate::grid::Batch;
-use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
+use crate::route::{clus_params, main_params, route, DeviceProfile, Family, MainParams};
 
 /// The K values the kernels are tuned and tested for (§1.2).
 pub const SUPPORTED_K: [usize; 3] = [512, 1024, 2048];
@@ -99,16 +99,27 @@ impl CpuSs {
         self
     }
 
-    /// The main launch this arm models for a shape: R from the route when it
-    /// picks main (SPLIT when R > 1); the other families are not modelled,
-    /// so their shapes run main with one CTA per row.
+    /// The streaming launch this arm models for a shape: R from the route
+    /// when it picks main (SPLIT when R > 1); the route's clus picks with
+    /// their cluster size and QUAD sample (`clus_params`: the clus kernel's
+    /// sample, ladder and single pass over the whole row; its cluster-merged
+    /// histogram is the same histogram, and its H cap is not modelled);
+    /// reg_clus shapes run main with one CTA per row (not modelled).
     pub fn launch_params(&self, shape: &Shape) -> MainParams {
-        let parts = self.forced_parts.unwrap_or_else(|| {
-            let decision = route(shape.rows, shape.n, shape.npad, shape.k, &self.device);
-            match decision.family {
-                Family::Main => decision.ctas_per_row,
-                _ => 1,
-            }
+        let decision = route(shape.rows, shape.n, shape.npad, shape.k, &self.device);
+        if self.forced_parts.is_none() && decision.family == Family::Clus {
+            return clus_params(
+                shape.rows,
+                shape.n,
+                shape.npad,
+                shape.k,
+                decision.cluster,
+                &self.device,
+            );
+        }
+        let parts = self.forced_parts.unwrap_or(match decision.family {
+            Family::Main => decision.ctas_per_row,
+            _ => 1,
         });
         main_params(
             shape.rows,
@@ -190,6 +201,11 @@ impl Arm for CpuSs {
             return Some(variant);
         }
         let params = self.launch_params(shape);
+        let clus = self.forced_parts.is_none()
+            && route(shape.rows, shape.n, shape.npad, shape.k, &self.device).family == Family::Clus;
+        if clus {
+            return Some(format!("clus/cl{}", params.r));
+        }
         Some(format!("main/blk{}/r{}", params.blk, params.r))
     }
 
@@ -266,6 +282,28 @@ mod tests {
 
     fn batch(rows: Vec<Vec<f32>>, npad: usize, k: usize) -> Batch {
         Batch::from_rows(&rows, npad, k, 3.0e38)
+    }
+
+    #[test]
+    fn clus_picks_are_modelled_with_the_clus_sample_and_stay_exact() {
+        // 16 rows of 100,000: the H200 route picks clus with 4-CTA clusters.
+        let k = 512;
+        let rows: Vec<Vec<f32>> = (0..16)
+            .map(|r| {
+                (0..100_000)
+                    .map(|i| (((i * 7919 + r * 104_729) % 100_003) as f32).sin())
+                    .collect()
+            })
+            .collect();
+        let b = batch(rows, 100_032, k);
+        let mut arm = CpuSs::new();
+        assert_eq!(arm.variant(&Shape::of(&b)).as_deref(), Some("clus/cl4"));
+        let params = arm.launch_params(&Shape::of(&b));
+        assert_eq!((params.unit_values, params.r, params.split), (16, 4, false));
+        arm.stage(&b).unwrap();
+        arm.launch().unwrap();
+        let out = arm.read_output().unwrap();
+        assert!(crate::exact::check_batch(&b, &out).is_exact());
     }
 
     #[test]
