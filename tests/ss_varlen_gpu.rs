@@ -429,4 +429,19 @@ fn bad_buffers_are_refused_before_any_launch() {
     io.hints = Some(&hints);
     let e = call.launcher.launch(&mut io).unwrap_err().to_string();
     assert!(e.contains("hint-free"), "{e}");
+    // Request-shaped indices under MTP ([requests, k] for rows = 2·requests)
+    // would be written out of bounds: refused (spec §9 item 12).
+    let mut short_out = gpu.upload(&vec![0i32; s.requests() * s.k]).unwrap();
+    let mut io = VarlenIo {
+        logits: &call.logits,
+        kv_lens: &call.kv,
+        hints: None,
+        indices: &mut short_out,
+        values: None,
+    };
+    let e = call.launcher.launch(&mut io).unwrap_err().to_string();
+    assert!(
+        e.contains("indices holds 1024 elements, the launch needs 2048"),
+        "{e}"
+    );
 }
