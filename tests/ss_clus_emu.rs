@@ -484,46 +484,11 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // hint-free; zero-window, short and clustered rows in one launch.
     let Some(exe) = emulator() else { return };
     let k = 128;
-    let generators = row_generators();
-    let mut rng = ChaCha8Rng::seed_from_u64(4242);
     for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
-        let tokens = |width: u32| width * cr + next_n - 1;
-        let kv_lens: Vec<u32> = vec![
-            0,
-            next_n - 1,
-            tokens(k as u32 / 2),
-            tokens(k as u32 + 1),
-            tokens(2_000) + cr - 1,
-            tokens(3_000),
-        ];
-        let longest = kv_lens
-            .iter()
-            .map(|&kv| (kv / cr) as usize + 1)
-            .max()
-            .unwrap();
-        let sources: Vec<Vec<f32>> = (0..kv_lens.len())
-            .map(|q| {
-                (generators[q % generators.len()].generate)(&mut rng as &mut dyn RngCore, longest)
-            })
-            .collect();
-        let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
-        let check = Batch::varlen(&refs, &kv_lens, next_n, cr, k, None).expect("varlen batch");
-        let mut input = check.clone();
-        input.n = (0..check.rows)
-            .map(|r| kv_lens.get(r).copied().unwrap_or(0))
-            .collect();
-        input.hints = vec![-1; check.rows * k];
-        for q in 0..kv_lens.len() {
-            let row = check.row(q * next_n as usize);
-            let slot = &mut input.hints[q * k..(q + 1) * k];
-            if q % 2 == 0 && row.len() > k {
-                slot.copy_from_slice(&reference_topk(row, k));
-            } else {
-                slot.iter_mut()
-                    .enumerate()
-                    .for_each(|(j, h)| *h = (j as i32) * 3 - 1);
-            }
-        }
+        let widths = [k as u32 / 2, k as u32 + 1, 2_000, 3_000];
+        let kv_lens = ss_support::varlen_kv(next_n, cr, &widths);
+        let ss_support::VarlenEmuCase { check, input } =
+            ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 4242 + next_n as u64);
         // BLK 64, VPT 4, CS 4: 4·64·4·4 = 4,096 values per cluster.
         for hint_free in [false, true] {
             let label = format!("varlen next_n {next_n} cr {cr} hint_free {hint_free}");

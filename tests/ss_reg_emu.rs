@@ -551,48 +551,19 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // takes per-row hints, so path bits are not compared here).
     let Some(exe) = emulator() else { return };
     let k = 512;
-    let generators = row_generators();
-    let mut rng = ChaCha8Rng::seed_from_u64(909);
     for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
-        let tokens = |width: u32| width * cr + next_n - 1;
-        let kv_lens: Vec<u32> = vec![
-            0,
-            next_n - 1,
-            tokens(k as u32 / 2),
-            tokens(k as u32),
-            tokens(k as u32 + 1),
-            tokens(4 * k as u32 + 64), // the DEG (whole-row bracket) edge
-            tokens(4 * k as u32 + 65),
-            tokens(16_000) + cr - 1,
+        // The DEG (whole-row bracket) edge is at 4k + 64.
+        let widths = [
+            k as u32 / 2,
+            k as u32,
+            k as u32 + 1,
+            4 * k as u32 + 64,
+            4 * k as u32 + 65,
+            16_000,
         ];
-        let longest = kv_lens
-            .iter()
-            .map(|&kv| (kv / cr) as usize + 1)
-            .max()
-            .unwrap();
-        let sources: Vec<Vec<f32>> = (0..kv_lens.len())
-            .map(|q| {
-                (generators[q % generators.len()].generate)(&mut rng as &mut dyn RngCore, longest)
-            })
-            .collect();
-        let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
-        let check = Batch::varlen(&refs, &kv_lens, next_n, cr, k, None).expect("varlen batch");
-        let mut input = check.clone();
-        input.n = (0..check.rows)
-            .map(|r| kv_lens.get(r).copied().unwrap_or(0))
-            .collect();
-        input.hints = vec![-1; check.rows * k];
-        for q in 0..kv_lens.len() {
-            let row = check.row(q * next_n as usize);
-            let slot = &mut input.hints[q * k..(q + 1) * k];
-            if q % 2 == 0 && row.len() > k {
-                slot.copy_from_slice(&reference_topk(row, k));
-            } else {
-                slot.iter_mut()
-                    .enumerate()
-                    .for_each(|(j, h)| *h = (j as i32) * 5 - 2);
-            }
-        }
+        let kv_lens = ss_support::varlen_kv(next_n, cr, &widths);
+        let ss_support::VarlenEmuCase { check, input } =
+            ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 909 + next_n as u64);
         for use_hints in [1u32, 0] {
             let mut launch = RegEmu::planned(&check, check.rows);
             launch.args.use_hints = use_hints;

@@ -439,3 +439,68 @@ pub fn gpu_check(gpu: &Arc<Gpu>, arm_name: &str, b: &Batch, label: &str) {
         }
     }
 }
+
+/// A production varlen call for the emulators: `check` holds each row with
+/// its own length (what the output is checked against); `input` is what the
+/// kernel receives — the same logits, kv_lens in the first entries of the
+/// length array, request-level hints in the first rows of the hint array
+/// (even requests: their first row's top indices; odd ones: junk).
+pub struct VarlenEmuCase {
+    pub check: Batch,
+    pub input: Batch,
+}
+
+/// kv_lens for `widths` (valid lengths of each request's last row) under
+/// (`next_n`, `cr`), led by two zero-window requests (kv = 0 and next_n − 1)
+/// and closed by the last width plus `cr − 1` tokens (rounding under cr).
+pub fn varlen_kv(next_n: u32, cr: u32, widths: &[u32]) -> Vec<u32> {
+    let tokens = |width: u32| width * cr + next_n - 1;
+    let mut kv = vec![0, next_n - 1];
+    kv.extend(widths.iter().map(|&w| tokens(w)));
+    if let Some(&last) = widths.last() {
+        kv.push(tokens(last) + cr - 1);
+    }
+    kv
+}
+
+/// One request source row per kv entry (cycling through the row generators).
+pub fn varlen_emu_case(
+    k: usize,
+    next_n: u32,
+    cr: u32,
+    kv_lens: &[u32],
+    seed: u64,
+) -> VarlenEmuCase {
+    use rand::SeedableRng;
+    let generators = gvr_bench::exact::row_generators();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let longest = kv_lens
+        .iter()
+        .map(|&kv| (kv / cr) as usize + 1)
+        .max()
+        .unwrap_or(1);
+    let sources: Vec<Vec<f32>> = (0..kv_lens.len())
+        .map(|q| {
+            (generators[q % generators.len()].generate)(&mut rng as &mut dyn rand::RngCore, longest)
+        })
+        .collect();
+    let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
+    let check = Batch::varlen(&refs, kv_lens, next_n, cr, k, None).expect("varlen batch");
+    let mut input = check.clone();
+    input.n = (0..check.rows)
+        .map(|r| kv_lens.get(r).copied().unwrap_or(0))
+        .collect();
+    input.hints = vec![-1; check.rows * k];
+    for q in 0..kv_lens.len() {
+        let row = check.row(q * next_n as usize);
+        let slot = &mut input.hints[q * k..(q + 1) * k];
+        if q % 2 == 0 && row.len() > k {
+            slot.copy_from_slice(&gvr_bench::exact::reference_topk(row, k));
+        } else {
+            slot.iter_mut()
+                .enumerate()
+                .for_each(|(j, h)| *h = (j as i32) * 7 - 3);
+        }
+    }
+    VarlenEmuCase { check, input }
+}
