@@ -57,7 +57,7 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
-use ss_support::batch;
+use ss_support::{batch, generated_batch, hints_for, HINT_MODES};
 
 /// RC_TR_* bits of ss_clus.cu.
 const TR_ESCAPE: u32 = 1;
@@ -190,40 +190,8 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
     }
 }
 
-/// Hint lists of one row, by mode.
-fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut ChaCha8Rng) -> Vec<i32> {
-    let n = row.len().max(1);
-    match mode {
-        "perfect" => reference_topk(row, k),
-        "random" => (0..k).map(|_| rng.random_range(0..n as i32)).collect(),
-        "absent" => vec![-1; k],
-        "junk" => (0..k)
-            .map(|i| if i % 2 == 0 { n as i32 + i as i32 } else { -5 })
-            .collect(),
-        "degenerate" => vec![0; k],
-        _ => unreachable!("hint mode {mode}"),
-    }
-}
-
-const HINT_MODES: [&str; 5] = ["perfect", "random", "absent", "junk", "degenerate"];
-
 /// One launch over rows drawn from every generator × hint mode, row lengths
 /// cycling through `lengths`.
-fn generated_batch(rng: &mut ChaCha8Rng, k: usize, lengths: &[usize], modes: &[&str]) -> Batch {
-    let mut rows = Vec::new();
-    let mut hints = Vec::new();
-    let mut i = 0usize;
-    for g in &row_generators() {
-        for mode in modes {
-            let n = lengths[i % lengths.len()];
-            i += 1;
-            let row = (g.generate)(rng as &mut dyn RngCore, n);
-            hints.push(hints_for(&row, k, mode, rng));
-            rows.push(row);
-        }
-    }
-    batch(&rows, &hints, k)
-}
 
 #[test]
 fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {

@@ -16,34 +16,9 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_clus::plan_regclus;
 use gvr_bench::arms::Shape;
-use gvr_bench::exact::{reference_topk, row_generators, suite};
-use gvr_bench::grid::Batch;
+use gvr_bench::exact::{row_generators, suite};
 use gvr_bench::route::DeviceProfile;
 use ss_support::{batch, open_gpu};
-
-fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
-    match mode % 4 {
-        0 => reference_topk(row, k),
-        1 => (0..k)
-            .map(|_| rng.random_range(0..row.len() as i32))
-            .collect(),
-        2 => vec![-1; k],
-        _ => vec![0; k], // degenerate: one position → bracket guard
-    }
-}
-
-/// `rows` rows of length `n`, generators and hint modes cycling.
-fn generated(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
-    let gens = row_generators();
-    let mut data = Vec::new();
-    let mut hints = Vec::new();
-    for r in 0..rows {
-        let row = (gens[r % gens.len()].generate)(rng as &mut dyn RngCore, n);
-        hints.push(hints_for(&row, k, r / gens.len() + r, rng));
-        data.push(row);
-    }
-    batch(&data, &hints, k)
-}
 
 /// (rows, n, cluster, vpt) for every routed reg_clus shape kind on the H200.
 const ROUTED: [(usize, usize, u32, u32); 6] = [
@@ -62,7 +37,7 @@ fn routed_shapes_are_exact_on_the_gpu() {
     let gpu = open_gpu();
     for (rows, n, cs, vpt) in ROUTED {
         for k in [512usize, 1024] {
-            let b = generated(&mut rng, rows.max(12), n, k);
+            let b = ss_support::generated_rows(&mut rng, rows.max(12), n, k);
             let plan = plan_regclus(
                 &Shape {
                     rows,
@@ -80,7 +55,7 @@ fn routed_shapes_are_exact_on_the_gpu() {
                 // The batch may hold more rows than the routed shape (to
                 // cover every generator); the route's shape is checked above.
                 ss_support::gpu_check(gpu, "ss-regclus", &b, &format!("rows={rows} n={n} k={k}"));
-                let exact_rows = generated(&mut rng, rows, n, k);
+                let exact_rows = ss_support::generated_rows(&mut rng, rows, n, k);
                 ss_support::gpu_check(
                     gpu,
                     "ss-regclus",
@@ -115,7 +90,12 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
         let mut hints = Vec::new();
         for (i, &n) in lengths.iter().enumerate() {
             let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
-            hints.push(hints_for(&row, k, i, &mut rng));
+            hints.push(ss_support::hints_for(
+                &row,
+                k,
+                ss_support::cycled_hint_mode(i),
+                &mut rng,
+            ));
             data.push(row);
         }
         ss_support::gpu_check(
@@ -141,7 +121,7 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
     }
     ss_support::gpu_check(&gpu, "ss-regclus", &batch(&data, &[], 512), "nan rows");
     // More 8-CTA clusters than are co-resident (15): they run in waves.
-    let b = generated(&mut rng, 40, 100_000, 512);
+    let b = ss_support::generated_rows(&mut rng, 40, 100_000, 512);
     let plan = plan_regclus(&Shape::of(&b), &dev).unwrap();
     assert_eq!(plan.cluster, 8);
     ss_support::gpu_check(&gpu, "ss-regclus", &b, "waves of 8-CTA clusters");

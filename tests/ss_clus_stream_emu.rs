@@ -64,7 +64,7 @@ use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
-use ss_support::batch;
+use ss_support::{batch, generated_batch, hints_for, HINT_MODES};
 
 /// CL_TR_* bits of ss_clus_stream.cu.
 const TR_HINT_START: u32 = 1;
@@ -236,40 +236,6 @@ fn emu_check(exe: &Path, b: &Batch, l: &Launch, label: &str) -> Vec<u32> {
         assert!(status.is_exact(), "{label}: {status:?}");
     }
     trace.iter().map(|&t| t as u32).collect()
-}
-
-/// Hint lists of one row, by mode.
-fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut ChaCha8Rng) -> Vec<i32> {
-    let n = row.len().max(1);
-    match mode {
-        "perfect" => reference_topk(row, k),
-        "random" => (0..k).map(|_| rng.random_range(0..n as i32)).collect(),
-        "absent" => vec![-1; k],
-        "junk" => (0..k)
-            .map(|i| if i % 2 == 0 { n as i32 + i as i32 } else { -5 })
-            .collect(),
-        "degenerate" => vec![0; k],
-        _ => unreachable!("hint mode {mode}"),
-    }
-}
-
-const HINT_MODES: [&str; 5] = ["perfect", "random", "absent", "junk", "degenerate"];
-
-/// Rows from every generator × hint mode, lengths cycling through `lengths`.
-fn generated_batch(rng: &mut ChaCha8Rng, k: usize, lengths: &[usize], modes: &[&str]) -> Batch {
-    let mut rows = Vec::new();
-    let mut hints = Vec::new();
-    let mut i = 0usize;
-    for g in &row_generators() {
-        for mode in modes {
-            let n = lengths[i % lengths.len()];
-            i += 1;
-            let row = (g.generate)(rng as &mut dyn RngCore, n);
-            hints.push(hints_for(&row, k, mode, rng));
-            rows.push(row);
-        }
-    }
-    batch(&rows, &hints, k)
 }
 
 #[test]

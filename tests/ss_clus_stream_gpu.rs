@@ -18,34 +18,9 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_clus_stream::{plan_clus_stream, plan_clus_stream_forced};
 use gvr_bench::arms::Shape;
-use gvr_bench::exact::{reference_topk, row_generators, suite};
-use gvr_bench::grid::Batch;
+use gvr_bench::exact::{row_generators, suite};
 use gvr_bench::route::DeviceProfile;
 use ss_support::{batch, open_gpu};
-
-fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
-    match mode % 4 {
-        0 => reference_topk(row, k),
-        1 => (0..k)
-            .map(|_| rng.random_range(0..row.len() as i32))
-            .collect(),
-        2 => vec![-1; k],
-        _ => vec![0; k], // degenerate: one position
-    }
-}
-
-/// `rows` rows of length `n`, generators and hint modes cycling.
-fn generated(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
-    let gens = row_generators();
-    let mut data = Vec::new();
-    let mut hints = Vec::new();
-    for r in 0..rows {
-        let row = (gens[r % gens.len()].generate)(rng as &mut dyn RngCore, n);
-        hints.push(hints_for(&row, k, r / gens.len() + r, rng));
-        data.push(row);
-    }
-    batch(&data, &hints, k)
-}
 
 /// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS
 /// (per-rank slices of at most 32K values: the H200 route's clus limit).
@@ -72,7 +47,7 @@ fn routed_shapes_are_planned_and_exact_on_the_gpu() {
         let plan = plan_clus_stream(&shape, &dev).expect("routed to clus");
         assert_eq!((plan.cluster, plan.routed), (cs, true), "{shape:?}");
         if let Some(gpu) = &gpu {
-            let b = generated(&mut rng, rows, n, k);
+            let b = ss_support::generated_rows(&mut rng, rows, n, k);
             ss_support::gpu_check(
                 gpu,
                 "ss-clus",
@@ -119,7 +94,12 @@ fn mixed_lengths_nan_waves_and_the_adversarial_suite_are_exact() {
         let mut hints = Vec::new();
         for (i, &n) in lengths.iter().enumerate() {
             let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
-            hints.push(hints_for(&row, k, i, &mut rng));
+            hints.push(ss_support::hints_for(
+                &row,
+                k,
+                ss_support::cycled_hint_mode(i),
+                &mut rng,
+            ));
             data.push(row);
         }
         ss_support::gpu_check(
@@ -145,7 +125,7 @@ fn mixed_lengths_nan_waves_and_the_adversarial_suite_are_exact() {
     }
     ss_support::gpu_check(&gpu, "ss-clus", &batch(&data, &[], 512), "nan rows");
     // More clusters than are co-resident (66 of CS 2): forced, in waves.
-    let b = generated(&mut rng, waves.rows, waves.n, waves.k);
+    let b = ss_support::generated_rows(&mut rng, waves.rows, waves.n, waves.k);
     assert_eq!(Shape::of(&b), waves);
     ss_support::gpu_check(&gpu, "ss-clus", &b, "forced clusters in waves");
     // The adversarial suite, where the arm admits the shape.

@@ -504,3 +504,70 @@ pub fn varlen_emu_case(
     }
     VarlenEmuCase { check, input }
 }
+
+/// Hint modes of the generated batches: the row's own top-k, random valid
+/// indices, none (all −1), out-of-range junk, one repeated index.
+pub const HINT_MODES: [&str; 5] = ["perfect", "random", "absent", "junk", "degenerate"];
+
+/// The hint list of one row in `mode` (one of [`HINT_MODES`]).
+pub fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<i32> {
+    use rand::Rng;
+    let n = row.len().max(1);
+    match mode {
+        "perfect" => gvr_bench::exact::reference_topk(row, k),
+        "random" => (0..k).map(|_| rng.random_range(0..n as i32)).collect(),
+        "absent" => vec![-1; k],
+        "junk" => (0..k)
+            .map(|i| if i % 2 == 0 { n as i32 + i as i32 } else { -5 })
+            .collect(),
+        "degenerate" => vec![0; k], // one position: the bracket guard's case
+        _ => unreachable!("hint mode {mode}"),
+    }
+}
+
+/// Rows from every generator × hint mode, lengths cycling through `lengths`.
+pub fn generated_batch(
+    rng: &mut rand_chacha::ChaCha8Rng,
+    k: usize,
+    lengths: &[usize],
+    modes: &[&str],
+) -> Batch {
+    let mut rows = Vec::new();
+    let mut hints = Vec::new();
+    let mut i = 0usize;
+    for g in &gvr_bench::exact::row_generators() {
+        for mode in modes {
+            let n = lengths[i % lengths.len()];
+            i += 1;
+            let row = (g.generate)(rng as &mut dyn rand::RngCore, n);
+            hints.push(hints_for(&row, k, mode, rng));
+            rows.push(row);
+        }
+    }
+    batch(&rows, &hints, k)
+}
+
+/// The hint modes the GPU tests cycle through: perfect, random, absent,
+/// degenerate.
+pub fn cycled_hint_mode(i: usize) -> &'static str {
+    ["perfect", "random", "absent", "degenerate"][i % 4]
+}
+
+/// `rows` rows of length `n` cycling through the generators, with the hint
+/// modes of [`cycled_hint_mode`] in turn.
+pub fn generated_rows(rng: &mut rand_chacha::ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
+    let gens = gvr_bench::exact::row_generators();
+    let mut data = Vec::new();
+    let mut hints = Vec::new();
+    for r in 0..rows {
+        let row = (gens[r % gens.len()].generate)(rng as &mut dyn rand::RngCore, n);
+        hints.push(hints_for(
+            &row,
+            k,
+            cycled_hint_mode(r / gens.len() + r),
+            rng,
+        ));
+        data.push(row);
+    }
+    batch(&data, &hints, k)
+}
