@@ -11,6 +11,7 @@ pub mod ss_clus_stream;
 pub mod ss_reg;
 pub mod ss_routed;
 pub mod ss_varlen;
+pub mod staged;
 
 use crate::error::Result;
 use crate::grid::Batch;

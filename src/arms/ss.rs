@@ -21,12 +21,14 @@
 
 use std::sync::Arc;
 
+use super::staged::StagedLaunch;
+
 use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::{FLUSH, SS_MAIN};
-use crate::gpu::{DeviceBatch, Gpu, Workspace};
+use crate::gpu::{Gpu, Workspace};
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min, SPLIT_SLAB_CAP};
 use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
@@ -389,11 +391,7 @@ pub struct SsMain {
     mode: Mode,
     gpu: Arc<Gpu>,
     device: DeviceProfile,
-    /// (entry, function) of the last plan's entry point.
-    function: Option<(String, CudaFunction)>,
-    /// Largest dynamic shared memory the current function may use so far.
-    smem_allowed: u32,
-    batch: Option<DeviceBatch>,
+    staged: StagedLaunch,
     plan: Option<SsPlan>,
     workspace: Workspace,
     /// Set by `GVR_SS_SLOWDOWN=1`: a wasted read pass before every launch.
@@ -432,10 +430,8 @@ impl SsMain {
             mode,
             device: profile_for(&gpu),
             workspace: Workspace::new(&gpu),
+            staged: StagedLaunch::new(gpu.clone(), mode_arm_name(mode)),
             gpu,
-            function: None,
-            smem_allowed: 0,
-            batch: None,
             plan: None,
             slowdown: None,
             r_override: match mode {
@@ -450,40 +446,16 @@ impl SsMain {
     }
 
     fn arm_name(&self) -> &'static str {
-        match self.mode {
-            Mode::Routed => "ss",
-            Mode::ForcedMain => "ss-main",
-            Mode::ForcedMainBase => "ss-main-base",
-        }
+        mode_arm_name(self.mode)
     }
+}
 
-    fn not_staged(&self) -> GvrError {
-        GvrError::Other(anyhow::anyhow!(
-            "arm {}: launch before stage",
-            self.arm_name()
-        ))
-    }
-
-    fn ensure_function(&mut self, plan: &SsPlan) -> Result<()> {
-        let stale = self
-            .function
-            .as_ref()
-            .is_none_or(|(entry, _)| *entry != plan.entry);
-        if stale {
-            let module = self.gpu.module(&SS_MAIN, &kernel_defines(self.mode))?;
-            let function = self.gpu.function(&module, &plan.entry)?;
-            self.function = Some((plan.entry.clone(), function));
-            self.smem_allowed = 0;
-        }
-        // Above the 48 KiB default a kernel must opt in to its dynamic smem.
-        if plan.dyn_smem_bytes > self.smem_allowed {
-            if let Some((_, f)) = &self.function {
-                self.gpu
-                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
-            }
-            self.smem_allowed = plan.dyn_smem_bytes;
-        }
-        Ok(())
+/// The arm name each mode is registered as.
+fn mode_arm_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Routed => "ss",
+        Mode::ForcedMain => "ss-main",
+        Mode::ForcedMainBase => "ss-main-base",
     }
 }
 
@@ -519,14 +491,18 @@ impl Arm for SsMain {
                 self.arm_name()
             ))
         })?;
-        self.ensure_function(&plan)?;
+        self.staged.load(
+            &SS_MAIN,
+            &kernel_defines(self.mode),
+            &plan.entry,
+            plan.dyn_smem_bytes,
+        )?;
         if self.slowdown.is_none() {
             self.slowdown = Slowdown::from_env(&self.gpu)?;
         }
         // Allocated (zeroed) once and kept: the kernel restores it to zero.
         self.workspace.ensure(plan.workspace_bytes)?;
-        self.batch = None; // free the previous batch before uploading the next
-        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
     }
@@ -535,25 +511,17 @@ impl Arm for SsMain {
         // Re-zero the workspace outside timing: a launch aborted mid-row
         // would otherwise leave nonzero counters behind (§7).
         self.workspace.zero()?;
-        match self.batch.as_mut() {
-            Some(batch) => batch.poison_output(),
-            None => Err(self.not_staged()),
-        }
+        self.staged.poison_output()
     }
 
     fn launch(&mut self) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
-            return Err(self.not_staged());
+            return Err(self.staged.not_staged());
         };
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let (Some((entry, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
-            return Err(GvrError::Other(anyhow::anyhow!(
-                "arm {}: launch before stage",
-                self.arm_name()
-            )));
-        };
+        let (entry, function, batch) = self.staged.parts()?;
         if let Some(slow) = self.slowdown.as_mut() {
             let words16 = (batch.logits.len() / 4) as u64;
             let mut waste = self.gpu.stream.launch_builder(&slow.function);
@@ -585,16 +553,14 @@ impl Arm for SsMain {
         // and a zeroed workspace of WORKSPACE_BYTES for SPLIT plans (unused
         // otherwise). Grid (R, rows), BLK threads, the planned dynamic smem.
         unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
-            name: entry.clone(),
+            name: entry.to_string(),
             message: format!("launch failed: {e:?}"),
         })?;
         Ok(())
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {
-        let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
-        self.gpu.synchronize()?;
-        batch.download_output()
+        self.staged.read_output()
     }
 }
 

@@ -11,13 +11,15 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
+use super::staged::StagedLaunch;
+
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 use super::ss::admits as ss_admits;
 use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS;
-use crate::gpu::{DeviceBatch, Gpu, KernelArgs};
+use crate::gpu::{Gpu, KernelArgs};
 use crate::grid::Batch;
 use crate::route::{route, DeviceProfile, Family};
 
@@ -189,11 +191,8 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
 
 /// The `ss-regclus` GPU arm.
 pub struct SsRegClus {
-    gpu: Arc<Gpu>,
     device: DeviceProfile,
-    /// (entry, function) of the last plan's entry point.
-    function: Option<(String, CudaFunction)>,
-    batch: Option<DeviceBatch>,
+    staged: StagedLaunch,
     plan: Option<ClusLaunch>,
 }
 
@@ -201,34 +200,9 @@ impl SsRegClus {
     pub fn new(gpu: Arc<Gpu>) -> SsRegClus {
         SsRegClus {
             device: super::ss::profile_for(&gpu),
-            gpu,
-            function: None,
-            batch: None,
+            staged: StagedLaunch::new(gpu, "ss-regclus"),
             plan: None,
         }
-    }
-
-    fn not_staged() -> GvrError {
-        GvrError::Other(anyhow::anyhow!("arm ss-regclus: launch before stage"))
-    }
-
-    /// Load the plan's entry point (and opt in to its shared memory when it
-    /// exceeds the 48 KiB default; 45,568 B does not, kept for safety).
-    fn ensure_function(&mut self, plan: &ClusLaunch) -> Result<()> {
-        let stale = self
-            .function
-            .as_ref()
-            .is_none_or(|(entry, _)| *entry != plan.entry);
-        if stale {
-            let module = self.gpu.module(&SS_CLUS, &[])?;
-            let function = self.gpu.function(&module, &plan.entry)?;
-            if plan.dyn_smem_bytes > 48 * 1024 {
-                self.gpu
-                    .set_max_dynamic_smem(&function, plan.dyn_smem_bytes as usize)?;
-            }
-            self.function = Some((plan.entry.clone(), function));
-        }
-        Ok(())
     }
 }
 
@@ -255,51 +229,42 @@ impl Arm for SsRegClus {
                 "arm ss-regclus does not admit this batch: {reason}"
             ))
         })?;
-        self.ensure_function(&plan)?;
-        self.batch = None; // free the previous batch before uploading the next
-        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.staged
+            .load(&SS_CLUS, &[], &plan.entry, plan.dyn_smem_bytes)?;
+        self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
     }
 
     fn poison_output(&mut self) -> Result<()> {
-        match self.batch.as_mut() {
-            Some(batch) => batch.poison_output(),
-            None => Err(Self::not_staged()),
-        }
+        self.staged.poison_output()
     }
 
     fn launch(&mut self) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
-            return Err(Self::not_staged());
+            return Err(self.staged.not_staged());
         };
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let (Some((_, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
-            return Err(Self::not_staged());
-        };
+        let gpu = self.staged.gpu().clone();
+        let (_, function, batch) = self.staged.parts()?;
         let mut args = KernelArgs::new();
-        args.buffer(&self.gpu, &batch.logits)
-            .buffer(&self.gpu, &batch.n)
-            .buffer(&self.gpu, &batch.hints)
-            .buffer(&self.gpu, &batch.output)
+        args.buffer(&gpu, &batch.logits)
+            .buffer(&gpu, &batch.n)
+            .buffer(&gpu, &batch.hints)
+            .buffer(&gpu, &batch.output)
             .value(plan.args);
         // SAFETY: the argument list matches `ss_regclus_v*` in
         // kernels/ss_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
         // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
         // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
         // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
-        unsafe {
-            self.gpu
-                .launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args)
-        }
+        unsafe { gpu.launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args) }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {
-        let batch = self.batch.as_ref().ok_or_else(Self::not_staged)?;
-        self.gpu.synchronize()?;
-        batch.download_output()
+        self.staged.read_output()
     }
 }
 

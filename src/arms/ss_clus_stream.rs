@@ -16,13 +16,15 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
+use super::staged::StagedLaunch;
+
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 use super::ss::admits as ss_admits;
 use super::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS_STREAM;
-use crate::gpu::{DeviceBatch, Gpu, KernelArgs};
+use crate::gpu::{Gpu, KernelArgs};
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min};
 use crate::route::{clus_params, route, DeviceProfile, Family, MainParams};
@@ -277,13 +279,8 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
 /// The `ss-clus` GPU arm: the routed plan where the route picks clus, the
 /// forced plan elsewhere (recorded as `(forced)` in the variant).
 pub struct SsClusStream {
-    gpu: Arc<Gpu>,
     device: DeviceProfile,
-    /// (entry, function) of the last plan's entry point.
-    function: Option<(String, CudaFunction)>,
-    /// Largest dynamic shared memory the current function may use so far.
-    smem_allowed: u32,
-    batch: Option<DeviceBatch>,
+    staged: StagedLaunch,
     plan: Option<ClusStreamLaunch>,
 }
 
@@ -291,39 +288,9 @@ impl SsClusStream {
     pub fn new(gpu: Arc<Gpu>) -> SsClusStream {
         SsClusStream {
             device: super::ss::profile_for(&gpu),
-            gpu,
-            function: None,
-            smem_allowed: 0,
-            batch: None,
+            staged: StagedLaunch::new(gpu, "ss-clus"),
             plan: None,
         }
-    }
-
-    fn not_staged() -> GvrError {
-        GvrError::Other(anyhow::anyhow!("arm ss-clus: launch before stage"))
-    }
-
-    /// Load the plan's entry point and opt in to its shared memory (above
-    /// the 48 KiB default).
-    fn ensure_function(&mut self, plan: &ClusStreamLaunch) -> Result<()> {
-        let stale = self
-            .function
-            .as_ref()
-            .is_none_or(|(entry, _)| *entry != plan.entry);
-        if stale {
-            let module = self.gpu.module(&SS_CLUS_STREAM, &[])?;
-            let function = self.gpu.function(&module, &plan.entry)?;
-            self.function = Some((plan.entry.clone(), function));
-            self.smem_allowed = 0;
-        }
-        if plan.dyn_smem_bytes > self.smem_allowed {
-            if let Some((_, f)) = &self.function {
-                self.gpu
-                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
-            }
-            self.smem_allowed = plan.dyn_smem_bytes;
-        }
-        Ok(())
     }
 }
 
@@ -350,35 +317,31 @@ impl Arm for SsClusStream {
         let plan = plan_clus_stream_forced(&Shape::of(batch), &self.device).map_err(|reason| {
             GvrError::Usage(format!("arm ss-clus does not admit this batch: {reason}"))
         })?;
-        self.ensure_function(&plan)?;
-        self.batch = None; // free the previous batch before uploading the next
-        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.staged
+            .load(&SS_CLUS_STREAM, &[], &plan.entry, plan.dyn_smem_bytes)?;
+        self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
     }
 
     fn poison_output(&mut self) -> Result<()> {
-        match self.batch.as_mut() {
-            Some(batch) => batch.poison_output(),
-            None => Err(Self::not_staged()),
-        }
+        self.staged.poison_output()
     }
 
     fn launch(&mut self) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
-            return Err(Self::not_staged());
+            return Err(self.staged.not_staged());
         };
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let (Some((_, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
-            return Err(Self::not_staged());
-        };
+        let gpu = self.staged.gpu().clone();
+        let (_, function, batch) = self.staged.parts()?;
         let mut args = KernelArgs::new();
-        args.buffer(&self.gpu, &batch.logits)
-            .buffer(&self.gpu, &batch.n)
-            .buffer(&self.gpu, &batch.hints)
-            .buffer(&self.gpu, &batch.output)
+        args.buffer(&gpu, &batch.logits)
+            .buffer(&gpu, &batch.n)
+            .buffer(&gpu, &batch.hints)
+            .buffer(&gpu, &batch.output)
             .value(plan.args);
         // SAFETY: the argument list matches `ss_clus_u*` in
         // kernels/ss_clus_stream.cu: f32 [rows*npad], i32 [rows] per-row
@@ -386,16 +349,11 @@ impl Arm for SsClusStream {
         // by-value SsClusParams (ClusStreamArgs, same layout). Grid (CS,
         // rows) with clusters of (CS,1,1), 1024 threads, the planned dynamic
         // shared memory (prelude + staging + ck64, the kernel's layout).
-        unsafe {
-            self.gpu
-                .launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args)
-        }
+        unsafe { gpu.launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args) }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {
-        let batch = self.batch.as_ref().ok_or_else(Self::not_staged)?;
-        self.gpu.synchronize()?;
-        batch.download_output()
+        self.staged.read_output()
     }
 }
 

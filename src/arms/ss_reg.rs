@@ -12,13 +12,15 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
+use super::staged::StagedLaunch;
+
+use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
 use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_REG;
-use crate::gpu::{DeviceBatch, Gpu};
+use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::{route, DeviceProfile, Family, RegPlan};
 
@@ -296,27 +298,18 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
 
 /// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
 pub struct SsReg {
-    gpu: Arc<Gpu>,
     device: DeviceProfile,
     use_hints: bool,
-    /// (entry name, function) of the last plan's entry point.
-    function: Option<(String, CudaFunction)>,
-    /// Largest dynamic shared memory the current function may use so far.
-    smem_allowed: u32,
-    batch: Option<DeviceBatch>,
+    staged: StagedLaunch,
     plan: Option<RegLaunch>,
 }
 
 impl SsReg {
     pub fn new(gpu: Arc<Gpu>) -> SsReg {
-        let device = super::ss::profile_for(&gpu);
         SsReg {
-            gpu,
-            device,
+            device: super::ss::profile_for(&gpu),
             use_hints: true,
-            function: None,
-            smem_allowed: 0,
-            batch: None,
+            staged: StagedLaunch::new(gpu, "ss-reg"),
             plan: None,
         }
     }
@@ -333,33 +326,6 @@ impl SsReg {
         let mut launch = plan_reg(shape, &self.device)?;
         launch.args.use_hints = u32::from(self.use_hints);
         Ok(launch)
-    }
-
-    fn not_staged(&self) -> GvrError {
-        GvrError::Usage("arm ss-reg: no batch staged".into())
-    }
-
-    fn ensure_function(&mut self, plan: &RegLaunch) -> Result<()> {
-        let name = plan.entry.name();
-        let stale = self
-            .function
-            .as_ref()
-            .is_none_or(|(entry, _)| *entry != name);
-        if stale {
-            let module = self.gpu.module(&SS_REG, &[])?;
-            let function = self.gpu.function(&module, &name)?;
-            self.function = Some((name, function));
-            self.smem_allowed = 0;
-        }
-        // Above the 48 KiB default a kernel must opt in to its dynamic smem.
-        if plan.dyn_smem_bytes > self.smem_allowed {
-            if let Some((_, f)) = &self.function {
-                self.gpu
-                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
-            }
-            self.smem_allowed = plan.dyn_smem_bytes;
-        }
-        Ok(())
     }
 }
 
@@ -384,33 +350,27 @@ impl Arm for SsReg {
         let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
-        self.ensure_function(&plan)?;
-        self.batch = None; // free the previous batch before uploading the next
-        self.batch = Some(DeviceBatch::upload(&self.gpu, batch)?);
+        self.staged
+            .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
+        self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
     }
 
     fn poison_output(&mut self) -> Result<()> {
-        match self.batch.as_mut() {
-            Some(batch) => batch.poison_output(),
-            None => Err(self.not_staged()),
-        }
+        self.staged.poison_output()
     }
 
     fn launch(&mut self) -> Result<()> {
         let Some(plan) = self.plan.as_ref() else {
-            return Err(self.not_staged());
+            return Err(self.staged.not_staged());
         };
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let (Some((entry, function)), Some(batch)) = (&self.function, self.batch.as_mut()) else {
-            return Err(GvrError::Other(anyhow::anyhow!(
-                "arm ss-reg: launch before stage"
-            )));
-        };
-        let mut args = self.gpu.stream.launch_builder(function);
+        let gpu = self.staged.gpu().clone();
+        let (entry, function, batch) = self.staged.parts()?;
+        let mut args = gpu.stream.launch_builder(function);
         args.arg(&batch.logits)
             .arg(&batch.n)
             .arg(&batch.hints)
@@ -422,16 +382,14 @@ impl Arm for SsReg {
         // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem,
         // which the plan checked against the device's opt-in limit.
         unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
-            name: entry.clone(),
+            name: entry.to_string(),
             message: format!("launch failed: {e:?}"),
         })?;
         Ok(())
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {
-        let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
-        self.gpu.synchronize()?;
-        batch.download_output()
+        self.staged.read_output()
     }
 }
 
