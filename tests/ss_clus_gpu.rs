@@ -11,14 +11,14 @@
 
 mod ss_support;
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_clus::plan_regclus;
 use gvr_bench::arms::Shape;
-use gvr_bench::exact::{row_generators, suite};
+use gvr_bench::exact::suite;
 use gvr_bench::route::DeviceProfile;
-use ss_support::{batch, open_gpu};
+use ss_support::open_gpu;
 
 /// (rows, n, cluster, vpt) for every routed reg_clus shape kind on the H200.
 const ROUTED: [(usize, usize, u32, u32); 6] = [
@@ -85,41 +85,12 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
             65_539,
             131_075,
         ];
-        let gens = row_generators();
-        let mut data = Vec::new();
-        let mut hints = Vec::new();
-        for (i, &n) in lengths.iter().enumerate() {
-            let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
-            hints.push(ss_support::hints_for(
-                &row,
-                k,
-                ss_support::cycled_hint_mode(i),
-                &mut rng,
-            ));
-            data.push(row);
-        }
-        ss_support::gpu_check(
-            &gpu,
-            "ss-regclus",
-            &batch(&data, &hints, k),
-            &format!("varlen k={k}"),
-        );
+        let b = ss_support::mixed_length_batch(&mut rng, &lengths, k);
+        ss_support::gpu_check(&gpu, "ss-regclus", &b, &format!("varlen k={k}"));
     }
     // NaN sprinkled rows (structure only), both signs.
-    let mut data = Vec::new();
-    for _ in 0..4 {
-        let mut row: Vec<f32> = (0..40_000).map(|_| rng.random::<f32>()).collect();
-        for _ in 0..300 {
-            let i = rng.random_range(0..row.len());
-            row[i] = if rng.random::<bool>() {
-                f32::NAN
-            } else {
-                -f32::NAN
-            };
-        }
-        data.push(row);
-    }
-    ss_support::gpu_check(&gpu, "ss-regclus", &batch(&data, &[], 512), "nan rows");
+    let b = ss_support::nan_rows(&mut rng, 4, 40000, 512);
+    ss_support::gpu_check(&gpu, "ss-regclus", &b, "nan rows");
     // More 8-CTA clusters than are co-resident (15): they run in waves.
     let b = ss_support::generated_rows(&mut rng, 40, 100_000, 512);
     let plan = plan_regclus(&Shape::of(&b), &dev).unwrap();

@@ -13,14 +13,14 @@
 
 mod ss_support;
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_clus_stream::{plan_clus_stream, plan_clus_stream_forced};
 use gvr_bench::arms::Shape;
-use gvr_bench::exact::{row_generators, suite};
+use gvr_bench::exact::suite;
 use gvr_bench::route::DeviceProfile;
-use ss_support::{batch, open_gpu};
+use ss_support::open_gpu;
 
 /// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS
 /// (per-rank slices of at most 32K values: the H200 route's clus limit).
@@ -89,41 +89,12 @@ fn mixed_lengths_nan_waves_and_the_adversarial_suite_are_exact() {
             262_144,
             1 << 20,
         ];
-        let gens = row_generators();
-        let mut data = Vec::new();
-        let mut hints = Vec::new();
-        for (i, &n) in lengths.iter().enumerate() {
-            let row = (gens[i % gens.len()].generate)(&mut rng as &mut dyn RngCore, n);
-            hints.push(ss_support::hints_for(
-                &row,
-                k,
-                ss_support::cycled_hint_mode(i),
-                &mut rng,
-            ));
-            data.push(row);
-        }
-        ss_support::gpu_check(
-            &gpu,
-            "ss-clus",
-            &batch(&data, &hints, k),
-            &format!("mixed k={k}"),
-        );
+        let b = ss_support::mixed_length_batch(&mut rng, &lengths, k);
+        ss_support::gpu_check(&gpu, "ss-clus", &b, &format!("mixed k={k}"));
     }
     // NaN sprinkled rows (structure only), both signs.
-    let mut data = Vec::new();
-    for _ in 0..4 {
-        let mut row: Vec<f32> = (0..100_000).map(|_| rng.random::<f32>()).collect();
-        for _ in 0..300 {
-            let i = rng.random_range(0..row.len());
-            row[i] = if rng.random::<bool>() {
-                f32::NAN
-            } else {
-                -f32::NAN
-            };
-        }
-        data.push(row);
-    }
-    ss_support::gpu_check(&gpu, "ss-clus", &batch(&data, &[], 512), "nan rows");
+    let b = ss_support::nan_rows(&mut rng, 4, 100000, 512);
+    ss_support::gpu_check(&gpu, "ss-clus", &b, "nan rows");
     // More clusters than are co-resident (66 of CS 2): forced, in waves.
     let b = ss_support::generated_rows(&mut rng, waves.rows, waves.n, waves.k);
     assert_eq!(Shape::of(&b), waves);

@@ -389,7 +389,6 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
 /// The GPU arm.
 pub struct SsMain {
     mode: Mode,
-    gpu: Arc<Gpu>,
     device: DeviceProfile,
     staged: StagedLaunch,
     plan: Option<SsPlan>,
@@ -430,8 +429,7 @@ impl SsMain {
             mode,
             device: profile_for(&gpu),
             workspace: Workspace::new(&gpu),
-            staged: StagedLaunch::new(gpu.clone(), mode_arm_name(mode)),
-            gpu,
+            staged: StagedLaunch::new(gpu, mode_arm_name(mode)),
             plan: None,
             slowdown: None,
             r_override: match mode {
@@ -498,7 +496,7 @@ impl Arm for SsMain {
             plan.dyn_smem_bytes,
         )?;
         if self.slowdown.is_none() {
-            self.slowdown = Slowdown::from_env(&self.gpu)?;
+            self.slowdown = Slowdown::from_env(self.staged.gpu())?;
         }
         // Allocated (zeroed) once and kept: the kernel restores it to zero.
         self.workspace.ensure(plan.workspace_bytes)?;
@@ -521,10 +519,11 @@ impl Arm for SsMain {
         if plan.grid.1 == 0 {
             return Ok(());
         }
+        let gpu = self.staged.gpu().clone();
         let (entry, function, batch) = self.staged.parts()?;
         if let Some(slow) = self.slowdown.as_mut() {
             let words16 = (batch.logits.len() / 4) as u64;
-            let mut waste = self.gpu.stream.launch_builder(&slow.function);
+            let mut waste = gpu.stream.launch_builder(&slow.function);
             waste.arg(&batch.logits).arg(&words16).arg(&mut slow.sink);
             let cfg = LaunchConfig {
                 grid_dim: (self.device.sms * 4, 1, 1),
@@ -540,7 +539,7 @@ impl Arm for SsMain {
             })?;
         }
         let workspace = self.workspace.ensure(plan.workspace_bytes)?;
-        let mut args = self.gpu.stream.launch_builder(function);
+        let mut args = gpu.stream.launch_builder(function);
         args.arg(&batch.logits)
             .arg(&batch.n)
             .arg(&batch.hints)

@@ -165,7 +165,12 @@ impl Arm for SsVarlen {
         };
         let (shape, kv_lens) = varlen_call(batch).map_err(refuse)?;
         let plan = plan_for(&shape, self.hints, &self.device).map_err(refuse)?;
-        self.staged = None; // free the previous batch first
+        // The launcher (compiled entry, SPLIT workspace) is kept while the
+        // plan is unchanged; the previous batch is freed before the next upload.
+        let launcher = match self.staged.take() {
+            Some(previous) if *previous.launcher.plan() == plan => previous.launcher,
+            _ => VarlenTopK::new(&self.gpu, plan)?,
+        };
         let request_hints = if self.hints {
             let k = batch.k;
             let per_request: Vec<i32> = (0..shape.requests())
@@ -177,7 +182,7 @@ impl Arm for SsVarlen {
             None
         };
         let staged = Staged {
-            launcher: VarlenTopK::new(&self.gpu, plan)?,
+            launcher,
             batch: DeviceBatch::upload(&self.gpu, batch)?,
             kv_lens: self.gpu.upload(&kv_lens)?,
             request_hints,

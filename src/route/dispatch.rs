@@ -282,7 +282,8 @@ fn streaming_block(
         }
         // H200 rung (reports/h200/2026-12-02c): clus ranks stream their
         // slice without main's register pipelining, so past ~32K values per
-        // rank main with R CTAs per row is 20–45 % faster.
+        // rank clus took 1.18–1.52× the time of main with R CTAs per row
+        // (22 cases; ≤ 32K values: 0.88–1.01×, 13 cases).
         let slice_too_long = cs >= 2
             && dev
                 .clus_max_rank_f4

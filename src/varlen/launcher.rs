@@ -37,6 +37,11 @@ pub struct VarlenTopK {
 
 const VALUES_BLOCK: u32 = 256;
 
+/// Bytes of workspace a plan launches with (a small dummy for non-SPLIT plans).
+fn workspace_len(plan: &VarlenPlan) -> usize {
+    plan.workspace_bytes().max(256)
+}
+
 fn usage(message: String) -> GvrError {
     GvrError::Usage(format!("varlen top-K: {message}"))
 }
@@ -58,10 +63,10 @@ impl VarlenTopK {
         }
         let values_module = gpu.module(&SS_VALUES, &[])?;
         let values = gpu.function(&values_module, "ss_gather_values")?;
+        // Allocated here, never in `launch` (a capture must not allocate); main
+        // entries take the pointer even when not SPLIT, so there is always one.
         let mut workspace = Workspace::new(gpu);
-        if plan.workspace_bytes() > 0 {
-            workspace.ensure(plan.workspace_bytes())?;
-        }
+        workspace.ensure(workspace_len(&plan))?;
         Ok(VarlenTopK {
             gpu: gpu.clone(),
             plan,
@@ -131,8 +136,7 @@ impl VarlenTopK {
             None => args.null(),
         };
         args.buffer(gpu, io.indices);
-        let kernel_err = |e: GvrError| e;
-        // SAFETY (all three): the argument lists match the entry points —
+        // SAFETY (every family): the argument lists match the entry points —
         // (f32 logits [rows*npad], i32 lens, i32 hints or null, i32 out
         // [rows*k], by-value params[, workspace]) — with `lens` read as
         // per-request kv_lens (params.next_n ≥ 1) and hints request-level;
@@ -141,15 +145,13 @@ impl VarlenTopK {
         match &self.plan.launch {
             FamilyLaunch::Main(p) => {
                 args.value(p.args);
-                let ws = self.workspace.ensure(p.workspace_bytes.max(256))?;
+                let ws = self.workspace.ensure(workspace_len(&self.plan))?;
                 args.buffer(gpu, ws);
-                unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }
-                    .map_err(kernel_err)?;
+                unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }?;
             }
             FamilyLaunch::Reg(p) => {
                 args.value(p.args);
-                unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }
-                    .map_err(kernel_err)?;
+                unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }?;
             }
             FamilyLaunch::Clus(p) => {
                 args.value(p.args);

@@ -571,3 +571,37 @@ pub fn generated_rows(rng: &mut rand_chacha::ChaCha8Rng, rows: usize, n: usize, 
     }
     batch(&data, &hints, k)
 }
+
+/// One row per entry of `lengths` (cycling through the generators), hints in
+/// the [`cycled_hint_mode`]s.
+pub fn mixed_length_batch(rng: &mut rand_chacha::ChaCha8Rng, lengths: &[usize], k: usize) -> Batch {
+    let gens = gvr_bench::exact::row_generators();
+    let mut data = Vec::new();
+    let mut hints = Vec::new();
+    for (i, &n) in lengths.iter().enumerate() {
+        let row = (gens[i % gens.len()].generate)(rng as &mut dyn rand::RngCore, n);
+        hints.push(hints_for(&row, k, cycled_hint_mode(i), rng));
+        data.push(row);
+    }
+    batch(&data, &hints, k)
+}
+
+/// `rows` uniform rows of length `n` with 300 NaNs of both signs each
+/// (outputs are checked for structure only, spec §1.6).
+pub fn nan_rows(rng: &mut rand_chacha::ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
+    use rand::Rng;
+    let mut data = Vec::new();
+    for _ in 0..rows {
+        let mut row: Vec<f32> = (0..n).map(|_| rng.random::<f32>()).collect();
+        for _ in 0..300 {
+            let i = rng.random_range(0..row.len());
+            row[i] = if rng.random::<bool>() {
+                f32::NAN
+            } else {
+                -f32::NAN
+            };
+        }
+        data.push(row);
+    }
+    batch(&data, &[], k)
+}
