@@ -3,7 +3,8 @@
 //
 // One CTA per row. The row is read from global memory exactly once, into
 // registers (VPT float4 per thread, float4 number tid + u·BLK, plus one
-// scalar for the n mod 4 tail); every later phase works on those registers
+// tail scalar: element 4·n4 + tid, so a row holds up to 4·BLK·VPT + BLK
+// values); every later phase works on those registers
 // and shared memory only:
 //   1. bracket [Tv, GMAX] in key space, finite values only:
 //        DEG (n ≤ 4k + 64): the whole row;
@@ -39,15 +40,16 @@
 //
 // `regimg` (§4.1 IMG): the same body with the row image staged in shared
 // memory (aliasing ck/ci) so the hint gather reads shared memory instead of
-// scattered global addresses. The image takes 4·BLK·VPT + 4 words, so any
+// scattered global addresses. The image takes 4·BLK·VPT + BLK words, so any
 // row that passes the capacity check fits whatever its per-row n.
 //
 // Entry points (one per compiled (BLK, VPT, NBH); `__launch_bounds__` with
 // the route's MINB):
 //   ss_reg_b256_v1 (MINB 8), ss_reg_b512_v1 (4), ss_reg_b1024_v1 (2),
-//   ss_reg_b512_v2 (4), ss_reg_b1024_v4 (1), ss_regimg_b1024_v1 (2)
+//   ss_reg_b512_v2 (4), ss_reg_b1024_v4 (1), ss_reg_b512_v4 (2),
+//   ss_regimg_b1024_v1 (2)
 // Launch: grid (1, rows), block BLK, dynamic shared memory (NBH + 2·cmp)·4
-// bytes (hist | ck | ci); regimg (NBH + max(2·cmp, 4·BLK·VPT + 4))·4.
+// bytes (hist | ck | ci); regimg (NBH + max(2·cmp, 4·BLK·VPT + BLK))·4.
 
 #include "ss_common.cuh"
 
@@ -204,7 +206,7 @@ __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared
 }
 
 // The row held by one thread: VPT float4 (−inf fill past n4) and the tail
-// scalar. Validity is by index only (never by value).
+// scalar (element 4·n4 + tid). Validity is by index only (never by value).
 template <int VPT>
 struct SsRegRow {
     float4 v[VPT];
@@ -282,6 +284,22 @@ __device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u3
     });
 }
 
+// The __noinline__ ss_narrow_emit is compiled once per instantiation, and
+// sharing one between the 32-register BLK 512 entries and ss_reg_b512_v4
+// (64 registers) made ptxas spill in the former: that entry gets its own
+// instantiation through a derived source type (the others keep the plain
+// types they compiled clean with; a derived type there spilled too).
+template <class Src>
+struct SsRegOwnSrc : Src {};
+template <class Src, bool OWN>
+struct SsRegSrcFor {
+    typedef Src type;
+};
+template <class Src>
+struct SsRegSrcFor<Src, true> {
+    typedef SsRegOwnSrc<Src> type;
+};
+
 template <int BLK, int VPT, int NBH, bool IMG>
 __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                             const i32* __restrict__ hints, i32* __restrict__ out,
@@ -306,16 +324,19 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     nsh.cross = s.cross;
     nsh.win = &s.win;
     nsh.tie = &s.tie;
-    const u32 n4 = n >> 2;
-    if (n4 > (u32)(BLK * VPT)) {  // bad per-row n: exact, from global memory
+    if (n > (u32)(4 * BLK * VPT + BLK)) {  // bad per-row n: exact, from global memory
         SS_RTRACE(SS_RTR_OVERSIZE);
-        SsSrcRow src;
+        typename SsRegSrcFor<SsSrcRow, BLK == 512 && VPT == 4>::type src;
         src.row = X;
         ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_REG_FALLBACK_LEVELS, O, 0u, nsh);
         return;
     }
 
     // ---- 1. the row, once, into registers ----
+    // n4: float4 held (at most BLK·VPT); the tail scalar takes [4·n4, n),
+    // which is the n mod 4 remainder or, for rows just past the float4
+    // capacity (N = 2^j + 15 at K = 2048), up to BLK more values.
+    const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);
     SsRegRow<VPT> r;
     const float NEG_INF = ss_neg_inf();
 #pragma unroll
@@ -471,7 +492,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cmin != 0xffffffffu) atomicMin(&s.kmin, cmin);
     if (cmax != 0u) atomicMax(&s.kmax, cmax);
     __syncthreads();
-    SsSrcKeyIdx src;
+    typename SsRegSrcFor<SsSrcKeyIdx, BLK == 512 && VPT == 4>::type src;
     src.keys = ck;
     src.idx = ci;
     ss_narrow_emit<BLK>(src, m, s.kmin, s.kmax, need, m, SS_REG_REFINE_LEVELS, O, above, nsh);
@@ -498,6 +519,9 @@ extern "C" __global__ void __launch_bounds__(512, 4) ss_reg_b512_v2(SS_REG_ARGS)
 }
 extern "C" __global__ void __launch_bounds__(1024, 1) ss_reg_b1024_v4(SS_REG_ARGS) {
     ss_reg_body<1024, 4, 2048, false>(SS_REG_PASS);
+}
+extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v4(SS_REG_ARGS) {
+    ss_reg_body<512, 4, 2048, false>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
     ss_reg_body<1024, 1, 2048, true>(SS_REG_PASS);

@@ -28,7 +28,7 @@ use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_REG};
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::route::{reg_capacity, DeviceProfile};
 use ss_support::batch;
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
@@ -90,7 +90,7 @@ struct RegEmu {
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
 /// Id 7 stages the row image (IMG) with 4·64·4 + 4 words.
-const SMALL: [(u32, u32, u32, u32); 3] = [(6, 64, 1, 256), (7, 64, 4, 256), (8, 128, 2, 512)];
+const SMALL: [(u32, u32, u32, u32); 3] = [(16, 64, 1, 256), (17, 64, 4, 256), (18, 128, 2, 512)];
 
 impl RegEmu {
     /// The launch `ss-reg` plans for the batch.
@@ -138,7 +138,7 @@ impl RegEmu {
         let cmp = self.args.cmp as usize;
         let bytes = match REG_ENTRIES.get(self.entry as usize) {
             Some(e) => e.dyn_smem_bytes(cmp),
-            None if self.entry == 7 => (self.nbh as usize + (2 * cmp).max(self.capacity() + 1)) * 4,
+            None if self.entry == 17 => (self.nbh as usize + (2 * cmp).max(self.capacity())) * 4,
             None => (self.nbh as usize + 2 * cmp) * 4,
         };
         bytes as u32
@@ -150,7 +150,7 @@ impl RegEmu {
         } else {
             SMALL.iter().find(|s| s.0 == self.entry).unwrap().2
         };
-        4 * (self.block * vpt) as usize + 3
+        reg_capacity(self.block, vpt)
     }
 }
 
@@ -174,7 +174,7 @@ fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
     let (out, trace) = (out.as_slice(), trace.as_slice());
     let model = RegModel {
         nbh: launch.nbh,
-        capacity4: (launch.capacity() - 3) / 4,
+        capacity: launch.capacity(),
         cmp: a.cmp as usize,
         qc: a.qc as usize,
         use_hints: a.use_hints != 0,
@@ -320,14 +320,15 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
     let mut seen = 0u32;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
-        let cap = 4 * e.capacity4() + 3;
+        let cap = e.capacity();
         for (j, k) in [512usize, 1024, 2048].into_iter().enumerate() {
             if k >= cap {
                 continue;
             }
-            // Full capacity with a 3-element tail, the DEG boundary, and a
-            // length that is not a multiple of 4 in between.
-            let mut ns = vec![cap, ((k + cap) / 2) | 1];
+            // Full capacity (a tail scalar in every thread), 15 past the
+            // float4 registers (the v32 N = 2^j + 15 rows), the DEG
+            // boundary, and a length that is not a multiple of 4 in between.
+            let mut ns = vec![cap, 4 * e.capacity4() + 15, ((k + cap) / 2) | 1];
             if 4 * k + 65 <= cap {
                 ns.extend([4 * k + 64, 4 * k + 65]);
             }
@@ -404,7 +405,7 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
         for round in 0..6 {
-            let cap = 4 * (blk * vpt) as usize + 3;
+            let cap = reg_capacity(blk, vpt);
             let k = [1usize, 7, 16, 37, 100, 200][round];
             if k + 1 >= cap {
                 continue;
@@ -445,7 +446,7 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
         .map(|i| long(&mut rng as &mut dyn RngCore, 900 + i * 333))
         .collect();
     let b = batch(&rows, &[], 50);
-    let launch = RegEmu::forced(6, &b, b.rows);
+    let launch = RegEmu::forced(16, &b, b.rows);
     assert!(b.n_max() > launch.capacity());
     for bits in emu_check(exe, &b, &launch, "oversize rows") {
         assert_eq!(bits, OVERSIZE, "{bits:#x}");
@@ -469,7 +470,7 @@ fn random_rows_match_the_reference() {
     for trial in 0..5 {
         let id = trial % REG_ENTRIES.len();
         let e = REG_ENTRIES[id];
-        let cap = 4 * e.capacity4() + 3;
+        let cap = e.capacity();
         let k = [512usize, 1024, 2048]
             .into_iter()
             .filter(|&k| k < cap)

@@ -36,7 +36,15 @@ const SHAPES: &[ShapeCase] = &[
     (256, 4099, 512, (512, 2), true),
     (132, 16_384, 2048, (1024, 4), true),
     (1, 16_387, 512, (1024, 4), true),
-    (1024, 8192, 512, (1024, 4), false), // route: main
+    (1024, 8192, 512, (512, 4), false),    // route: main
+    (1024, 16_384, 512, (1024, 4), false), // route: main
+    // Rows past the float4 registers, held by the tail scalars.
+    (64, 4111, 2048, (1024, 1), true),
+    (256, 4111, 2048, (512, 2), true),
+    (1, 16_399, 2048, (1024, 4), true),
+    (1024, 16_399, 2048, (1024, 4), true),
+    (2, 17_408, 2048, (1024, 4), true),
+    (512, 8207, 512, (512, 4), false),
 ];
 
 fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {

@@ -84,7 +84,7 @@ impl CpuSs {
         }
         let model = RegModel {
             nbh: plan.entry.nbh,
-            capacity4: plan.entry.capacity4(),
+            capacity: plan.entry.capacity(),
             cmp: plan.plan.cmp,
             qc: plan.plan.qc,
             use_hints: true,

@@ -82,7 +82,7 @@ const ARMS: &[ArmInfo] = &[
         name: "ss-reg",
         backend: Backend::Gpu,
         description: "self-sampling V2 forced to the register family (reg, or regimg where the route picks it)",
-        admits: "rows of at most 4096 float4 plus a 3-value tail (n <= 16387)",
+        admits: "rows of at most 4096 float4 plus a 1024-value tail (n <= 17408)",
     },
     ArmInfo {
         name: "ss-clus",

@@ -3,9 +3,9 @@
 //!
 //! The launch is a pure function of the shape ([`plan_reg`]): the route's
 //! [`RegPlan`] when `route()` picks `reg` or `regimg`, else the smallest
-//! compiled register shape whose capacity (BLK·VPT float4) holds the row, with
-//! the route's §5.1 rules for CMP / QC / DEG. Rows longer than 4096 float4
-//! are refused. `regimg` shapes run the IMG entry (row image in shared
+//! compiled register shape whose capacity (BLK·VPT float4 plus one tail
+//! scalar per thread, [`reg_capacity`]) holds the row, with the route's §5.1
+//! rules for CMP / QC / DEG. Rows longer than 17,408 values are refused. `regimg` shapes run the IMG entry (row image in shared
 //! memory for the hint gather, 1024/1/2048).
 //!
 //! Per launch the host does the launch only (no reads, no syncs).
@@ -22,7 +22,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_REG;
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::{route, DeviceProfile, Family, RegPlan};
+use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
 /// One compiled entry point of `ss_reg.cu`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +39,14 @@ pub struct RegEntry {
 }
 
 impl RegEntry {
-    /// Row capacity in float4 (the n mod 4 tail comes on top).
+    /// Row capacity in float4 registers (the tail scalar comes on top).
     pub fn capacity4(&self) -> usize {
         self.blk as usize * self.vpt as usize
+    }
+
+    /// Longest row the entry holds in registers, in values.
+    pub fn capacity(&self) -> usize {
+        reg_capacity(self.blk, self.vpt)
     }
 
     pub fn name(&self) -> String {
@@ -53,10 +58,10 @@ impl RegEntry {
     }
 
     /// Dynamic shared memory for a candidate capacity `cmp`: hist | ck | ci,
-    /// the IMG row image (4·BLK·VPT + 4 words) aliasing ck/ci.
+    /// the IMG row image (one word per value it holds) aliasing ck/ci.
     pub fn dyn_smem_bytes(&self, cmp: usize) -> usize {
         let tail = if self.img {
-            (2 * cmp).max(4 * self.capacity4() + 4)
+            (2 * cmp).max(self.capacity())
         } else {
             2 * cmp
         };
@@ -99,6 +104,13 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         blk: 1024,
         vpt: 4,
         minb: 1,
+        nbh: 2048,
+        img: false,
+    },
+    RegEntry {
+        blk: 512,
+        vpt: 4,
+        minb: 2,
         nbh: 2048,
         img: false,
     },
@@ -151,6 +163,33 @@ pub enum RegSource {
     /// The route picked another family; the smallest register shape that
     /// holds the row was chosen instead.
     Nearest(Family),
+    /// `GVR_SS_REG_ENTRY` named the entry (a tuning run).
+    Forced,
+}
+
+/// Tuning switch of `ss-reg`: `GVR_SS_REG_ENTRY=ss_reg_b512_v4` launches
+/// every shape that entry holds with it (route knobs for CMP / QC / DEG as
+/// for a non-routed shape), so one device run can compare register shapes
+/// on the same inputs. `ss` never reads it.
+pub const REG_ENTRY_ENV: &str = "GVR_SS_REG_ENTRY";
+
+/// The non-IMG entry called `name`, or a usage error listing the names.
+pub fn entry_named(name: &str) -> std::result::Result<RegEntry, String> {
+    REG_ENTRIES
+        .iter()
+        .find(|e| !e.img && e.name() == name)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<String> = REG_ENTRIES
+                .iter()
+                .filter(|e| !e.img)
+                .map(RegEntry::name)
+                .collect();
+            format!(
+                "{REG_ENTRY_ENV}={name} is not a compiled reg entry (one of: {})",
+                names.join(", ")
+            )
+        })
 }
 
 /// Everything one launch needs, derived from the shape alone.
@@ -173,6 +212,7 @@ impl RegLaunch {
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
+            RegSource::Forced => format!("reg(forced)/{tail}"),
         }
     }
 
@@ -202,12 +242,26 @@ fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProf
 
 /// The register launch for `shape` on `dev`, or why there is none.
 pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLaunch, String> {
+    plan_reg_with(shape, dev, None)
+}
+
+/// [`plan_reg`], with the entry forced when `forced` is given.
+pub fn plan_reg_with(
+    shape: &Shape,
+    dev: &DeviceProfile,
+    forced: Option<RegEntry>,
+) -> std::result::Result<RegLaunch, String> {
     ss_admits(shape)?;
     let b = shape.rows.max(1);
-    let n4 = shape.n >> 2;
+    let n = shape.n;
     let decision = route(b, shape.n, shape.npad, shape.k, dev);
-    let (entry, plan, source) = match (decision.family, decision.reg) {
-        (family @ (Family::Reg | Family::RegImg), Some(plan)) => {
+    let (entry, plan, source) = match (forced, decision.family, decision.reg) {
+        (Some(entry), _, _) => (
+            entry,
+            nearest_plan(b, n, shape.k, &entry, dev),
+            RegSource::Forced,
+        ),
+        (None, family @ (Family::Reg | Family::RegImg), Some(plan)) => {
             let entry = REG_ENTRIES
                 .iter()
                 .find(|e| {
@@ -227,21 +281,21 @@ pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLa
                 })?;
             (*entry, plan, RegSource::Routed(family))
         }
-        (family, _) => {
+        (None, family, _) => {
             let wide = b <= dev.sms as usize;
             // Smallest capacity that holds the row; at equal capacity the
             // wide batch takes BLK 1024 (route rung 4), the narrow one 512/2 (rung 5).
             let entry = REG_ENTRIES
                 .iter()
-                .filter(|e| !e.img && e.capacity4() >= n4)
+                .filter(|e| !e.img && e.capacity() >= n)
                 .filter(|e| e.capacity4() != 1024 || (e.blk == 1024) == wide)
-                .min_by_key(|e| e.capacity4())
+                .min_by_key(|e| e.capacity())
                 .ok_or_else(|| {
                     format!(
-                        "row of {n4} float4 exceeds the register capacity of {} float4",
+                        "row of {n} values exceeds the register capacity of {} values",
                         REG_ENTRIES
                             .iter()
-                            .map(RegEntry::capacity4)
+                            .map(RegEntry::capacity)
                             .max()
                             .unwrap_or(0)
                     )
@@ -253,11 +307,11 @@ pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLa
             )
         }
     };
-    if n4 > entry.capacity4() {
+    if n > entry.capacity() {
         return Err(format!(
-            "row of {n4} float4 exceeds {}'s capacity of {}",
+            "row of {n} values exceeds {}'s capacity of {}",
             entry.name(),
-            entry.capacity4()
+            entry.capacity()
         ));
     }
     let dyn_smem = entry.dyn_smem_bytes(plan.cmp);
@@ -293,7 +347,15 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
                 .into(),
         )
     })?;
-    Ok(Box::new(SsReg::new(gpu)))
+    let forced = match std::env::var(REG_ENTRY_ENV) {
+        Ok(name) => {
+            let entry = entry_named(&name).map_err(GvrError::Usage)?;
+            tracing::warn!("{REG_ENTRY_ENV}={name}: ss-reg launches that entry for every shape");
+            Some(entry)
+        }
+        Err(_) => None,
+    };
+    Ok(Box::new(SsReg::new(gpu).with_forced_entry(forced)))
 }
 
 /// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
@@ -302,6 +364,8 @@ pub struct SsReg {
     use_hints: bool,
     staged: StagedLaunch,
     plan: Option<RegLaunch>,
+    /// `GVR_SS_REG_ENTRY` (the `ss-reg` arm only).
+    forced: Option<RegEntry>,
 }
 
 impl SsReg {
@@ -311,7 +375,14 @@ impl SsReg {
             use_hints: true,
             staged: StagedLaunch::new(gpu, "ss-reg"),
             plan: None,
+            forced: None,
         }
+    }
+
+    /// Launch `entry` for every shape it holds (`GVR_SS_REG_ENTRY`).
+    pub fn with_forced_entry(mut self, entry: Option<RegEntry>) -> SsReg {
+        self.forced = entry;
+        self
     }
 
     /// `false`: bracket from the first k values of each row (production
@@ -323,7 +394,7 @@ impl SsReg {
 
     /// The launch planned for `shape` on this arm's device.
     pub fn plan(&self, shape: &Shape) -> std::result::Result<RegLaunch, String> {
-        let mut launch = plan_reg(shape, &self.device)?;
+        let mut launch = plan_reg_with(shape, &self.device, self.forced)?;
         launch.args.use_hints = u32::from(self.use_hints);
         Ok(launch)
     }
@@ -470,17 +541,20 @@ mod tests {
     #[test]
     fn other_families_get_the_smallest_register_shape_that_holds_the_row() {
         let dev = DeviceProfile::h200();
-        // 256 rows of 16K: route says main; capacity 4096 float4 holds it.
+        // 256 rows of 16K: route says main; capacity 4096 float4 + 1024 holds it.
         let p = plan_reg(&shape(256, 16_384, 512), &dev).unwrap();
         assert_eq!((p.entry.blk, p.entry.vpt), (1024, 4));
         assert_eq!(p.source, RegSource::Nearest(Family::Main));
         assert_eq!(p.variant(), "reg(for main)/blk1024/v4");
         assert_eq!((p.plan.cmp, p.plan.qc, p.plan.deg), (2560, 1024, false));
-        // 1 row of 16K+: route says main/clus, still fits.
-        let p = plan_reg(&shape(1, 16_387, 512), &dev).unwrap();
+        // 1 row of 16K+: route says reg_clus, still fits (in the tail scalars).
+        let p = plan_reg(&shape(1, 17_408, 512), &dev).unwrap();
         assert_eq!(p.entry.vpt, 4);
+        // A row past 2K float4 but within 8,704 values: the BLK 512 entry.
+        let p = plan_reg(&shape(256, 8_207, 512), &dev).unwrap();
+        assert_eq!((p.entry.blk, p.entry.vpt), (512, 4));
         // Longer rows are refused with a reason.
-        let err = plan_reg(&shape(1, 16_448, 512), &dev).unwrap_err();
+        let err = plan_reg(&shape(1, 17_409, 512), &dev).unwrap_err();
         assert!(err.contains("capacity"), "{err}");
         let err = plan_reg(&shape(1, 1 << 20, 1024), &dev).unwrap_err();
         assert!(err.contains("capacity"), "{err}");
@@ -493,7 +567,8 @@ mod tests {
         let mut ns: Vec<usize> = vec![0, 1, 3, 511, 512, 513, 1023, 1027, 2049, 4160, 4161];
         ns.extend((0..40).map(|i| 1 + i * 421));
         ns.extend([8255, 8256, 8257, 8319, 16_380, 16_383, 16_384, 16_387]);
-        ns.retain(|&n| n / 4 <= 4096);
+        ns.extend([4111, 5120, 8207, 8704, 16_399, 17_408]);
+        ns.retain(|&n| n <= reg_capacity(1024, 4));
         for k in SUPPORTED_K {
             for &b in &bs {
                 for &n in &ns {
@@ -501,7 +576,7 @@ mod tests {
                     let p = plan_reg(&s, &dev).unwrap_or_else(|e| panic!("b={b} n={n} k={k}: {e}"));
                     let ctx = format!("b={b} n={n} k={k}: {p:?}");
                     assert!(REG_ENTRIES.contains(&p.entry), "{ctx}");
-                    assert!(n / 4 <= p.entry.capacity4(), "{ctx}");
+                    assert!(n <= p.entry.capacity(), "{ctx}");
                     assert!(
                         p.dyn_smem_bytes + STATIC_SMEM_BYTES <= dev.smem_optin,
                         "{ctx}"
@@ -511,7 +586,7 @@ mod tests {
                         "{ctx}"
                     );
                     if p.entry.img {
-                        assert!(p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + n + 3) * 4);
+                        assert!(p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + n) * 4);
                     }
                     assert_eq!(p.plan.deg, n <= 4 * k + 64, "{ctx}");
                     assert!(p.plan.cmp <= n, "{ctx}");

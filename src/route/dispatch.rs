@@ -112,6 +112,14 @@ const REG_CLUS_SMEM_BYTES: u32 = 45_056;
 /// Most SPLIT rows one workspace serves (`MAXC`, §7).
 const SPLIT_MAX_ROWS: usize = 160;
 
+/// Longest row a register entry of `blk` threads × `vpt` float4 holds: its
+/// float4 registers plus one tail scalar per thread (the kernel reads
+/// element 4·n4 + tid into it). The tail's BLK values matter for rows just
+/// past a power of two, e.g. K = 2048 rows of 4·1024 + 15 values.
+pub const fn reg_capacity(blk: u32, vpt: u32) -> usize {
+    (4 * blk * vpt + blk) as usize
+}
+
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
@@ -152,13 +160,15 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         }
     };
 
-    if n4 <= 256 {
-        return Some(reg(256, 1, 8, 1024, "reg: n/4 <= 256"));
+    // The rungs hold the row in registers: capacity = the spec's n/4 bound
+    // plus one tail scalar per thread (`reg_capacity`).
+    if n <= reg_capacity(256, 1) {
+        return Some(reg(256, 1, 8, 1024, "reg: n <= 4·256 + 256"));
     }
-    if n4 <= 512 {
-        return Some(reg(512, 1, 4, 1024, "reg: n/4 <= 512"));
+    if n <= reg_capacity(512, 1) {
+        return Some(reg(512, 1, 4, 1024, "reg: n <= 4·512 + 512"));
     }
-    if n4 <= 1024 && wide && !deg && k <= 1024 {
+    if n <= reg_capacity(1024, 1) && wide && !deg && k <= 1024 {
         let image_words = (2 * cmp).max((n + 3) & !3);
         let plan = RegPlan {
             vpt: 1,
@@ -178,24 +188,24 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             smem_bytes: REG_PRELUDE_BYTES + ((2048 + image_words) * 4) as u32,
             params: None,
             reg: Some(plan),
-            reason: "regimg: n/4 <= 1024, wide batch, not DEG, k <= 1024",
+            reason: "regimg: n <= 4·1024 + 1024, wide batch, not DEG, k <= 1024",
         });
     }
-    if n4 <= 1024 && wide {
-        return Some(reg(1024, 1, 2, 2048, "reg: n/4 <= 1024, wide batch"));
+    if n <= reg_capacity(1024, 1) && wide {
+        return Some(reg(1024, 1, 2, 2048, "reg: n <= 4·1024 + 1024, wide batch"));
     }
-    if n4 <= 1024 {
-        return Some(reg(512, 2, 4, 1024, "reg: n/4 <= 1024, narrow batch"));
+    if n <= reg_capacity(512, 2) && !wide {
+        return Some(reg(512, 2, 4, 1024, "reg: n <= 4·1024 + 512, narrow batch"));
     }
     if n4 > 4096 && n4 <= 32768 && k <= 1024 {
         if let Some(decision) = reg_clus_rung(b, n4, dev) {
             return Some(decision);
         }
     }
-    if n4 <= 4096 && wide {
-        return Some(reg(1024, 4, 1, 2048, "reg: n/4 <= 4096, wide batch"));
+    if n <= reg_capacity(1024, 4) && wide {
+        return Some(reg(1024, 4, 1, 2048, "reg: n <= 4·4096 + 1024, wide batch"));
     }
-    if dev.reg_for_wide_k2048 && n4 <= 4096 && k > 1024 && b > 2 * sms {
+    if dev.reg_for_wide_k2048 && n <= reg_capacity(1024, 4) && k > 1024 && b > 2 * sms {
         // Measured on the H200 (reports/h200/2026-12-02b, same run): at
         // K = 2048 and B = 512/1024 the register kernel beats main by
         // 1.0–1.5× for n <= 8K (main's BLK 256 launches are staging-bound
@@ -205,7 +215,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             4,
             1,
             2048,
-            "reg (H200, measured): K = 2048, n/4 <= 4096, more than 2·SMs rows",
+            "reg (H200, measured): K = 2048, n <= 4·4096 + 1024, more than 2·SMs rows",
         ));
     }
     None
@@ -463,9 +473,12 @@ mod tests {
                             }
                             Family::Reg | Family::RegImg | Family::RegClus => {
                                 let reg = d.reg.expect("register decision carries a plan");
-                                let capacity =
-                                    d.ctas_per_row as usize * d.blk as usize * reg.vpt as usize;
-                                assert!(n / 4 <= capacity, "register capacity: {ctx}");
+                                let capacity = if d.family == Family::RegClus {
+                                    4 * d.ctas_per_row as usize * d.blk as usize * reg.vpt as usize
+                                } else {
+                                    reg_capacity(d.blk, reg.vpt)
+                                };
+                                assert!(n <= capacity + 3, "register capacity: {ctx}");
                             }
                         }
                         assert_eq!(route(b, n, n, k, &dev), d, "determinism: {ctx}");
@@ -481,11 +494,11 @@ mod h200_rung_tests {
     use super::*;
 
     #[test]
-    fn wide_k2048_rows_up_to_4096_float4_go_to_reg_on_the_h200_only() {
+    fn wide_k2048_rows_up_to_the_vpt4_capacity_go_to_reg_on_the_h200_only() {
         let h200 = DeviceProfile::h200();
         let b200 = DeviceProfile::b200();
         for b in [512usize, 1024, 8192] {
-            for n in [4111usize, 8207, 16387] {
+            for n in [8207usize, 16387, 16399, 17408] {
                 let d = route(b, n, n.div_ceil(64) * 64, 2048, &h200);
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
                 assert_eq!((d.blk, d.reg.unwrap().vpt), (1024, 4));
@@ -494,8 +507,8 @@ mod h200_rung_tests {
                     Family::Main
                 );
             }
-            // One float4 past the register capacity streams.
-            assert_eq!(route(b, 16399, 16448, 2048, &h200).family, Family::Main);
+            // One value past the register capacity streams.
+            assert_eq!(route(b, 17409, 17472, 2048, &h200).family, Family::Main);
             // K <= 1024 keeps main (measured faster there).
             assert_eq!(route(b, 8195, 8256, 1024, &h200).family, Family::Main);
         }

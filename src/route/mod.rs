@@ -9,7 +9,7 @@
 pub mod dispatch;
 pub mod params;
 
-pub use dispatch::{route, Family, RegPlan, RouteDecision};
+pub use dispatch::{reg_capacity, route, Family, RegPlan, RouteDecision};
 pub use params::{clus_params, main_params, MainParams};
 
 use serde::Serialize;

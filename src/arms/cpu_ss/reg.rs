@@ -17,8 +17,8 @@ use crate::exact::UNWRITTEN;
 pub struct RegModel {
     /// Histogram bins (NBH).
     pub nbh: u32,
-    /// Register capacity in float4 (BLK·VPT).
-    pub capacity4: usize,
+    /// Register capacity in values (4·BLK·VPT float4 lanes + BLK tail scalars).
+    pub capacity: usize,
     /// Crossing-candidate capacity (CMP).
     pub cmp: usize,
     /// O(m²) rank gate (QC).
@@ -152,7 +152,7 @@ pub fn select_row_reg(
     }
     let keyed = || row.iter().enumerate().map(|(i, &x)| (fkey(x), i as i32));
     let escape = || largest(keyed().collect(), k).collect::<Vec<i32>>();
-    if n >> 2 > model.capacity4 {
+    if n > model.capacity {
         counts.oversize += 1;
         return escape();
     }
@@ -242,7 +242,7 @@ mod tests {
     fn model(cmp: usize, qc: usize, use_hints: bool) -> RegModel {
         RegModel {
             nbh: 1024,
-            capacity4: 1024,
+            capacity: 4096 + 1024,
             cmp,
             qc,
             use_hints,
@@ -302,7 +302,8 @@ mod tests {
         assert_eq!(c.rank_refine, 1, "{c:?}");
         // Short and oversize rows.
         assert_eq!(run(&spread(10), &[], k, &m).short_row, 1);
-        assert_eq!(run(&spread(5000), &[], k, &m).oversize, 1);
+        assert_eq!(run(&spread(5121), &[], k, &m).oversize, 1);
+        assert_eq!(run(&spread(5120), &[], k, &m).oversize, 0);
     }
 
     #[test]
