@@ -168,6 +168,40 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if n <= reg_capacity(512, 1) {
         return Some(reg(512, 1, 4, 1024, "reg: n <= 4·512 + 512"));
     }
+    if dev.reg_k2048_rungs && k > 1024 {
+        // Measured on the H200 (reports/h200/2026-12-02d, forced entries on
+        // every v32 cell of N <= 16K, all 11 batch sizes, same inputs): the
+        // smallest CTA that holds a K = 2048 row beats the spec's rung and
+        // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
+        // than 1024/4 (two rows per SM in flight instead of one).
+        if n <= reg_capacity(512, 2) {
+            return Some(reg(
+                512,
+                2,
+                4,
+                1024,
+                "reg (H200, measured): K = 2048, n <= 4·1024 + 512",
+            ));
+        }
+        if n <= reg_capacity(512, 4) {
+            return Some(reg(
+                512,
+                4,
+                2,
+                2048,
+                "reg (H200, measured): K = 2048, n <= 4·2048 + 512",
+            ));
+        }
+        if n <= reg_capacity(1024, 4) {
+            return Some(reg(
+                1024,
+                4,
+                1,
+                2048,
+                "reg (H200, measured): K = 2048, n <= 4·4096 + 1024",
+            ));
+        }
+    }
     if n <= reg_capacity(1024, 1) && wide && !deg && k <= 1024 {
         let image_words = (2 * cmp).max((n + 3) & !3);
         let plan = RegPlan {
@@ -204,19 +238,6 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     }
     if n <= reg_capacity(1024, 4) && wide {
         return Some(reg(1024, 4, 1, 2048, "reg: n <= 4·4096 + 1024, wide batch"));
-    }
-    if dev.reg_for_wide_k2048 && n <= reg_capacity(1024, 4) && k > 1024 && b > 2 * sms {
-        // Measured on the H200 (reports/h200/2026-12-02b, same run): at
-        // K = 2048 and B = 512/1024 the register kernel beats main by
-        // 1.0–1.5× for n <= 8K (main's BLK 256 launches are staging-bound
-        // at 3 CTAs/SM and a quarter of the row survives the threshold).
-        return Some(reg(
-            1024,
-            4,
-            1,
-            2048,
-            "reg (H200, measured): K = 2048, n <= 4·4096 + 1024, more than 2·SMs rows",
-        ));
     }
     None
 }
@@ -494,25 +515,38 @@ mod h200_rung_tests {
     use super::*;
 
     #[test]
-    fn wide_k2048_rows_up_to_the_vpt4_capacity_go_to_reg_on_the_h200_only() {
+    fn k2048_rows_take_the_smallest_register_cta_on_the_h200_only() {
         let h200 = DeviceProfile::h200();
         let b200 = DeviceProfile::b200();
-        for b in [512usize, 1024, 8192] {
-            for n in [8207usize, 16387, 16399, 17408] {
-                let d = route(b, n, n.div_ceil(64) * 64, 2048, &h200);
+        // (n, (BLK, VPT)) at every batch size: the v32 grid lengths and the
+        // capacity edges.
+        let rungs = [
+            (4111usize, (512u32, 2u32)),
+            (4608, (512, 2)),
+            (4609, (512, 4)),
+            (8207, (512, 4)),
+            (8704, (512, 4)),
+            (8705, (1024, 4)),
+            (16_399, (1024, 4)),
+            (17_408, (1024, 4)),
+        ];
+        for b in [1usize, 7, 64, 132, 133, 256, 264, 265, 512, 1024, 8192] {
+            for (n, shape) in rungs {
+                let npad = n.div_ceil(64) * 64;
+                let d = route(b, n, npad, 2048, &h200);
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
-                assert_eq!((d.blk, d.reg.unwrap().vpt), (1024, 4));
-                assert_eq!(
-                    route(b, n, n.div_ceil(64) * 64, 2048, &b200).family,
-                    Family::Main
-                );
+                assert_eq!((d.blk, d.reg.unwrap().vpt), shape, "b={b} n={n}");
             }
             // One value past the register capacity streams.
-            assert_eq!(route(b, 17409, 17472, 2048, &h200).family, Family::Main);
-            // K <= 1024 keeps main (measured faster there).
-            assert_eq!(route(b, 8195, 8256, 1024, &h200).family, Family::Main);
+            assert_eq!(route(b, 17_409, 17_472, 2048, &h200).family, Family::Main);
+            // K <= 1024 keeps the spec's rungs (not measured against these).
+            let d = route(b, 8195, 8256, 1024, &h200);
+            assert_ne!((d.family, d.blk), (Family::Reg, 512), "b={b}");
         }
-        // 2·SMs rows or fewer: unchanged.
-        assert_eq!(route(256, 8207, 8256, 2048, &h200).family, Family::Main);
+        // The B200 route keeps the spec's rungs.
+        let shape = |d: RouteDecision| (d.family, d.blk, d.reg.map(|r| r.vpt));
+        let b200_8k = route(1, 8207, 8256, 2048, &b200);
+        assert_eq!(shape(b200_8k), (Family::Reg, 1024, Some(4)));
+        assert_eq!(route(512, 16_399, 16_448, 2048, &b200).family, Family::Main);
     }
 }

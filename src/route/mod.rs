@@ -35,10 +35,11 @@ pub struct DeviceProfile {
     /// Pick BLK/MINB of one-CTA-per-row main launches by wave efficiency
     /// (`route::params::wave_aware_blk`) rather than by the B200 batch bands.
     pub wave_aware_main: bool,
-    /// Route K = 2048 rows of n/4 <= 4096 to the register family when the
-    /// batch has more than 2·SMs rows (an H200 rung measured against main;
-    /// not in the B200 route).
-    pub reg_for_wide_k2048: bool,
+    /// K = 2048 rows of up to `reg_capacity(1024, 4)` values take the
+    /// register family at every batch size, in its smallest CTA that holds
+    /// the row (512/2, 512/4, then 1024/4): H200 rungs measured against main
+    /// and the spec's rungs (reports/h200/2026-12-02d); not in the B200 route.
+    pub reg_k2048_rungs: bool,
     /// Longest per-rank slice (float4, `n4 / CS`) the clus family takes; a
     /// longer one runs main with the streaming block's R instead (an H200
     /// rung measured against main; `None`: the B200 route, no limit).
@@ -58,7 +59,7 @@ impl DeviceProfile {
             max_cluster_nonportable: 16,
             max_active_clusters: Some([132, 66, 30, 15, 7]),
             wave_aware_main: true,
-            reg_for_wide_k2048: true,
+            reg_k2048_rungs: true,
             clus_max_rank_f4: Some(8192),
         }
     }
@@ -74,7 +75,7 @@ impl DeviceProfile {
             max_cluster_nonportable: 16,
             max_active_clusters: None,
             wave_aware_main: false,
-            reg_for_wide_k2048: false,
+            reg_k2048_rungs: false,
             clus_max_rank_f4: None,
         }
     }
