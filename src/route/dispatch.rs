@@ -231,6 +231,18 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if n <= reg_capacity(512, 2) && !wide {
         return Some(reg(512, 2, 4, 1024, "reg: n <= 4·1024 + 512, narrow batch"));
     }
+    if dev.reg_512x4_second_wave && n <= reg_capacity(512, 4) && !wide && b <= 2 * sms {
+        // Measured on the H200 (reports/h200/2026-12-02d, experiments/fp-*):
+        // at N = 8195, B = 256 reg 512/4 was 1.16–1.26× faster than main
+        // (two rows per SM fill the second wave); at B >= 512 main wins.
+        return Some(reg(
+            512,
+            4,
+            2,
+            2048,
+            "reg (H200, measured): n <= 4·2048 + 512, SMs < b <= 2·SMs",
+        ));
+    }
     if n4 > 4096 && n4 <= 32768 && k <= 1024 {
         if let Some(decision) = reg_clus_rung(b, n4, dev) {
             return Some(decision);
@@ -539,14 +551,20 @@ mod h200_rung_tests {
             }
             // One value past the register capacity streams.
             assert_eq!(route(b, 17_409, 17_472, 2048, &h200).family, Family::Main);
-            // K <= 1024 keeps the spec's rungs (not measured against these).
+            // K <= 1024: reg 512/4 only in the second-wave band SMs < b <= 2·SMs.
             let d = route(b, 8195, 8256, 1024, &h200);
-            assert_ne!((d.family, d.blk), (Family::Reg, 512), "b={b}");
+            let second_wave = b > 132 && b <= 264;
+            assert_eq!(
+                (d.family, d.blk, d.reg.map(|r| r.vpt)) == (Family::Reg, 512, Some(4)),
+                second_wave,
+                "b={b}: {d:?}"
+            );
         }
         // The B200 route keeps the spec's rungs.
         let shape = |d: RouteDecision| (d.family, d.blk, d.reg.map(|r| r.vpt));
         let b200_8k = route(1, 8207, 8256, 2048, &b200);
         assert_eq!(shape(b200_8k), (Family::Reg, 1024, Some(4)));
         assert_eq!(route(512, 16_399, 16_448, 2048, &b200).family, Family::Main);
+        assert_eq!(route(256, 8195, 8256, 1024, &b200).family, Family::Main);
     }
 }

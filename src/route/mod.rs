@@ -40,6 +40,10 @@ pub struct DeviceProfile {
     /// the row (512/2, 512/4, then 1024/4): H200 rungs measured against main
     /// and the spec's rungs (reports/h200/2026-12-02d); not in the B200 route.
     pub reg_k2048_rungs: bool,
+    /// K <= 1024 rows of `reg_capacity(512, 2)` < n <= `reg_capacity(512, 4)`
+    /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
+    /// main (an H200 rung measured against main; not in the B200 route).
+    pub reg_512x4_second_wave: bool,
     /// Longest per-rank slice (float4, `n4 / CS`) the clus family takes; a
     /// longer one runs main with the streaming block's R instead (an H200
     /// rung measured against main; `None`: the B200 route, no limit).
@@ -60,6 +64,7 @@ impl DeviceProfile {
             max_active_clusters: Some([132, 66, 30, 15, 7]),
             wave_aware_main: true,
             reg_k2048_rungs: true,
+            reg_512x4_second_wave: true,
             clus_max_rank_f4: Some(8192),
         }
     }
@@ -76,6 +81,7 @@ impl DeviceProfile {
             max_active_clusters: None,
             wave_aware_main: false,
             reg_k2048_rungs: false,
+            reg_512x4_second_wave: false,
             clus_max_rank_f4: None,
         }
     }
