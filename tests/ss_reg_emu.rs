@@ -376,13 +376,10 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
     let b = batch(&rows, &hints, k);
     let mut seen = 0;
     for use_hints in [1, 0] {
-        // Planned: a wide batch of n_max 4099, k = 512 → the regimg entry.
-        let mut launch = RegEmu::planned(&b, b.rows);
-        assert_eq!(
-            REG_ENTRIES[launch.entry as usize].name(),
-            "ss_regimg_b1024_v1",
-            "{launch:?}"
-        );
+        // A wide batch of n_max 4099, k = 512, through the regimg entry (the
+        // B200 route's pick; the H200 route takes reg 1024/1 there).
+        let img = REG_ENTRIES.iter().position(|e| e.img).unwrap() as u32;
+        let mut launch = RegEmu::forced(img, &b, b.rows);
         launch.args.use_hints = use_hints;
         for bits in emu_check(exe, &b, &launch, &format!("varlen hints={use_hints}")) {
             seen |= bits;

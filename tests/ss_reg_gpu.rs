@@ -1,6 +1,6 @@
 //! Exactness of the `ss-reg` GPU arm (kernels/ss_reg.cu) on the H200: every
-//! compiled entry point (through shapes the route sends to it, plus a shape
-//! the route sends elsewhere), the adversarial row generators, ties, ±inf,
+//! compiled entry point (through shapes the route sends to it, plus shapes
+//! the route sends elsewhere, and regimg forced), the adversarial row generators, ties, ±inf,
 //! −inf tails, NaN (structure only), varlen rows with n ≤ k, hints perfect /
 //! random / absent / degenerate / out of range, and the hint-free mode. Each
 //! batch runs twice on one staging (no state may leak between launches).
@@ -17,7 +17,9 @@ use std::collections::HashSet;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_reg::{plan_reg, RegSource, SsReg, REG_ENTRIES};
+use gvr_bench::arms::ss_reg::{
+    entry_named, plan_reg, plan_reg_with, RegSource, SsReg, REG_ENTRIES,
+};
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
@@ -28,10 +30,14 @@ use ss_support::{batch, open_gpu};
 /// route itself picked a register family for it.
 type ShapeCase = (usize, usize, usize, (u32, u32), bool);
 
+/// The regimg entry, which the H200 route no longer picks: forced
+/// (`GVR_SS_REG_ENTRY`'s path) on a wide batch of non-DEG rows.
+const IMG_ENTRY: &str = "ss_regimg_b1024_v1";
+const IMG_SHAPE: (usize, usize, usize) = (16, 4096, 512);
+
 const SHAPES: &[ShapeCase] = &[
     (8, 1024, 512, (256, 1), true),
     (300, 2048, 1024, (512, 1), true),
-    (16, 4096, 512, (1024, 1), true), // regimg entry
     (64, 4096, 1024, (1024, 1), true),
     (256, 4099, 512, (512, 2), true),
     (132, 16_384, 2048, (1024, 4), true),
@@ -144,13 +150,25 @@ fn every_entry_is_exact_on_the_h200() {
         assert_eq!(matches!(plan.source, RegSource::Routed(_)), routed);
         covered.insert(plan.entry.name());
     }
+    let img = entry_named(IMG_ENTRY).expect("regimg entry");
+    let (rows, n, k) = IMG_SHAPE;
+    let img_batch = shape_batch(rows, n, k, 1);
+    let plan = plan_reg_with(&Shape::of(&img_batch), &dev, Some(img)).expect("plans");
+    assert!(plan.entry.img && plan.source == RegSource::Forced);
+    covered.insert(plan.entry.name());
     assert_eq!(covered.len(), REG_ENTRIES.len(), "every entry has a shape");
 
     let Some(gpu) = open_gpu() else { return };
-    for (i, &(rows, n, k, _, _)) in SHAPES.iter().enumerate() {
+    let cases = SHAPES
+        .iter()
+        .map(|&(rows, n, k, _, _)| (rows, n, k, None))
+        .chain([(rows, n, k, Some(img))]);
+    for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
         for use_hints in [true, false] {
-            let mut arm = SsReg::new(gpu.clone()).with_hints(use_hints);
+            let mut arm = SsReg::new(gpu.clone())
+                .with_hints(use_hints)
+                .with_forced_entry(forced);
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",
                 arm.variant(&Shape::of(&b))

@@ -173,18 +173,14 @@ pub enum RegSource {
 /// on the same inputs. `ss` never reads it.
 pub const REG_ENTRY_ENV: &str = "GVR_SS_REG_ENTRY";
 
-/// The non-IMG entry called `name`, or a usage error listing the names.
+/// The entry called `name`, or a usage error listing the names.
 pub fn entry_named(name: &str) -> std::result::Result<RegEntry, String> {
     REG_ENTRIES
         .iter()
-        .find(|e| !e.img && e.name() == name)
+        .find(|e| e.name() == name)
         .copied()
         .ok_or_else(|| {
-            let names: Vec<String> = REG_ENTRIES
-                .iter()
-                .filter(|e| !e.img)
-                .map(RegEntry::name)
-                .collect();
+            let names: Vec<String> = REG_ENTRIES.iter().map(RegEntry::name).collect();
             format!(
                 "{REG_ENTRY_ENV}={name} is not a compiled reg entry (one of: {})",
                 names.join(", ")
@@ -212,6 +208,7 @@ impl RegLaunch {
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
+            RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
             RegSource::Forced => format!("reg(forced)/{tail}"),
         }
     }
@@ -514,7 +511,7 @@ mod tests {
         let cases = [
             (1, 1024, 512, (256, 1), "reg/blk256/v1"),
             (1, 2048, 512, (512, 1), "reg/blk512/v1"),
-            (1, 4096, 512, (1024, 1), "regimg/blk1024/v1"),
+            (1, 4096, 512, (1024, 1), "reg/blk1024/v1"), // regimg on the B200 only
             (1, 4096, 1024, (1024, 1), "reg/blk1024/v1"),
             (256, 4096, 512, (512, 2), "reg/blk512/v2"),
             (64, 16_384, 2048, (1024, 4), "reg/blk1024/v4"),
@@ -536,6 +533,20 @@ mod tests {
             }
             assert_eq!(p.grid, (1, b as u32, 1));
         }
+    }
+
+    #[test]
+    fn regimg_is_routed_where_the_profile_keeps_its_rung_and_can_be_forced() {
+        let b200 = DeviceProfile::b200();
+        let p = plan_reg(&shape(1, 4096, 512), &b200).unwrap();
+        assert_eq!(p.variant(), "regimg/blk1024/v1");
+        assert!(p.entry.img);
+        let img = entry_named("ss_regimg_b1024_v1").unwrap();
+        let p = plan_reg_with(&shape(16, 4096, 512), &DeviceProfile::h200(), Some(img)).unwrap();
+        assert_eq!(p.variant(), "regimg(forced)/blk1024/v1");
+        assert!(p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + 4096) * 4);
+        let err = entry_named("ss_reg_b64_v1").unwrap_err();
+        assert!(err.contains("ss_reg_b512_v4"), "{err}");
     }
 
     #[test]

@@ -202,7 +202,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             ));
         }
     }
-    if n <= reg_capacity(1024, 1) && wide && !deg && k <= 1024 {
+    if dev.regimg_rung && n <= reg_capacity(1024, 1) && wide && !deg && k <= 1024 {
         let image_words = (2 * cmp).max((n + 3) & !3);
         let plan = RegPlan {
             vpt: 1,

@@ -44,6 +44,10 @@ pub struct DeviceProfile {
     /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
     /// main (an H200 rung measured against main; not in the B200 route).
     pub reg_512x4_second_wave: bool,
+    /// The spec's regimg rung (row image in shared memory for the hint
+    /// gather). Off on the H200: plain reg 1024/1 was 8–11 % faster at every
+    /// B = 1–128 on the rows that rung takes (flash N = 4099; reports/h200/2026-12-02d).
+    pub regimg_rung: bool,
     /// Longest per-rank slice (float4, `n4 / CS`) the clus family takes; a
     /// longer one runs main with the streaming block's R instead (an H200
     /// rung measured against main; `None`: the B200 route, no limit).
@@ -65,6 +69,7 @@ impl DeviceProfile {
             wave_aware_main: true,
             reg_k2048_rungs: true,
             reg_512x4_second_wave: true,
+            regimg_rung: false,
             clus_max_rank_f4: Some(8192),
         }
     }
@@ -82,6 +87,7 @@ impl DeviceProfile {
             wave_aware_main: false,
             reg_k2048_rungs: false,
             reg_512x4_second_wave: false,
+            regimg_rung: true,
             clus_max_rank_f4: None,
         }
     }
