@@ -95,6 +95,7 @@ fn emulator() -> Option<&'static Path> {
                 .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
             let sources = [
                 ("common.cuh", include_str!("ss_emu/common.cuh")),
+                ("driver.cuh", include_str!("ss_emu/driver.cuh")),
                 ("cluster.cuh", include_str!("ss_emu/cluster.cuh")),
                 ("ss_common.cuh", ss_common),
                 ("ss_clus_stream.cu", kernel.as_str()),

@@ -71,6 +71,7 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
     let sources = [
         ("common.cuh", include_str!("ss_emu/common.cuh")),
+        ("driver.cuh", include_str!("ss_emu/driver.cuh")),
         ("ss_common.cuh", ss_common),
         ("ss_main.cu", kernel.as_str()),
         ("main.cpp", include_str!("ss_emu/main.cpp")),

@@ -62,6 +62,7 @@ fn emulator() -> Option<&'static Path> {
             let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
             let sources = [
                 ("common.cuh", include_str!("ss_emu/common.cuh")),
+                ("driver.cuh", include_str!("ss_emu/driver.cuh")),
                 ("ss_common.cuh", ss_common),
                 ("ss_reg.cu", kernel.as_str()),
                 ("main.cpp", include_str!("ss_emu/reg_main.cpp")),

@@ -12,7 +12,7 @@
 
 #include "ss_clus.cu"
 
-#include <climits>
+#include "driver.cuh"
 
 typedef void (*Body)(const float*, const i32*, const i32*, i32*, const RcParams);
 
@@ -63,11 +63,8 @@ int main(int argc, char** argv) {
     const u32 hint_free = h[8];
     const u32 emu_rows = std::min(h[9], rows);
     const u32 next_n = h[10], cr_shift = h[11];
-    std::vector<float> logits((size_t)rows * npad);
-    std::vector<i32> n(rows), hints((size_t)rows * k);
-    if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
-    if (std::fread(n.data(), 4, n.size(), in) != n.size()) return 2;
-    if (std::fread(hints.data(), 4, hints.size(), in) != hints.size()) return 2;
+    emu::LaunchArrays a;
+    if (!emu::read_arrays(in, rows, npad, k, a)) return 2;
     std::fclose(in);
     u32 blk = 0;
     Body body = body_by_id(id, &blk);
@@ -76,22 +73,13 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::vector<i32> out((size_t)rows * k, INT_MIN);
-    emu::logits_base = logits.data();
-    emu::logits_len = logits.size();
-    std::vector<i32> row_len(rows);  // the load guard's per-row lengths (kernel formula)
-    for (u32 r = 0; r < rows; ++r) row_len[r] = (i32)ss_row_len(n.data(), r, next_n, cr_shift, npad);
-    emu::guard_npad = npad;
-    emu::guard_n = row_len.data();
+    std::vector<i32> row_len;
+    emu::guard_loads(a, npad, next_n, cr_shift, row_len);
     emu::cl::smem_bytes = smem;
-    g_launch = Launch{body, logits.data(), n.data(), hints.data(), out.data(), RcParams{npad, k, hint_free, next_n, cr_shift}};
+    g_launch = Launch{body, a.logits.data(), a.n.data(), a.hints.data(), out.data(), RcParams{npad, k, hint_free, next_n, cr_shift}};
     emu::grid_dim = dim3e{cs, rows, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(777u + rows * 13u + cs);
     for (u32 y = 0; y < emu_rows; ++y) emu::cl::run_cluster(0, y, cs, block, run_kernel, rng, (unsigned char)(0xA5 + y));
-    FILE* o = std::fopen(argv[2], "wb");
-    if (!o) return 2;
-    std::fwrite(out.data(), 4, out.size(), o);
-    std::fwrite(emu::trace.data(), 4, emu::trace.size(), o);
-    std::fclose(o);
-    return 0;
+    return emu::write_result(argv[2], out);
 }

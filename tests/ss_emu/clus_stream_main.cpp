@@ -15,7 +15,7 @@
 
 #include "ss_clus_stream.cu"
 
-#include <climits>
+#include "driver.cuh"
 
 typedef void (*Body)(const float*, const i32*, const i32*, i32*, const SsClusParams);
 
@@ -71,11 +71,8 @@ int main(int argc, char** argv) {
     if (std::fread(&p, sizeof p, 1, in) != 1) return 2;
     std::vector<i32> kv(nkv);
     if (nkv > 0 && std::fread(kv.data(), 4, nkv, in) != nkv) return 2;
-    std::vector<float> logits((size_t)rows * npad);
-    std::vector<i32> n(rows), hints((size_t)rows * k);
-    if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
-    if (std::fread(n.data(), 4, n.size(), in) != n.size()) return 2;
-    if (std::fread(hints.data(), 4, hints.size(), in) != hints.size()) return 2;
+    emu::LaunchArrays a;
+    if (!emu::read_arrays(in, rows, npad, k, a)) return 2;
     std::fclose(in);
     u32 blk = 0;
     Body body = body_by_id(id, &blk);
@@ -86,21 +83,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::vector<i32> out((size_t)rows * k, INT_MIN);
-    emu::logits_base = logits.data();
-    emu::logits_len = logits.size();
-    emu::guard_npad = npad;
-    emu::guard_n = n.data();
+    std::vector<i32> row_len;  // n holds the per-row lengths whatever next_n
+    emu::guard_loads(a, npad, 0u, 0u, row_len);
     emu::cl::smem_bytes = smem;
-    const i32* lens = p.next_n >= 1u ? kv.data() : n.data();
-    g_launch = Launch{body, logits.data(), lens, hint_free ? nullptr : hints.data(), out.data(), p};
+    const i32* lens = p.next_n >= 1u ? kv.data() : a.n.data();
+    g_launch = Launch{body, a.logits.data(), lens, hint_free ? nullptr : a.hints.data(), out.data(), p};
     emu::grid_dim = dim3e{cs, rows, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(991u + rows * 17u + cs);
     for (u32 y = 0; y < emu_rows; ++y) emu::cl::run_cluster(0, y, cs, block, run_kernel, rng, (unsigned char)(0x5A + y));
-    FILE* o = std::fopen(argv[2], "wb");
-    if (!o) return 2;
-    std::fwrite(out.data(), 4, out.size(), o);
-    std::fwrite(emu::trace.data(), 4, emu::trace.size(), o);
-    std::fclose(o);
-    return 0;
+    return emu::write_result(argv[2], out);
 }

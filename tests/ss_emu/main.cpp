@@ -10,8 +10,9 @@
 // workspace left non-zero.
 #include "ss_main.cu"
 
+#include "driver.cuh"
+
 #include <algorithm>
-#include <climits>
 #include <random>
 
 typedef void (*Entry)(const float*, const i32*, const i32*, i32*, const SsMainParams, unsigned char*);
@@ -46,8 +47,6 @@ static Entry entry_by_id(u32 id) {
     }
 }
 
-static const size_t STACK_BYTES = 64 * 1024;
-
 struct Launch {
     Entry entry;
     const float* logits;
@@ -59,63 +58,8 @@ struct Launch {
 };
 static Launch g_launch;
 
-static void fiber_entry() {
+static void run_kernel() {
     g_launch.entry(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p, g_launch.workspace);
-    emu::fibers[emu::current].done = true;
-    --emu::live;
-    ++emu::events;
-    // An exiting thread no longer counts for block barriers.
-    if (emu::block_arrived > 0 && emu::block_arrived == emu::live) {
-        emu::block_arrived = 0;
-        ++emu::block_gen;
-    }
-    _longjmp(emu::sched_jb, 1);  // never return: the fiber's stack is simply abandoned
-}
-
-static void run_cta(u32 bx, u32 by, u32 block) {
-    emu::block_idx = dim3e{bx, by, 0};
-    emu::block_dim = block;
-    emu::fibers.assign(block, emu::Fiber{});
-    emu::live = block;
-    emu::block_arrived = 0;
-    for (u32 w = 0; w < 32; ++w) emu::warp_arrived[w] = 0;
-    for (u32 i = 0; i < block; ++i) {
-        emu::Fiber& f = emu::fibers[i];
-        f.tid = dim3e{i, 0, 0};
-        f.done = false;
-        f.started = false;
-        getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = emu::stacks.data() + (size_t)i * STACK_BYTES;
-        f.ctx.uc_stack.ss_size = STACK_BYTES;
-        f.ctx.uc_link = nullptr;
-        makecontext(&f.ctx, fiber_entry, 0);
-    }
-    u64 pass = 0;
-    while (emu::live > 0) {
-        const u64 before = emu::events;
-        bool ran_fresh = false;
-        // Alternate the resume order so shared atomics (slot reservations,
-        // cursors) hand out slots in different orders from pass to pass.
-        const bool reverse = (pass++ & 1u) != 0;
-        for (u32 j = 0; j < block; ++j) {
-            const u32 i = reverse ? block - 1u - j : j;
-            if (emu::fibers[i].done) continue;
-            emu::current = i;
-            if (_setjmp(emu::sched_jb) == 0) {
-                emu::Fiber& f = emu::fibers[i];
-                if (!f.started) {
-                    f.started = true;
-                    setcontext(&f.ctx);
-                }
-                _longjmp(f.jb, 1);
-            }
-            ran_fresh = true;
-        }
-        if (ran_fresh && emu::events == before) {
-            std::fprintf(stderr, "EMU: deadlock in CTA (%u, %u): %u threads wait forever\n", bx, by, emu::live);
-            std::exit(4);
-        }
-    }
 }
 
 int main(int argc, char** argv) {
@@ -131,11 +75,8 @@ int main(int argc, char** argv) {
     const u32 emu_rows = std::min(h[9], rows);
     SsMainParams p;
     if (std::fread(&p, sizeof p, 1, in) != 1) return 2;
-    std::vector<float> logits((size_t)rows * npad);
-    std::vector<i32> n(rows), hints((size_t)rows * k);
-    if (std::fread(logits.data(), 4, logits.size(), in) != logits.size()) return 2;
-    if (std::fread(n.data(), 4, n.size(), in) != n.size()) return 2;
-    if (std::fread(hints.data(), 4, hints.size(), in) != hints.size()) return 2;
+    emu::LaunchArrays a;
+    if (!emu::read_arrays(in, rows, npad, k, a)) return 2;
     std::fclose(in);
     Entry entry = entry_by_id(id);
     if (!entry || gy != rows || block > 1024 || block % 32 != 0) {
@@ -146,17 +87,9 @@ int main(int argc, char** argv) {
     std::vector<unsigned char> workspace(2048 + (size_t)160 * 16384 * 8, 0);
     std::vector<u64> dyn((smem + 7) / 8 + 2);
     ss_dyn = dyn.data();
-    emu::stacks.assign((size_t)block * STACK_BYTES, 0);
-    emu::logits_base = logits.data();
-    emu::logits_len = logits.size();
-    // The load guard needs each row's valid length: the n array itself, or
-    // under a varlen launch (next_n >= 1: n holds kv_lens) the kernel's own
-    // row-length formula.
-    std::vector<i32> row_len(rows);
-    for (u32 r = 0; r < rows; ++r) row_len[r] = (i32)ss_row_len(n.data(), r, p.next_n, p.cr_shift, npad);
-    emu::guard_npad = npad;
-    emu::guard_n = row_len.data();
-    g_launch = Launch{entry, logits.data(), n.data(), hints.data(), out.data(), p, workspace.data()};
+    std::vector<i32> row_len;
+    emu::guard_loads(a, npad, p.next_n, p.cr_shift, row_len);
+    g_launch = Launch{entry, a.logits.data(), a.n.data(), a.hints.data(), out.data(), p, workspace.data()};
     emu::grid_dim = dim3e{gx, gy, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(12345u + rows * 7u + gx);
@@ -166,7 +99,7 @@ int main(int argc, char** argv) {
         std::shuffle(parts.begin(), parts.end(), rng);  // arrival order must not matter
         for (u32 x : parts) {
             std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
-            run_cta(x, y, block);
+            emu::run_cta(x, y, block, run_kernel);
         }
     }
     // The SPLIT workspace must be back to zero (self-restoring, §7).
@@ -176,10 +109,5 @@ int main(int argc, char** argv) {
             return 5;
         }
     }
-    FILE* o = std::fopen(argv[2], "wb");
-    if (!o) return 2;
-    std::fwrite(out.data(), 4, out.size(), o);
-    std::fwrite(emu::trace.data(), 4, emu::trace.size(), o);
-    std::fclose(o);
-    return 0;
+    return emu::write_result(argv[2], out);
 }
