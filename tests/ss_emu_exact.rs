@@ -383,6 +383,38 @@ fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
 }
 
 #[test]
+fn varlen_on_a_column_sliced_arena_view_is_exact() {
+    // GVR_V2_SPEC §9 item 17: the launch planned for the slice (max_seq_len =
+    // the slice width), run with the arena's 256-rounded row stride; the
+    // columns past the slice belong to another tensor (+3e38 here), which
+    // the kernel may touch only through masked pad loads.
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    for (next_n, cr) in [(1u32, 1u32), (4, 4)] {
+        let kv_lens = ss_support::varlen_kv(next_n, cr, &[k as u32 + 1, 2 * k as u32 + 5, 6_000]);
+        let slice = ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 707 + next_n as u64);
+        let stride = (slice.check.npad + 1).div_ceil(256) * 256;
+        let arena = slice.sliced_from_arena(stride, 3e38);
+        for split in [true, false] {
+            let mut launch = EmuLaunch::planned(&slice.check, slice.check.rows);
+            if !split {
+                launch.entry = 10; // BLK 64, U 2, one CTA per row
+                launch.grid_x = 1;
+                launch.block = 64;
+                launch.args.r = 1;
+                launch.args.scap = 2048;
+                launch.args.cmp = 256;
+            }
+            launch.args.npad = stride as u32;
+            launch.args.next_n = next_n;
+            launch.args.cr_shift = cr.trailing_zeros();
+            let label = format!("arena stride {stride} next_n {next_n} cr {cr} split={split}");
+            emu_check_as(exe, &arena.input, &arena.check, &launch, &label);
+        }
+    }
+}
+
+#[test]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // The varlen entry (GVR_V2_SPEC §6): kv_lens per request in the length
     // array, next_n rows per request, compress ratio 1 or 4, request-level

@@ -561,35 +561,42 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
             16_000,
         ];
         let kv_lens = ss_support::varlen_kv(next_n, cr, &widths);
-        let ss_support::VarlenEmuCase { check, input } =
-            ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 909 + next_n as u64);
-        for use_hints in [1u32, 0] {
-            let mut launch = RegEmu::planned(&check, check.rows);
-            launch.args.use_hints = use_hints;
-            launch.args.next_n = next_n;
-            launch.args.cr_shift = cr.trailing_zeros();
-            let a = &launch.args;
-            let header = [
-                0x55EE_0002u32,
-                launch.entry,
-                input.rows as u32,
-                launch.block,
-                launch.dyn_smem(),
-                input.npad as u32,
-                input.k as u32,
-                launch.rows as u32,
-            ];
-            let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
-            let words: Vec<u32> = header.iter().chain(&params).copied().collect();
-            let label = format!("varlen next_n {next_n} cr {cr} hints {use_hints}");
-            let (out, _) = ss_support::run_emulator(exe, &label, &words, &input);
-            for r in 0..check.rows {
-                check_row_any(
-                    &check,
-                    r,
-                    &out[r * k..(r + 1) * k],
-                    &format!("{label} row {r}"),
-                );
+        let slice = ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 909 + next_n as u64);
+        // Also on a column-sliced arena view (§9 item 17): the launch planned
+        // for the slice, the arena's 256-rounded stride, foreign columns +3e38.
+        let stride = (slice.check.npad + 1).div_ceil(256) * 256;
+        let arena = slice.sliced_from_arena(stride, 3e38);
+        for (view, case) in [("slice", &slice), ("arena", &arena)] {
+            let (check, input) = (&case.check, &case.input);
+            for use_hints in [1u32, 0] {
+                let mut launch = RegEmu::planned(&slice.check, check.rows);
+                launch.args.npad = input.npad as u32;
+                launch.args.use_hints = use_hints;
+                launch.args.next_n = next_n;
+                launch.args.cr_shift = cr.trailing_zeros();
+                let a = &launch.args;
+                let header = [
+                    0x55EE_0002u32,
+                    launch.entry,
+                    input.rows as u32,
+                    launch.block,
+                    launch.dyn_smem(),
+                    input.npad as u32,
+                    input.k as u32,
+                    launch.rows as u32,
+                ];
+                let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
+                let words: Vec<u32> = header.iter().chain(&params).copied().collect();
+                let label = format!("varlen {view} next_n {next_n} cr {cr} hints {use_hints}");
+                let (out, _) = ss_support::run_emulator(exe, &label, &words, input);
+                for r in 0..check.rows {
+                    check_row_any(
+                        check,
+                        r,
+                        &out[r * k..(r + 1) * k],
+                        &format!("{label} row {r}"),
+                    );
+                }
             }
         }
     }

@@ -450,6 +450,32 @@ pub struct VarlenEmuCase {
     pub input: Batch,
 }
 
+impl VarlenEmuCase {
+    /// The same call on a column-sliced view of a wider arena (GVR_V2_SPEC §9
+    /// item 17): every row keeps its values and pad, and the arena's columns
+    /// past the slice (another tensor's data) hold `foreign`; the row stride
+    /// becomes `stride`.
+    pub fn sliced_from_arena(&self, stride: usize, foreign: f32) -> VarlenEmuCase {
+        let widen = |b: &Batch| {
+            assert!(stride >= b.npad && stride % 4 == 0, "arena stride {stride}");
+            let mut logits = vec![foreign; b.rows * stride];
+            for r in 0..b.rows {
+                logits[r * stride..r * stride + b.npad]
+                    .copy_from_slice(&b.logits[r * b.npad..(r + 1) * b.npad]);
+            }
+            Batch {
+                npad: stride,
+                logits,
+                ..b.clone()
+            }
+        };
+        VarlenEmuCase {
+            check: widen(&self.check),
+            input: widen(&self.input),
+        }
+    }
+}
+
 /// kv_lens for `widths` (valid lengths of each request's last row) under
 /// (`next_n`, `cr`), led by two zero-window requests (kv = 0 and next_n − 1)
 /// and closed by the last width plus `cr − 1` tokens (rounding under cr).
