@@ -457,7 +457,10 @@ impl VarlenEmuCase {
     /// becomes `stride`.
     pub fn sliced_from_arena(&self, stride: usize, foreign: f32) -> VarlenEmuCase {
         let widen = |b: &Batch| {
-            assert!(stride >= b.npad && stride % 4 == 0, "arena stride {stride}");
+            assert!(
+                stride >= b.npad && stride.is_multiple_of(4),
+                "arena stride {stride}"
+            );
             let mut logits = vec![foreign; b.rows * stride];
             for r in 0..b.rows {
                 logits[r * stride..r * stride + b.npad]
