@@ -101,6 +101,16 @@ struct EmuLaunch {
 }
 
 impl EmuLaunch {
+    /// The small-CTA stress entry (BLK 64, U 2) with one CTA per row.
+    fn use_small_non_split_cta(&mut self) {
+        self.entry = 10;
+        self.grid_x = 1;
+        self.block = 64;
+        self.args.r = 1;
+        self.args.scap = 2048;
+        self.args.cmp = 256;
+    }
+
     fn planned(b: &Batch, rows: usize) -> EmuLaunch {
         let plan = ss::plan(Mode::ForcedMain, &Shape::of(b), &DeviceProfile::h200()).expect("plan");
         EmuLaunch {
@@ -398,12 +408,7 @@ fn varlen_on_a_column_sliced_arena_view_is_exact() {
         for split in [true, false] {
             let mut launch = EmuLaunch::planned(&slice.check, slice.check.rows);
             if !split {
-                launch.entry = 10; // BLK 64, U 2, one CTA per row
-                launch.grid_x = 1;
-                launch.block = 64;
-                launch.args.r = 1;
-                launch.args.scap = 2048;
-                launch.args.cmp = 256;
+                launch.use_small_non_split_cta();
             }
             launch.args.npad = stride as u32;
             launch.args.next_n = next_n;
@@ -437,12 +442,7 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
         for split in [true, false] {
             let mut launch = EmuLaunch::planned(&check, check.rows);
             if !split {
-                launch.entry = 10; // BLK 64, U 2, one CTA per row
-                launch.grid_x = 1;
-                launch.block = 64;
-                launch.args.r = 1;
-                launch.args.scap = 2048;
-                launch.args.cmp = 256;
+                launch.use_small_non_split_cta();
             }
             launch.args.next_n = next_n;
             launch.args.cr_shift = cr.trailing_zeros();
