@@ -173,7 +173,8 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         // every v32 cell of N <= 16K, all 11 batch sizes, same inputs): the
         // smallest CTA that holds a K = 2048 row beats the spec's rung and
         // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
-        // than 1024/4 (two rows per SM in flight instead of one).
+        // than 1024/4 (two rows per SM in flight instead of one is the
+        // likely reason; not profiled).
         if n <= reg_capacity(512, 2) {
             return Some(reg(
                 512,
@@ -234,7 +235,8 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if dev.reg_512x4_second_wave && n <= reg_capacity(512, 4) && !wide && b <= 2 * sms {
         // Measured on the H200 (reports/h200/2026-12-02d, experiments/fp-*):
         // at N = 8195, B = 256 reg 512/4 was 1.16–1.26× faster than main
-        // (two rows per SM fill the second wave); at B >= 512 main wins.
+        // (likely: two rows per SM fill the second wave; not profiled); at
+        // B >= 512 main wins.
         return Some(reg(
             512,
             4,
