@@ -87,27 +87,19 @@ fn emulator() -> Option<&'static Path> {
             if !ss_support::gxx_available("ss_clus_stream.cu") {
                 return None;
             }
-            let ss_common = ss_support::ss_common_header();
             // Mutation testing: GVR_SS_CLUS_STREAM_EMU_SOURCE=<path> runs a
             // modified kernel through the same checks.
             let kernel = std::env::var("GVR_SS_CLUS_STREAM_EMU_SOURCE")
                 .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_STREAM_EMU_SOURCE"))
                 .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
-            let sources = [
-                ("common.cuh", include_str!("ss_emu/common.cuh")),
-                ("driver.cuh", include_str!("ss_emu/driver.cuh")),
-                ("cluster.cuh", include_str!("ss_emu/cluster.cuh")),
-                ("ss_common.cuh", ss_common),
+            Some(ss_support::kernel_emulator(
+                "ss-clus-stream-emu",
+                true,
                 ("ss_clus_stream.cu", kernel.as_str()),
                 (
                     "clus_stream_main.cpp",
                     include_str!("ss_emu/clus_stream_main.cpp"),
                 ),
-            ];
-            Some(ss_support::compile_emulator(
-                "ss-clus-stream-emu",
-                &sources,
-                "clus_stream_main.cpp",
                 &[],
             ))
         })

@@ -61,7 +61,6 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     if !ss_support::gxx_available("ss_main.cu") {
         return None;
     }
-    let ss_common = ss_support::ss_common_header();
     assert!(
         SS_MAIN.code.contains(DYN_SMEM_DECL),
         "dynamic smem declaration moved"
@@ -69,15 +68,12 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     // The one line g++ cannot take: dynamic shared memory becomes a
     // pointer the driver sets per CTA.
     let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
-    let sources = [
-        ("common.cuh", include_str!("ss_emu/common.cuh")),
-        ("driver.cuh", include_str!("ss_emu/driver.cuh")),
-        ("ss_common.cuh", ss_common),
+    Some(ss_support::kernel_emulator(
+        "ss-emu",
+        false,
         ("ss_main.cu", kernel.as_str()),
         ("main.cpp", include_str!("ss_emu/main.cpp")),
-    ];
-    Some(ss_support::compile_emulator(
-        "ss-emu", &sources, "main.cpp", defines,
+        defines,
     ))
 }
 
@@ -403,8 +399,8 @@ fn varlen_on_a_column_sliced_arena_view_is_exact() {
     for (next_n, cr) in [(1u32, 1u32), (4, 4)] {
         let kv_lens = ss_support::varlen_kv(next_n, cr, &[k as u32 + 1, 2 * k as u32 + 5, 6_000]);
         let slice = ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 707 + next_n as u64);
-        let stride = (slice.check.npad + 1).div_ceil(256) * 256;
-        let arena = slice.sliced_from_arena(stride, 3e38);
+        let arena = slice.in_arena();
+        let stride = arena.input.npad;
         for split in [true, false] {
             let mut launch = EmuLaunch::planned(&slice.check, slice.check.rows);
             if !split {

@@ -54,23 +54,16 @@ fn emulator() -> Option<&'static Path> {
             if !ss_support::gxx_available("ss_reg.cu") {
                 return None;
             }
-            let ss_common = ss_support::ss_common_header();
             assert!(
                 SS_REG.code.contains(DYN_SMEM_DECL),
                 "dynamic smem declaration moved"
             );
             let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
-            let sources = [
-                ("common.cuh", include_str!("ss_emu/common.cuh")),
-                ("driver.cuh", include_str!("ss_emu/driver.cuh")),
-                ("ss_common.cuh", ss_common),
+            Some(ss_support::kernel_emulator(
+                "ss-reg-emu",
+                false,
                 ("ss_reg.cu", kernel.as_str()),
                 ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
-            ];
-            Some(ss_support::compile_emulator(
-                "ss-reg-emu",
-                &sources,
-                "main.cpp",
                 &[],
             ))
         })
@@ -564,8 +557,7 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
         let slice = ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 909 + next_n as u64);
         // Also on a column-sliced arena view (§9 item 17): the launch planned
         // for the slice, the arena's 256-rounded stride, foreign columns +3e38.
-        let stride = (slice.check.npad + 1).div_ceil(256) * 256;
-        let arena = slice.sliced_from_arena(stride, 3e38);
+        let arena = slice.in_arena();
         for (view, case) in [("slice", &slice), ("arena", &arena)] {
             let (check, input) = (&case.check, &case.input);
             for use_hints in [1u32, 0] {

@@ -339,7 +339,7 @@ pub fn gxx_available(what: &str) -> bool {
 /// Build a host emulator from `sources` (file name, text) by compiling the
 /// file `main` with g++ and `defines`; cached under cargo's test temp dir in
 /// `<prefix>-<hash of sources and defines>`, so each source version builds once.
-pub fn compile_emulator(
+fn compile_emulator(
     prefix: &str,
     sources: &[(&str, &str)],
     main: &str,
@@ -380,6 +380,29 @@ pub fn compile_emulator(
     );
     std::fs::rename(&building, &exe).expect("install emulator");
     exe
+}
+
+/// An emulator of one kernel source: the harness headers (common.cuh,
+/// driver.cuh, and cluster.cuh for cluster kernels), the kernels' own
+/// ss_common.cuh, the kernel `(file name, text)` and its driver `(file name,
+/// text)`, built by [`compile_emulator`].
+pub fn kernel_emulator(
+    prefix: &str,
+    cluster: bool,
+    kernel: (&str, &str),
+    driver: (&str, &str),
+    defines: &[String],
+) -> std::path::PathBuf {
+    let mut sources = vec![
+        ("common.cuh", include_str!("../ss_emu/common.cuh")),
+        ("driver.cuh", include_str!("../ss_emu/driver.cuh")),
+        ("ss_common.cuh", ss_common_header()),
+    ];
+    if cluster {
+        sources.push(("cluster.cuh", include_str!("../ss_emu/cluster.cuh")));
+    }
+    sources.extend([kernel, driver]);
+    compile_emulator(prefix, &sources, driver.0, defines)
 }
 
 /// The `ss_common.cuh` text the kernels are compiled with (an NVRTC header).
@@ -452,16 +475,14 @@ pub struct VarlenEmuCase {
 
 impl VarlenEmuCase {
     /// The same call on a column-sliced view of a wider arena (GVR_V2_SPEC §9
-    /// item 17): every row keeps its values and pad, and the arena's columns
-    /// past the slice (another tensor's data) hold `foreign`; the row stride
-    /// becomes `stride`.
-    pub fn sliced_from_arena(&self, stride: usize, foreign: f32) -> VarlenEmuCase {
+    /// item 17): the row stride becomes the next multiple of 256 above this
+    /// case's stride, every row keeps its values and pad, and the arena's
+    /// columns past the slice (another tensor's data) hold +3e38, which a
+    /// kernel reading past its rows would pick.
+    pub fn in_arena(&self) -> VarlenEmuCase {
+        let stride = (self.check.npad + 1).div_ceil(256) * 256;
         let widen = |b: &Batch| {
-            assert!(
-                stride >= b.npad && stride.is_multiple_of(4),
-                "arena stride {stride}"
-            );
-            let mut logits = vec![foreign; b.rows * stride];
+            let mut logits = vec![3e38f32; b.rows * stride];
             for r in 0..b.rows {
                 logits[r * stride..r * stride + b.npad]
                     .copy_from_slice(&b.logits[r * b.npad..(r + 1) * b.npad]);
