@@ -55,14 +55,9 @@ static Launch g_launch;
 static void run_kernel() { g_launch.body(g_launch.logits, g_launch.lens, g_launch.hints, g_launch.out, g_launch.p); }
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: emu <input> <output>\n");
-        return 2;
-    }
-    FILE* in = std::fopen(argv[1], "rb");
-    if (!in) return 2;
     u32 h[11];
-    if (std::fread(h, 4, 11, in) != 11 || h[0] != 0x55EE0C51u) return 2;
+    FILE* in = emu::open_input(argc, argv, 0x55EE0C51u, h, 11);
+    if (!in) return 2;
     const u32 id = h[1], cs = h[2], block = h[3], smem = h[4], rows = h[5], npad = h[6], k = h[7];
     const u32 hint_free = h[8];
     const u32 emu_rows = std::min(h[9], rows);

@@ -17,6 +17,23 @@ struct LaunchArrays {
     std::vector<i32> hints;
 };
 
+// Checks the command line (`<input> <output>`), opens the input and reads
+// its header of `words` u32, the first of which must be `magic`; nullptr
+// (the driver exits 2) otherwise.
+inline FILE* open_input(int argc, char** argv, u32 magic, u32* header, size_t words) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: %s <input> <output>\n", argv[0]);
+        return nullptr;
+    }
+    FILE* in = std::fopen(argv[1], "rb");
+    if (!in) return nullptr;
+    if (std::fread(header, 4, words, in) != words || header[0] != magic) {
+        std::fclose(in);
+        return nullptr;
+    }
+    return in;
+}
+
 // Reads the arrays that follow a driver's header; false on a short file.
 inline bool read_arrays(FILE* in, u32 rows, u32 npad, u32 k, LaunchArrays& a) {
     a.logits.resize((size_t)rows * npad);

@@ -63,14 +63,9 @@ static void run_kernel() {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: emu <input> <output>\n");
-        return 2;
-    }
-    FILE* in = std::fopen(argv[1], "rb");
-    if (!in) return 2;
     u32 h[10];
-    if (std::fread(h, 4, 10, in) != 10 || h[0] != 0x55EE0001u) return 2;
+    FILE* in = emu::open_input(argc, argv, 0x55EE0001u, h, 10);
+    if (!in) return 2;
     const u32 id = h[1], gx = h[2], gy = h[3], block = h[4], smem = h[5], rows = h[6], npad = h[7], k = h[8];
     const u32 emu_rows = std::min(h[9], rows);
     SsMainParams p;

@@ -50,14 +50,9 @@ static Launch g_launch;
 static void run_kernel() { g_launch.entry(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p); }
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: reg_emu <input> <output>\n");
-        return 2;
-    }
-    FILE* in = std::fopen(argv[1], "rb");
-    if (!in) return 2;
     u32 h[8];
-    if (std::fread(h, 4, 8, in) != 8 || h[0] != 0x55EE0002u) return 2;
+    FILE* in = emu::open_input(argc, argv, 0x55EE0002u, h, 8);
+    if (!in) return 2;
     const u32 id = h[1], rows = h[2], block = h[3], smem = h[4], npad = h[5], k = h[6];
     const u32 emu_rows = std::min(h[7], rows);
     SsRegParams p;
