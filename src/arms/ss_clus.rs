@@ -19,7 +19,7 @@ use super::ss::admits as ss_admits;
 use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS;
-use crate::gpu::{Gpu, KernelArgs};
+use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::{route, DeviceProfile, Family};
 
@@ -247,20 +247,15 @@ impl Arm for SsRegClus {
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let gpu = self.staged.gpu().clone();
-        let (_, function, batch) = self.staged.parts()?;
-        let mut args = KernelArgs::new();
-        args.buffer(&gpu, &batch.logits)
-            .buffer(&gpu, &batch.n)
-            .buffer(&gpu, &batch.hints)
-            .buffer(&gpu, &batch.output)
-            .value(plan.args);
         // SAFETY: the argument list matches `ss_regclus_v*` in
         // kernels/ss_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
         // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
         // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
         // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
-        unsafe { gpu.launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args) }
+        unsafe {
+            self.staged
+                .launch_cluster(plan.args, plan.config(), plan.cluster)
+        }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {

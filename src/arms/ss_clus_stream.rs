@@ -24,7 +24,7 @@ use super::ss::admits as ss_admits;
 use super::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS_STREAM;
-use crate::gpu::{Gpu, KernelArgs};
+use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min};
 use crate::route::{clus_params, route, DeviceProfile, Family, MainParams};
@@ -335,21 +335,16 @@ impl Arm for SsClusStream {
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let gpu = self.staged.gpu().clone();
-        let (_, function, batch) = self.staged.parts()?;
-        let mut args = KernelArgs::new();
-        args.buffer(&gpu, &batch.logits)
-            .buffer(&gpu, &batch.n)
-            .buffer(&gpu, &batch.hints)
-            .buffer(&gpu, &batch.output)
-            .value(plan.args);
         // SAFETY: the argument list matches `ss_clus_u*` in
         // kernels/ss_clus_stream.cu: f32 [rows*npad], i32 [rows] per-row
         // lengths (next_n = 0), i32 [rows*k] hints, i32 [rows*k] output, the
         // by-value SsClusParams (ClusStreamArgs, same layout). Grid (CS,
         // rows) with clusters of (CS,1,1), 1024 threads, the planned dynamic
         // shared memory (prelude + staging + ck64, the kernel's layout).
-        unsafe { gpu.launch_cluster(function, plan.config(), (plan.cluster, 1, 1), &mut args) }
+        unsafe {
+            self.staged
+                .launch_cluster(plan.args, plan.config(), plan.cluster)
+        }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
 
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::KernelSource;
-use crate::gpu::{DeviceBatch, Gpu};
+use crate::gpu::{DeviceBatch, Gpu, KernelArgs};
 use crate::grid::Batch;
 
 /// Above this much dynamic shared memory a kernel must opt in.
@@ -88,6 +88,32 @@ impl StagedLaunch {
             (Some((name, function)), Some(batch)) => Ok((name.as_str(), function, batch)),
             _ => Err(not_staged),
         }
+    }
+
+    /// Launch the current entry over the staged batch as clusters of
+    /// `cluster` CTAs along x, with the argument list the clustered families
+    /// share: logits, row lengths, hints, output, then `params` by value.
+    ///
+    /// # Safety
+    /// The entry's parameters must be exactly that list, `P` laid out as the
+    /// kernel's params struct, and `config` (grid, block, dynamic shared
+    /// memory) what the kernel's layout needs for the staged batch.
+    pub unsafe fn launch_cluster<P: DeviceRepr + Copy>(
+        &mut self,
+        params: P,
+        config: LaunchConfig,
+        cluster: u32,
+    ) -> Result<()> {
+        let gpu = self.gpu.clone();
+        let (_, function, batch) = self.parts()?;
+        let mut args = KernelArgs::new();
+        args.buffer(&gpu, &batch.logits)
+            .buffer(&gpu, &batch.n)
+            .buffer(&gpu, &batch.hints)
+            .buffer(&gpu, &batch.output)
+            .value(params);
+        // SAFETY: forwarded from the caller.
+        unsafe { gpu.launch_cluster(function, config, (cluster, 1, 1), &mut args) }
     }
 
     /// The `[rows, k]` output, after the stream has finished.
