@@ -290,6 +290,58 @@ pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
 /// The variant records the R used; `ss` never reads it.
 pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 
+/// Tuning switch of `ss-main`: `GVR_SS_MAIN_DEFINES=SS_L2_DIST=1,SS_PFD=2`
+/// builds `ss_main.cu` with those streaming-pass knobs (kernels/ss_main.cu
+/// documents each), so one device run can compare them on the same inputs.
+/// The variant records them; `ss` never reads it.
+pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
+
+/// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
+const TUNABLE_DEFINES: [(&str, i64, i64); 3] = [
+    ("SS_PIPELINE", 0, 1),
+    ("SS_L2_DIST", 0, 8),
+    ("SS_PFD", -1, 8),
+];
+
+/// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
+pub fn parse_tuning_defines(
+    spec: &str,
+) -> std::result::Result<Vec<(&'static str, String)>, String> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{MAIN_DEFINES_ENV}: `{item}` is not NAME=VALUE"))?;
+        let &(known, lo, hi) = TUNABLE_DEFINES
+            .iter()
+            .find(|(n, _, _)| *n == name.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = TUNABLE_DEFINES.iter().map(|d| d.0).collect();
+                format!(
+                    "{MAIN_DEFINES_ENV}: `{}` is not a tuning knob of ss_main.cu (one of: {})",
+                    name.trim(),
+                    names.join(", ")
+                )
+            })?;
+        let v: i64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| (lo..=hi).contains(v))
+            .ok_or_else(|| {
+                format!(
+                    "{MAIN_DEFINES_ENV}: {known} takes an integer in [{lo}, {hi}], got `{}`",
+                    value.trim()
+                )
+            })?;
+        if out.iter().any(|(n, _)| *n == known) {
+            return Err(format!("{MAIN_DEFINES_ENV}: {known} is given twice"));
+        }
+        out.push((known, v.to_string()));
+    }
+    Ok(out)
+}
+
 /// The launch for `shape` on `dev`.
 pub fn plan(mode: Mode, shape: &Shape, dev: &DeviceProfile) -> std::result::Result<SsPlan, String> {
     plan_with_r(mode, shape, dev, None)
@@ -383,7 +435,14 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         // `ss` hands each shape to the family the route picks.
         return Ok(Box::new(super::ss_routed::SsRouted::new(gpu)));
     }
-    Ok(Box::new(SsMain::new(mode, gpu)))
+    let mut arm = SsMain::new(mode, gpu);
+    if mode == Mode::ForcedMain {
+        if let Ok(spec) = std::env::var(MAIN_DEFINES_ENV) {
+            arm.tuning = parse_tuning_defines(&spec).map_err(GvrError::Usage)?;
+            tracing::warn!("{MAIN_DEFINES_ENV}={spec}: ss-main builds its kernel with these knobs");
+        }
+    }
+    Ok(Box::new(arm))
 }
 
 /// The GPU arm.
@@ -397,6 +456,8 @@ pub struct SsMain {
     slowdown: Option<Slowdown>,
     /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
     r_override: Option<u32>,
+    /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
+    tuning: Vec<(&'static str, String)>,
 }
 
 /// Environment switch that makes `ss` deliberately slower, so the nightly
@@ -436,6 +497,7 @@ impl SsMain {
                 Mode::ForcedMain => std::env::var(MAIN_R_ENV).ok().and_then(|v| v.parse().ok()),
                 _ => None,
             },
+            tuning: Vec::new(),
         }
     }
 
@@ -473,11 +535,14 @@ impl Arm for SsMain {
     fn variant(&self, shape: &Shape) -> Option<String> {
         let slowed = std::env::var(SLOWDOWN_ENV).as_deref() == Ok("1");
         self.plan(shape).ok().map(|p| {
-            if slowed {
-                format!("{} +slowdown", p.variant())
-            } else {
-                p.variant()
+            let mut v = p.variant();
+            for (name, value) in &self.tuning {
+                v.push_str(&format!(" +{name}={value}"));
             }
+            if slowed {
+                v.push_str(" +slowdown");
+            }
+            v
         })
     }
 
@@ -489,12 +554,10 @@ impl Arm for SsMain {
                 self.arm_name()
             ))
         })?;
-        self.staged.load(
-            &SS_MAIN,
-            &kernel_defines(self.mode),
-            &plan.entry,
-            plan.dyn_smem_bytes,
-        )?;
+        let mut defines = kernel_defines(self.mode);
+        defines.extend(self.tuning.iter().cloned());
+        self.staged
+            .load(&SS_MAIN, &defines, &plan.entry, plan.dyn_smem_bytes)?;
         if self.slowdown.is_none() {
             self.slowdown = Slowdown::from_env(self.staged.gpu())?;
         }
@@ -734,6 +797,37 @@ mod tests {
 
         let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
         assert_eq!((p.block, p.entry.as_str()), (256, "ss_main_b256_u8"));
+    }
+
+    #[test]
+    fn tuning_defines_parse_known_knobs_and_refuse_the_rest() {
+        assert_eq!(parse_tuning_defines("").unwrap(), vec![]);
+        assert_eq!(
+            parse_tuning_defines("SS_L2_DIST=1, SS_PFD=-1").unwrap(),
+            vec![
+                ("SS_L2_DIST", "1".to_string()),
+                ("SS_PFD", "-1".to_string())
+            ]
+        );
+        for (bad, says) in [
+            ("SS_L2_DIST", "NAME=VALUE"),
+            ("SS_BINS=512", "not a tuning knob"),
+            ("SS_L2_DIST=9", "[0, 8]"),
+            ("SS_PIPELINE=x", "integer"),
+            ("SS_PFD=1,SS_PFD=2", "twice"),
+        ] {
+            let err = parse_tuning_defines(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        // Every knob is an #ifndef default of the kernel, so the define takes effect.
+        for (name, _, _) in TUNABLE_DEFINES {
+            assert!(
+                SS_MAIN
+                    .code
+                    .contains(&format!("#ifndef {name}\n#define {name} ")),
+                "{name}"
+            );
+        }
     }
 
     #[test]
