@@ -274,6 +274,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
             const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
             cl_admit(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, hist);
         }
+        ss_walk_reconverge();
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 e = ((n >> 2) << 2) + t;

@@ -11,6 +11,21 @@
 #define SS_SENT_HI (3.0e38f)
 #define SS_MIN_WIDTH (1e-30f)
 
+// Reconverge the warp after a survivor walk (a loop whose trip count is
+// lane-dependent). Without it ptxas left the lanes of a warp split for the
+// rest of the streaming pass: the pass's float4 loads issued at ~10 threads
+// per instruction and every warp scan took the WARPSYNC.COLLECTIVE slow
+// path (ncu, ss_main_b512_u8 at 256 x 131K, kernels/TUNING.md). SS_WALK_SYNC=0
+// restores that code for a same-run A/B (GVR_SS_MAIN_DEFINES).
+#ifndef SS_WALK_SYNC
+#define SS_WALK_SYNC 1
+#endif
+__device__ __forceinline__ void ss_walk_reconverge() {
+#if SS_WALK_SYNC
+    __syncwarp();
+#endif
+}
+
 // What ss_scan256 leaves in the histogram after scanning it.
 #define SS_SCAN_ZERO 0    // cleared, ready for the next phase
 #define SS_SCAN_CURSOR 1  // overwritten with after(j): counting-sort cursors

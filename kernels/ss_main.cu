@@ -260,6 +260,7 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool
             const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
             ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
         }
+        ss_walk_reconverge();
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 n = s.row_len;
@@ -321,6 +322,7 @@ __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, f
         const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
         ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
     }
+    ss_walk_reconverge();
 }
 
 // Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).

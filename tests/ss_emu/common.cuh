@@ -166,6 +166,8 @@ inline u32 atomicMax(u32* p, u32 v) {
     return old;
 }
 
+// Lanes are fibers that meet at every exchange: already reconverged.
+inline void __syncwarp(u32 = GVR_FULL_MASK) {}
 inline u32 __shfl_sync(u32, u32 v, int src) {
     u32 all[32];
     emu::warp_exchange(v, all);
