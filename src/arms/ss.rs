@@ -297,10 +297,11 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [(&str, i64, i64); 3] = [
+const TUNABLE_DEFINES: [(&str, i64, i64); 4] = [
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_PFD", -1, 8),
+    ("SS_WALK_SYNC", 0, 1),
 ];
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
@@ -819,12 +820,16 @@ mod tests {
             let err = parse_tuning_defines(bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
         }
-        // Every knob is an #ifndef default of the kernel, so the define takes effect.
+        // Every knob is an #ifndef default of the kernel or its header, so the define takes effect.
+        let header = crate::gpu::sources::HEADERS
+            .iter()
+            .find(|(name, _)| *name == "ss_common.cuh")
+            .map(|(_, text)| *text)
+            .unwrap();
         for (name, _, _) in TUNABLE_DEFINES {
+            let default = format!("#ifndef {name}\n#define {name} ");
             assert!(
-                SS_MAIN
-                    .code
-                    .contains(&format!("#ifndef {name}\n#define {name} ")),
+                SS_MAIN.code.contains(&default) || header.contains(&default),
                 "{name}"
             );
         }
