@@ -26,6 +26,25 @@ __device__ __forceinline__ void ss_walk_reconverge() {
 #endif
 }
 
+// Emit slots without per-bin cursors. A certain winner (bin above the
+// crossing bin B) may take any slot of [0, above) and an element of B any of
+// [above, above + m): exactness needs only that each gets a distinct one. A
+// thread counts both kinds in one packed word (winners + crossing ·
+// SS_EMIT_CROSS; both stay below 2^16: winners < k ≤ 2048 and an emitted B holds
+// at most max(CMP, k) ≤ 4096 elements), one warp scan and one shared atomic per
+// warp reserve its slots, and a second visit writes them. This replaced one
+// shared atomic per emitted element on its bin's cursor (ncu: the reg emit's
+// ATOMS latency was half of ss_reg_b512_v2's stall samples at v32 4111 x 256).
+#define SS_EMIT_CROSS 0x10000u
+__device__ __forceinline__ u32 ss_emit_reserve(u32 mine, u32* counter) {
+    __syncwarp();  // the counting visit may leave the lanes split
+    const u32 incl = warp_incl_scan(mine);
+    u32 base = 0u;
+    if (lane_id() == 31u && incl != 0u) base = atomicAdd(counter, incl);
+    base = __shfl_sync(GVR_FULL_MASK, base, 31);
+    return base + incl - mine;
+}
+
 // What ss_scan256 leaves in the histogram after scanning it.
 #define SS_SCAN_ZERO 0    // cleared, ready for the next phase
 #define SS_SCAN_CURSOR 1  // overwritten with after(j): counting-sort cursors
@@ -199,7 +218,7 @@ __device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) 
 }
 
 // ---------------------------------------------------------------------------
-// List sources: item i → (value x, index). Narrowing and the cursor emit are
+// List sources: item i → (value x, index). Narrowing and the survivor emit are
 // written once over these.
 // ---------------------------------------------------------------------------
 struct SsSrcStage {  // shared staging buffer of packed pairs

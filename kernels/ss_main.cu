@@ -7,7 +7,7 @@
 // (§3.4). The histogram total is the exact survivor count, so the crossing of
 // k is verified, never assumed (§3.5): too few survivors → retry lower
 // (TSH floor, then the hint floor), at most 3 passes. The crossing splits the
-// survivors into certain winners (cursor emit, §3.7) and one crossing bin
+// survivors into certain winners (emit, §3.7; warp-aggregated slots) and one crossing bin
 // refined exactly (O(m²) rank or key narrowing, §3.8). Every bounded buffer
 // has an exact escape (§3.9, §3.11 I5): staging overflow → re-sweep, crossing
 // bin > CMP → narrowing over the staged list (degen A), failed ladder or
@@ -419,25 +419,42 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// §3.7 cursor emit over a survivor list (or the whole row: the admission
-// test is re-applied, so the same function serves the overflow re-sweep).
-// `hist` holds the cursors after(j) of the accepted scan.
+// §3.7 emit over a survivor list (or the whole row: the admission test is
+// re-applied, so the same function serves the overflow re-sweep): bins above
+// `cross_bin` to [0, above), the crossing bin to [above, above + m) when
+// `whole`, else to the candidates ck64 (slot q < cmp). Slots come from one
+// packed warp-aggregated counter (ss_emit_reserve; `counter` zero on entry),
+// so the list is visited twice: count, then write.
 template <int BLK, class Src>
-__device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
-                                            u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
+__device__ __noinline__ void ss_emit_survivors(const Src src, u32 count, float tf, float sc, u32 cross_bin,
+                                               u32 above, bool whole, u32 cmp, u32* counter, u64* ck64,
+                                               i32* out) {
+    u32 mine = 0u;
     for (u32 i = threadIdx.x; i < count; i += BLK) {
         float x;
         u32 idx;
         src.get(i, &x, &idx);
         if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
-        if (bin < cross_bin) continue;  // certain loser
-        const u32 slot = atomicAdd(hist + bin, 1u);
-        if (slot < lim1) {
-            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
-        } else if (!whole) {
-            const u32 q = slot - above;
-            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
+        mine += bin > cross_bin ? 1u : (bin == cross_bin ? SS_EMIT_CROSS : 0u);
+    }
+    const u32 slots = ss_emit_reserve(mine, counter);
+    u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
+    for (u32 i = threadIdx.x; i < count; i += BLK) {
+        float x;
+        u32 idx;
+        src.get(i, &x, &idx);
+        if (!(x >= tf)) continue;
+        const u32 bin = ss_bin(x, tf, sc);
+        if (bin > cross_bin) {
+            out[win_slot++] = (i32)idx;  // certain winner
+        } else if (bin == cross_bin) {
+            const u32 q = cross_slot++;
+            if (whole) {
+                out[above + q] = (i32)idx;
+            } else if (q < cmp) {
+                ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
+            }
         }
     }
 }
@@ -501,6 +518,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (t == 0u) {
         s.count = 0u;
         s.row_len = n;
+        s.emit_win = 0u;  // ss_emit_survivors' slot counter
     }
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
@@ -733,21 +751,20 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (!degen) {
         if (!complete) SS_TRACE(SS_TR_RESWEEP);
         if (whole) SS_TRACE(SS_TR_WHOLE_BIN);
-        const u32 lim1 = cr.above + (whole ? cr.m : 0u);
         if (complete) {
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_emit_survivors<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
             } else {
                 SsSrcStage src;
                 src.p = stage;
-                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_emit_survivors<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
             }
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;
             src.row = X;
-            ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+            ss_emit_survivors<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
         }
         __syncthreads();
         if (!whole) {

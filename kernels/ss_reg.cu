@@ -17,9 +17,10 @@
 //      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
 //      so bins > B are winners whatever the bracket was;
 //   4. histogram of every valid element, one block scan that finds the
-//      crossing of k and leaves after(j) cursors in the histogram;
-//   5. cursor emit: bins > B straight to the output, bin B either whole to the
-//      output or to the candidate list ck/ci (keys, indices);
+//      crossing of k;
+//   5. emit (warp-aggregated slots, ss_emit_reserve): bins > B straight to
+//      the output, bin B either whole to the output or to the candidate list
+//      ck/ci (keys, indices);
 //   6. refine bin B: O(m²) rank (key, then slot) for m ≤ QC, else exact
 //      key-space narrowing (ss_narrow_emit) over the candidates;
 //   7. exact escape, still register-resident: 32-step MSB-first bisection of
@@ -142,11 +143,11 @@ __device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShare
     return *c;
 }
 
-// Crossing of `k` over NBH bins and cursor rewrite (§2.2): each thread owns
+// Crossing of `k` over NBH bins (§2.2): each thread owns
 // NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
 // (ends with a barrier). The total is the number of counted elements.
 template <int NBH, int BLK>
-__device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
+__device__ __forceinline__ void ss_reg_scan_cross(u32* hist, u32 k, SsRegShared& s) {
     static_assert(NBH % BLK == 0, "every thread owns whole bins");
     const int SPAN = NBH / BLK;
     const int NW = BLK / 32;
@@ -194,13 +195,6 @@ __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared
         s.cr_bin = bin;
         s.cr_above = above;
         s.cr_m = m;
-    }
-    u32 run = after_mine;
-#pragma unroll
-    for (int j = SPAN - 1; j >= 0; --j) {
-        const u32 c = run;
-        run += h[j];
-        hist[first + (u32)j] = c;
     }
     __syncthreads();
 }
@@ -429,9 +423,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
 
     // ---- 4. histogram and crossing ----
+    if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
     ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
-    ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
+    ss_reg_scan_cross<NBH, BLK>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
     const bool whole = need >= m;
@@ -441,13 +436,20 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         return;
     }
 
-    // ---- 5. cursor emit ----
+    // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
+    u32 mine = 0u;
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
+        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+        mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
+    });
+    const u32 slots = ss_emit_reserve(mine, &s.win);
+    u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
     ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
         const u32 b = ss_reg_bin<NBH>(x, sc, cq);
         if (b > cb) {
-            O[atomicAdd(hist + b, 1u)] = (i32)idx;
+            O[win_slot++] = (i32)idx;
         } else if (b == cb) {
-            const u32 slot = atomicAdd(hist + b, 1u) - above;
+            const u32 slot = cross_slot++;
             if (whole) {
                 O[above + slot] = (i32)idx;
             } else {
