@@ -26,15 +26,17 @@ __device__ __forceinline__ void ss_walk_reconverge() {
 #endif
 }
 
-// Emit slots without per-bin cursors. A certain winner (bin above the
-// crossing bin B) may take any slot of [0, above) and an element of B any of
-// [above, above + m): exactness needs only that each gets a distinct one. A
-// thread counts both kinds in one packed word (winners + crossing ·
-// SS_EMIT_CROSS; both stay below 2^16: winners < k ≤ 2048 and an emitted B holds
-// at most max(CMP, k) ≤ 4096 elements), one warp scan and one shared atomic per
-// warp reserve its slots, and a second visit writes them. This replaced one
-// shared atomic per emitted element on its bin's cursor (ncu: the reg emit's
-// ATOMS latency was half of ss_reg_b512_v2's stall samples at v32 4111 x 256).
+// Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
+// step 8). A certain winner (bin above the crossing bin B) may take any slot
+// of [0, above) and an element of B any of [above, above + m): exactness needs
+// only that each gets a distinct one. A thread counts both kinds in one packed
+// word (winners + crossing · SS_EMIT_CROSS; both stay below 2^16: winners < k
+// ≤ 2048 and an emitted B holds at most max(CMP, k) elements, CMP ≤ n ≤
+// 17,408), one warp scan and one shared atomic per warp reserve its slots,
+// and a second visit writes them. Measured against per-bin cursors on the
+// H200 (kernels/TUNING.md): faster where many elements are emitted under
+// contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where
+// few are (the second visit and the scan are then pure latency).
 #define SS_EMIT_CROSS 0x10000u
 __device__ __forceinline__ u32 ss_emit_reserve(u32 mine, u32* counter) {
     __syncwarp();  // the counting visit may leave the lanes split

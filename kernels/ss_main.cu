@@ -7,7 +7,7 @@
 // (§3.4). The histogram total is the exact survivor count, so the crossing of
 // k is verified, never assumed (§3.5): too few survivors → retry lower
 // (TSH floor, then the hint floor), at most 3 passes. The crossing splits the
-// survivors into certain winners (emit, §3.7; warp-aggregated slots) and one crossing bin
+// survivors into certain winners (cursor emit, §3.7) and one crossing bin
 // refined exactly (O(m²) rank or key narrowing, §3.8). Every bounded buffer
 // has an exact escape (§3.9, §3.11 I5): staging overflow → re-sweep, crossing
 // bin > CMP → narrowing over the staged list (degen A), failed ladder or
@@ -31,11 +31,14 @@
 // Streaming-pass variant (kernels/TUNING.md, 2026-12-02 "pipelined pass"):
 //   SS_PIPELINE 1 (default): the next tile's first SS_PFD float4 per thread
 //     are issued before the current tile's survivors are walked, the rest at
-//     the next tile's start (§3.4 one-tile software pipelining), and one lane
-//     per warp bulk-prefetches its chunk of the tile SS_L2_DIST tiles ahead
-//     into L2; the first SS_L2_DIST tiles of the CTA's slice are prefetched
-//     at kernel start, behind the sample/ladder prologue. One CTA per row
-//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
+//     the next tile's start (§3.4 one-tile software pipelining). With
+//     SS_L2_DIST > 0 one lane per warp also bulk-prefetches its chunk of the
+//     tile SS_L2_DIST tiles ahead into L2 (and the first SS_L2_DIST tiles at
+//     kernel start). Off by default: on the H200 the prefetched lines were
+//     partly evicted before use (ncu, 256 × 131K: 193 MB of DRAM reads for
+//     134 MB of rows at distance 2, 144 MB at 0), and distance 0 was the
+//     fastest on every big-batch slice measured (TUNING.md). One CTA per
+//     row only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
 //   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs
 //     (`ss_row_pass`; arm `ss-main-base`, for same-run A/B).
 // Exactness does not depend on either: every float4 is still classified
@@ -45,7 +48,7 @@
 #define SS_PIPELINE 1
 #endif
 #ifndef SS_L2_DIST
-#define SS_L2_DIST 2  // tiles ahead of the tile being classified; 0 = no L2 prefetch
+#define SS_L2_DIST 0  // tiles ahead of the tile being classified; 0 = no L2 prefetch
 #endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
@@ -419,42 +422,25 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// §3.7 emit over a survivor list (or the whole row: the admission test is
-// re-applied, so the same function serves the overflow re-sweep): bins above
-// `cross_bin` to [0, above), the crossing bin to [above, above + m) when
-// `whole`, else to the candidates ck64 (slot q < cmp). Slots come from one
-// packed warp-aggregated counter (ss_emit_reserve; `counter` zero on entry),
-// so the list is visited twice: count, then write.
+// §3.7 cursor emit over a survivor list (or the whole row: the admission
+// test is re-applied, so the same function serves the overflow re-sweep).
+// `hist` holds the cursors after(j) of the accepted scan.
 template <int BLK, class Src>
-__device__ __noinline__ void ss_emit_survivors(const Src src, u32 count, float tf, float sc, u32 cross_bin,
-                                               u32 above, bool whole, u32 cmp, u32* counter, u64* ck64,
-                                               i32* out) {
-    u32 mine = 0u;
+__device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
+                                            u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
     for (u32 i = threadIdx.x; i < count; i += BLK) {
         float x;
         u32 idx;
         src.get(i, &x, &idx);
         if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
-        mine += bin > cross_bin ? 1u : (bin == cross_bin ? SS_EMIT_CROSS : 0u);
-    }
-    const u32 slots = ss_emit_reserve(mine, counter);
-    u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-    for (u32 i = threadIdx.x; i < count; i += BLK) {
-        float x;
-        u32 idx;
-        src.get(i, &x, &idx);
-        if (!(x >= tf)) continue;
-        const u32 bin = ss_bin(x, tf, sc);
-        if (bin > cross_bin) {
-            out[win_slot++] = (i32)idx;  // certain winner
-        } else if (bin == cross_bin) {
-            const u32 q = cross_slot++;
-            if (whole) {
-                out[above + q] = (i32)idx;
-            } else if (q < cmp) {
-                ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
-            }
+        if (bin < cross_bin) continue;  // certain loser
+        const u32 slot = atomicAdd(hist + bin, 1u);
+        if (slot < lim1) {
+            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
+        } else if (!whole) {
+            const u32 q = slot - above;
+            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
         }
     }
 }
@@ -518,7 +504,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (t == 0u) {
         s.count = 0u;
         s.row_len = n;
-        s.emit_win = 0u;  // ss_emit_survivors' slot counter
     }
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
@@ -751,20 +736,21 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (!degen) {
         if (!complete) SS_TRACE(SS_TR_RESWEEP);
         if (whole) SS_TRACE(SS_TR_WHOLE_BIN);
+        const u32 lim1 = cr.above + (whole ? cr.m : 0u);
         if (complete) {
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                ss_emit_survivors<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
             } else {
                 SsSrcStage src;
                 src.p = stage;
-                ss_emit_survivors<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
             }
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;
             src.row = X;
-            ss_emit_survivors<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win, ck64, O);
+            ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
         }
         __syncthreads();
         if (!whole) {

@@ -17,10 +17,10 @@
 //      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
 //      so bins > B are winners whatever the bracket was;
 //   4. histogram of every valid element, one block scan that finds the
-//      crossing of k;
-//   5. emit (warp-aggregated slots, ss_emit_reserve): bins > B straight to
-//      the output, bin B either whole to the output or to the candidate list
-//      ck/ci (keys, indices);
+//      crossing of k and leaves after(j) cursors in the histogram;
+//   5. emit: bins > B straight to the output, bin B either whole to the
+//      output or to the candidate list ck/ci (keys, indices); per-bin cursors
+//      (CUR) or warp-aggregated slots (ss_emit_reserve), as the host plans;
 //   6. refine bin B: O(m²) rank (key, then slot) for m ≤ QC, else exact
 //      key-space narrowing (ss_narrow_emit) over the candidates;
 //   7. exact escape, still register-resident: 32-step MSB-first bisection of
@@ -64,6 +64,7 @@ struct SsRegParams {
     u32 use_hints;  // 0: hint-free bracket (first k values); also when no hint array is passed
     u32 next_n;     // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
+    u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8)
 };
 
 // Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
@@ -143,11 +144,11 @@ __device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShare
     return *c;
 }
 
-// Crossing of `k` over NBH bins (§2.2): each thread owns
+// Crossing of `k` over NBH bins and cursor rewrite (§2.2): each thread owns
 // NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
 // (ends with a barrier). The total is the number of counted elements.
 template <int NBH, int BLK>
-__device__ __forceinline__ void ss_reg_scan_cross(u32* hist, u32 k, SsRegShared& s) {
+__device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
     static_assert(NBH % BLK == 0, "every thread owns whole bins");
     const int SPAN = NBH / BLK;
     const int NW = BLK / 32;
@@ -195,6 +196,13 @@ __device__ __forceinline__ void ss_reg_scan_cross(u32* hist, u32 k, SsRegShared&
         s.cr_bin = bin;
         s.cr_above = above;
         s.cr_m = m;
+    }
+    u32 run = after_mine;
+#pragma unroll
+    for (int j = SPAN - 1; j >= 0; --j) {
+        const u32 c = run;
+        run += h[j];
+        hist[first + (u32)j] = c;
     }
     __syncthreads();
 }
@@ -426,7 +434,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
     ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
-    ss_reg_scan_cross<NBH, BLK>(hist, k, s);
+    ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
     const bool whole = need >= m;
@@ -437,27 +445,44 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
 
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
-    u32 mine = 0u;
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-        mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
-    });
-    const u32 slots = ss_emit_reserve(mine, &s.win);
-    u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-        if (b > cb) {
-            O[win_slot++] = (i32)idx;
-        } else if (b == cb) {
-            const u32 slot = cross_slot++;
-            if (whole) {
-                O[above + slot] = (i32)idx;
-            } else {
-                ck[slot] = fkey(x);  // slot < m <= cmp
-                ci[slot] = (i32)idx;
+    if (p.cur != 0u) {  // CUR: one shared atomic per emitted element on its bin's cursor
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            if (b > cb) {
+                O[atomicAdd(hist + b, 1u)] = (i32)idx;
+            } else if (b == cb) {
+                const u32 slot = atomicAdd(hist + b, 1u) - above;
+                if (whole) {
+                    O[above + slot] = (i32)idx;
+                } else {
+                    ck[slot] = fkey(x);  // slot < m <= cmp
+                    ci[slot] = (i32)idx;
+                }
             }
-        }
-    });
+        });
+    } else {  // slots: count, one warp-aggregated reservation, write (ss_emit_reserve)
+        u32 mine = 0u;
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
+        });
+        const u32 slots = ss_emit_reserve(mine, &s.win);
+        u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            if (b > cb) {
+                O[win_slot++] = (i32)idx;
+            } else if (b == cb) {
+                const u32 slot = cross_slot++;
+                if (whole) {
+                    O[above + slot] = (i32)idx;
+                } else {
+                    ck[slot] = fkey(x);  // slot < m <= cmp
+                    ci[slot] = (i32)idx;
+                }
+            }
+        });
+    }
     if (whole) {
         SS_RTRACE(SS_RTR_WHOLE);
         return;

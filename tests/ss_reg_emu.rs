@@ -122,6 +122,7 @@ impl RegEmu {
                 use_hints: 1,
                 next_n: 0,
                 cr_shift: 0,
+                cur: 1,
             },
             rows,
         }
@@ -148,8 +149,24 @@ impl RegEmu {
     }
 }
 
-/// Run the launch; check every emulated row; return the rows' trace bits.
+/// Run the launch in both emit forms (per-bin cursors and warp-aggregated
+/// slots: the path is the same, only the order of the output differs); check
+/// every emulated row of each; return the rows' trace bits.
 fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
+    let mut traces = Vec::new();
+    for cur in [1, 0] {
+        let mut form = *launch;
+        form.args.cur = cur;
+        let bits = emu_check_form(exe, b, &form, &format!("{label} cur {cur}"));
+        if !traces.is_empty() {
+            assert_eq!(bits, traces, "{label}: the emit form changed the path");
+        }
+        traces = bits;
+    }
+    traces
+}
+
+fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
     let a = &launch.args;
     let dyn_smem = launch.dyn_smem();
     let header = [
@@ -162,8 +179,7 @@ fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
         b.k as u32,
         launch.rows as u32,
     ];
-    let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
-    let words: Vec<u32> = header.iter().chain(&params).copied().collect();
+    let words: Vec<u32> = header.iter().chain(&a.words()).copied().collect();
     let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
     let (out, trace) = (out.as_slice(), trace.as_slice());
     let model = RegModel {
@@ -566,6 +582,7 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
                 launch.args.use_hints = use_hints;
                 launch.args.next_n = next_n;
                 launch.args.cr_shift = cr.trailing_zeros();
+                launch.args.cur = use_hints; // both emit forms, alternating with the hint mode
                 let a = &launch.args;
                 let header = [
                     0x55EE_0002u32,
@@ -577,9 +594,11 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
                     input.k as u32,
                     launch.rows as u32,
                 ];
-                let params = [a.npad, a.k, a.cmp, a.qc, a.use_hints, a.next_n, a.cr_shift];
-                let words: Vec<u32> = header.iter().chain(&params).copied().collect();
-                let label = format!("varlen {view} next_n {next_n} cr {cr} hints {use_hints}");
+                let words: Vec<u32> = header.iter().chain(&a.words()).copied().collect();
+                let label = format!(
+                    "varlen {view} next_n {next_n} cr {cr} hints {use_hints} cur {}",
+                    a.cur
+                );
                 let (out, _) = ss_support::run_emulator(exe, &label, &words, input);
                 for r in 0..check.rows {
                     check_row_any(

@@ -133,7 +133,7 @@ pub fn entry_name(blk: u32, vpt: u32) -> String {
 pub const STATIC_SMEM_BYTES: u32 = 512;
 
 /// The kernel's by-value launch scalars: `SsRegParams` in `ss_reg.cu`, field
-/// for field (7 × u32, 28 bytes, no padding).
+/// for field (8 × u32, 32 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SsRegArgs {
@@ -149,9 +149,27 @@ pub struct SsRegArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift (0 or 2).
     pub cr_shift: u32,
+    /// Emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (`RegPlan::cur`).
+    pub cur: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of seven u32, byte-identical to the
+impl SsRegArgs {
+    /// The words of the kernel's `SsRegParams`, in order.
+    pub fn words(&self) -> [u32; 8] {
+        [
+            self.npad,
+            self.k,
+            self.cmp,
+            self.qc,
+            self.use_hints,
+            self.next_n,
+            self.cr_shift,
+            self.cur,
+        ]
+    }
+}
+
+// SAFETY: `#[repr(C)]` plain-old-data of eight u32, byte-identical to the
 // kernel's `SsRegParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsRegArgs {}
 
@@ -231,7 +249,7 @@ fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProf
         nbh: entry.nbh,
         kpt: 1,
         deg,
-        cur: true,
+        cur: crate::route::dispatch::reg_cursor_emit(b, n, k, dev),
         cmp: if deg { n } else { n.min(2560) },
         qc: if wide { 96 } else { 1024 },
     }
@@ -328,6 +346,7 @@ pub fn plan_reg_with(
             use_hints: 1,
             next_n: 0,
             cr_shift: 0,
+            cur: plan.cur as u32,
         },
         plan,
         source,
@@ -476,8 +495,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_seven_packed_u32_in_kernel_order() {
-        assert_eq!(std::mem::size_of::<SsRegArgs>(), 28);
+    fn args_struct_is_eight_packed_u32_in_kernel_order() {
+        assert_eq!(std::mem::size_of::<SsRegArgs>(), 32);
         let code = SS_REG.code;
         let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -489,8 +508,28 @@ mod tests {
             .collect();
         assert_eq!(
             fields,
-            ["npad", "k", "cmp", "qc", "use_hints", "next_n", "cr_shift"]
+            [
+                "npad",
+                "k",
+                "cmp",
+                "qc",
+                "use_hints",
+                "next_n",
+                "cr_shift",
+                "cur"
+            ]
         );
+        let a = SsRegArgs {
+            npad: 1,
+            k: 2,
+            cmp: 3,
+            qc: 4,
+            use_hints: 5,
+            next_n: 6,
+            cr_shift: 7,
+            cur: 8,
+        };
+        assert_eq!(a.words(), [1, 2, 3, 4, 5, 6, 7, 8]);
     }
 
     #[test]

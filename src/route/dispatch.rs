@@ -120,6 +120,25 @@ pub const fn reg_capacity(blk: u32, vpt: u32) -> usize {
     (4 * blk * vpt + blk) as usize
 }
 
+/// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
+/// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
+/// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
+/// where many elements are emitted under contention — K = 2048 rows of at most
+/// 2K + 64 values at every batch size (half the row is emitted), and K ≥ 1024
+/// rows of at most 4K + 64 values in batches beyond one row per SM — and lose
+/// up to 14 % elsewhere (few emitted: the second visit and the warp scan are
+/// latency).
+pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
+    let beyond_one_row_per_sm = b > dev.sms as usize;
+    if dev.measured_reg_emit {
+        let slots = (k >= 2048 && n <= 2 * k + 64)
+            || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm);
+        !slots
+    } else {
+        !(n < 2 * k && beyond_one_row_per_sm)
+    }
+}
+
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
@@ -134,7 +153,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     let deg = n <= 4 * k + 64;
     let cmp = if deg { n } else { n.min(2560) };
     let qc = if b > sms { 1024 } else { 96 };
-    let cur = !(n < 2 * k && b > sms);
+    let cur = reg_cursor_emit(b, n, k, dev);
 
     let reg = |blk: u32, vpt: u32, minb: u32, nbh: u32, reason: &'static str| {
         let kpt = if deg { 1 } else { kpt_for(k, blk).min(4) };
@@ -397,6 +416,34 @@ mod tests {
     const TABLE_N: [usize; 9] = [
         2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
     ];
+
+    #[test]
+    fn reg_emit_form_follows_the_spec_on_b200_and_the_measurement_on_h200() {
+        let (h, b2) = (DeviceProfile::h200(), DeviceProfile::b200());
+        // Spec: CUR unless n < 2k and b > SMs (148).
+        assert!(!reg_cursor_emit(149, 2047, 1024, &b2));
+        assert!(reg_cursor_emit(148, 2047, 1024, &b2));
+        assert!(reg_cursor_emit(149, 2048, 1024, &b2));
+        // H200: slots for K = 2048 rows of <= 2K + 64 values at any b ...
+        for b in [1, 64, 132, 133, 1024] {
+            assert!(!reg_cursor_emit(b, 4111, 2048, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 4160, 2048, &h), "b {b}");
+        }
+        assert!(reg_cursor_emit(1, 4161, 2048, &h));
+        // ... and K >= 1024 rows of <= 4K + 64 values beyond one row per SM.
+        assert!(!reg_cursor_emit(133, 8207, 2048, &h));
+        assert!(reg_cursor_emit(132, 8207, 2048, &h));
+        assert!(!reg_cursor_emit(256, 4160, 1024, &h));
+        assert!(reg_cursor_emit(256, 4161, 1024, &h));
+        assert!(reg_cursor_emit(128, 2051, 1024, &h));
+        // K = 512 keeps the cursors everywhere (slots measured slower).
+        for (b, n) in [(1, 1027), (1024, 1027), (1024, 2051)] {
+            assert!(reg_cursor_emit(b, n, 512, &h), "b {b} n {n}");
+        }
+        // The route's reg plan carries the rule.
+        let plan = route(256, 4111, 4112, 2048, &h).reg.expect("reg");
+        assert!(!plan.cur);
+    }
 
     #[test]
     fn reproduces_the_b200_family_table() {

@@ -52,6 +52,9 @@ pub struct DeviceProfile {
     /// longer one runs main with the streaming block's R instead (an H200
     /// rung measured against main; `None`: the B200 route, no limit).
     pub clus_max_rank_f4: Option<usize>,
+    /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
+    /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
+    pub measured_reg_emit: bool,
 }
 
 impl DeviceProfile {
@@ -71,6 +74,7 @@ impl DeviceProfile {
             reg_512x4_second_wave: true,
             regimg_rung: false,
             clus_max_rank_f4: Some(8192),
+            measured_reg_emit: true,
         }
     }
 
@@ -89,6 +93,7 @@ impl DeviceProfile {
             reg_512x4_second_wave: false,
             regimg_rung: true,
             clus_max_rank_f4: None,
+            measured_reg_emit: false,
         }
     }
 
