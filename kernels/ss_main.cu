@@ -33,8 +33,9 @@
 //     are issued before the current tile's survivors are walked, the rest at
 //     the next tile's start (§3.4 one-tile software pipelining). With
 //     SS_L2_DIST > 0 one lane per warp also bulk-prefetches its chunk of the
-//     tile SS_L2_DIST tiles ahead into L2 (and the first SS_L2_DIST tiles at
-//     kernel start). Off by default: on the H200 the prefetched lines were
+//     tile SS_L2_DIST tiles ahead into L2; SS_L2_START (default: SS_L2_DIST)
+//     tiles of the slice are prefetched at kernel start, behind the sample /
+//     ladder prologue. Off by default: on the H200 the prefetched lines were
 //     partly evicted before use (ncu, 256 × 131K: 193 MB of DRAM reads for
 //     134 MB of rows at distance 2, 144 MB at 0), and distance 0 was the
 //     fastest on every big-batch slice measured (TUNING.md). One CTA per
@@ -49,6 +50,9 @@
 #endif
 #ifndef SS_L2_DIST
 #define SS_L2_DIST 0  // tiles ahead of the tile being classified; 0 = no L2 prefetch
+#endif
+#ifndef SS_L2_START
+#define SS_L2_START SS_L2_DIST  // tiles of the slice bulk-prefetched into L2 at kernel start
 #endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
@@ -495,8 +499,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 redirect = npad / 4u - 1u;  // last float4 of the padded row: always addressable
     // Start the slice's first tiles toward L2 now: their DRAM latency then
     // overlaps the sample read and the ladder instead of following them.
-    if constexpr (SsPipelined<SPLIT>::value && SS_L2_DIST > 0)
-        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_DIST * BLK * U), c1);
+    if constexpr (SsPipelined<SPLIT>::value && SS_L2_START > 0)
+        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     u64* stage = ss_dyn;
     u64* ck64 = ss_dyn + p.scap + 4u;
 
