@@ -30,9 +30,9 @@ __device__ __forceinline__ void ss_walk_reconverge() {
 // step 8). A certain winner (bin above the crossing bin B) may take any slot
 // of [0, above) and an element of B any of [above, above + m): exactness needs
 // only that each gets a distinct one. A thread counts both kinds in one packed
-// word (winners + crossing · SS_EMIT_CROSS; both stay below 2^16: winners < k
-// ≤ 2048 and an emitted B holds at most max(CMP, k) elements, CMP ≤ n ≤
-// 17,408), one warp scan and one shared atomic per warp reserve its slots,
+// word (winners + crossing · SS_EMIT_CROSS; every sum of either field is at
+// most the row's n ≤ 17,408 < 2^16 in a register row, so the low field never
+// carries into the high one), one warp scan and one shared atomic per warp reserve its slots,
 // and a second visit writes them. Measured against per-bin cursors on the
 // H200 (kernels/TUNING.md): faster where many elements are emitted under
 // contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where

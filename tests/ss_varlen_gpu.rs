@@ -260,6 +260,18 @@ fn contract_cases() -> Vec<(String, VarlenShape, Vec<i32>)> {
     cases
 }
 
+/// A column-sliced view of a wider arena (GVR_V2_SPEC §9 item 17): the same
+/// rows at the next multiple of 256 above the slice's stride; the launch keeps
+/// the slice's envelope (planned for the slice, launched on the arena).
+fn arena_of(slice: &VarlenShape) -> (VarlenShape, usize) {
+    let arena = VarlenShape {
+        npad: (slice.npad + 1).div_ceil(256) * 256,
+        ..*slice
+    };
+    let msl = (slice.npad * slice.compress_ratio as usize) as u64;
+    (arena, envelope(slice, EnvelopeSource::MaxSeqLen(msl)))
+}
+
 #[test]
 fn plans_cover_every_contract_case_on_the_cpu() {
     let dev = DeviceProfile::h200();
@@ -270,8 +282,15 @@ fn plans_cover_every_contract_case_on_the_cpu() {
             &s,
             EnvelopeSource::MaxSeqLen((s.npad * s.compress_ratio as usize) as u64),
         );
+        let (arena, arena_env) = arena_of(&s);
+        assert!(arena.validate().is_ok(), "{label} arena");
+        assert!(arena.row_lengths(&kv).is_ok(), "{label} arena");
         for hints in [true, false] {
             assert!(plan(&s, n_env, hints, &dev).is_ok(), "{label}");
+            assert!(
+                plan(&arena, arena_env, hints, &dev).is_ok(),
+                "{label} arena"
+            );
         }
     }
 }
@@ -292,6 +311,31 @@ fn contract_cases_are_exact_with_and_without_hints() {
                 &format!("{label} hints={hints}"),
             );
             println!("{label} hints={hints} values={values}: {variant} exact");
+        }
+    }
+}
+
+/// The GPU twin of the emulator's arena case: every contract case on its
+/// arena view, +3e38 in every column past a row's n (the slice's own padding
+/// and the arena's foreign columns alike), checked per row as usual.
+#[test]
+#[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
+fn column_sliced_arena_views_are_exact() {
+    let Some(gpu) = open_gpu() else { return };
+    for (label, slice, kv) in contract_cases() {
+        let (arena, n_env) = arena_of(&slice);
+        for hints in [true, false] {
+            let label = format!("{label} arena {} hints={hints}", arena.npad);
+            let inp = inputs(
+                &arena,
+                &kv,
+                label.len() as u64 * 104_729 + arena.rows as u64,
+            );
+            let mut call = Call::new(&gpu, &arena, n_env, hints, false, &inp, &kv);
+            call.launch();
+            let (out, _) = call.read(&gpu);
+            check(&arena, &inp, &out, None, &label);
+            println!("{label}: {} exact", call.launcher.plan().variant());
         }
     }
 }
