@@ -54,9 +54,6 @@
 #ifndef SS_L2_START
 #define SS_L2_START SS_L2_DIST  // tiles of the slice bulk-prefetched into L2 at kernel start
 #endif
-#ifndef SS_WALK_PAIRS
-#define SS_WALK_PAIRS 0  // pipelined pass: walk survivors two at a time (measured < 1 %: off)
-#endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
@@ -326,30 +323,12 @@ __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, f
     if (lane_id() == 31u && incl != 0u) base = atomicAdd(&s.count, incl);
     base = __shfl_sync(GVR_FULL_MASK, base, 31);
     u32 pos = base + incl - cnt;
-#if SS_WALK_PAIRS
-    // Two survivors per step, both re-reads in flight before either is
-    // staged: halves the dependent load chain of the lane with the most
-    // survivors, which the whole warp waits for at the reconvergence.
-    while (mask != 0u) {
-        const u32 b1 = (u32)__ffs(mask) - 1u;
-        mask &= mask - 1u;
-        const bool two = mask != 0u;
-        const u32 b2 = two ? (u32)__ffs(mask) - 1u : b1;  // alone: re-read b1 (in the row, unused)
-        mask &= two ? mask - 1u : mask;
-        const u32 i1 = 4u * (tb + (b1 >> 2) * BLK + t) + (b1 & 3u);
-        const u32 i2 = 4u * (tb + (b2 >> 2) * BLK + t) + (b2 & 3u);
-        const float x1 = ldg_nc_f(X + i1), x2 = ldg_nc_f(X + i2);
-        ss_admit<SPLIT>(x1, i1, pos++, tf, sc, scap, stage, s.hist);
-        if (two) ss_admit<SPLIT>(x2, i2, pos++, tf, sc, scap, stage, s.hist);
-    }
-#else
     while (mask != 0u) {
         const u32 bit = (u32)__ffs(mask) - 1u;
         mask &= mask - 1u;
         const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
         ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
     }
-#endif
     ss_walk_reconverge();
 }
 
