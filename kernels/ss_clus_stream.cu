@@ -261,13 +261,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
                 cl_prefetch_l2(X, (u32)nx, e < (u64)n4 ? (u32)e : n4);
             }
         }
-        // Warp-aggregated reservation of popc(mask) slots (§2.6).
-        const u32 cnt = (u32)__popc(mask);
-        const u32 incl = warp_incl_scan(cnt);
-        u32 base = 0;
-        if (lane_id() == 31u && incl != 0u) base = atomicAdd(count, incl);
-        base = __shfl_sync(GVR_FULL_MASK, base, 31);
-        u32 pos = base + incl - cnt;
+        u32 pos = ss_warp_reserve_n((u32)__popc(mask), count);  // §2.6
         while (mask != 0u) {
             const u32 bit = (u32)__ffs(mask) - 1u;
             mask &= mask - 1u;

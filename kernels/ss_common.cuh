@@ -26,20 +26,10 @@ __device__ __forceinline__ void ss_walk_reconverge() {
 #endif
 }
 
-// Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
-// step 8). A certain winner (bin above the crossing bin B) may take any slot
-// of [0, above) and an element of B any of [above, above + m): exactness needs
-// only that each gets a distinct one. A thread counts both kinds in one packed
-// word (winners + crossing · SS_EMIT_CROSS; every sum of either field is at
-// most the row's n ≤ 17,408 < 2^16 in a register row, so the low field never
-// carries into the high one), one warp scan and one shared atomic per warp reserve its slots,
-// and a second visit writes them. Measured against per-bin cursors on the
-// H200 (kernels/TUNING.md): faster where many elements are emitted under
-// contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where
-// few are (the second visit and the scan are then pure latency).
-#define SS_EMIT_CROSS 0x10000u
-__device__ __forceinline__ u32 ss_emit_reserve(u32 mine, u32* counter) {
-    __syncwarp();  // the counting visit may leave the lanes split
+// Warp-aggregated reservation of `mine` consecutive slots per lane on
+// `counter` (§2.6): one warp scan and one atomic per warp; returns this lane's
+// first slot. Called by all 32 lanes, converged.
+__device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
     const u32 incl = warp_incl_scan(mine);
     u32 base = 0u;
     if (lane_id() == 31u && incl != 0u) base = atomicAdd(counter, incl);

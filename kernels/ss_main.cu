@@ -254,13 +254,7 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool
                        (v.w >= tf ? 8u : 0u);
             mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
         }
-        // Warp-aggregated reservation of popc(mask) slots (§2.6).
-        const u32 cnt = (u32)__popc(mask);
-        const u32 incl = warp_incl_scan(cnt);
-        u32 base = 0;
-        if (lane_id() == 31u && incl != 0u) base = atomicAdd(&s.count, incl);
-        base = __shfl_sync(GVR_FULL_MASK, base, 31);
-        u32 pos = base + incl - cnt;
+        u32 pos = ss_warp_reserve_n((u32)__popc(mask), &s.count);  // §2.6
         while (mask != 0u) {
             const u32 bit = (u32)__ffs(mask) - 1u;
             mask &= mask - 1u;
@@ -317,12 +311,7 @@ template <int BLK, bool SPLIT>
 __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
                                              u64* stage, SsShared& s) {
     const u32 t = threadIdx.x;
-    const u32 cnt = (u32)__popc(mask);
-    const u32 incl = warp_incl_scan(cnt);
-    u32 base = 0;
-    if (lane_id() == 31u && incl != 0u) base = atomicAdd(&s.count, incl);
-    base = __shfl_sync(GVR_FULL_MASK, base, 31);
-    u32 pos = base + incl - cnt;
+    u32 pos = ss_warp_reserve_n((u32)__popc(mask), &s.count);  // §2.6
     while (mask != 0u) {
         const u32 bit = (u32)__ffs(mask) - 1u;
         mask &= mask - 1u;

@@ -20,7 +20,7 @@
 //      crossing of k and leaves after(j) cursors in the histogram;
 //   5. emit: bins > B straight to the output, bin B either whole to the
 //      output or to the candidate list ck/ci (keys, indices); per-bin cursors
-//      (CUR) or warp-aggregated slots (ss_emit_reserve), as the host plans;
+//      (CUR) or warp-aggregated slots (SS_EMIT_CROSS), as the host plans;
 //   6. refine bin B: O(m²) rank (key, then slot) for m ≤ QC, else exact
 //      key-space narrowing (ss_narrow_emit) over the candidates;
 //   7. exact escape, still register-resident: 32-step MSB-first bisection of
@@ -66,6 +66,19 @@ struct SsRegParams {
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
     u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8)
 };
+
+// Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
+// step 8). A certain winner (bin above the crossing bin B) may take any slot
+// of [0, above) and an element of B any of [above, above + m): exactness needs
+// only that each gets a distinct one. A thread counts both kinds in one packed
+// word (winners + crossing · SS_EMIT_CROSS; every sum of either field is at
+// most the row's n ≤ 17,408 < 2^16 in a register row, so the low field never
+// carries into the high one), one warp scan and one shared atomic per warp
+// (ss_warp_reserve_n) reserve its slots, and a second visit writes them. Measured against per-bin cursors on the
+// H200 (kernels/TUNING.md): faster where many elements are emitted under
+// contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where
+// few are (the second visit and the scan are then pure latency).
+#define SS_EMIT_CROSS 0x10000u
 
 // Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
 #define SS_RTR_SHORT 1u        // n <= k: identity / -1
@@ -460,13 +473,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 }
             }
         });
-    } else {  // slots: count, one warp-aggregated reservation, write (ss_emit_reserve)
+    } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
-        const u32 slots = ss_emit_reserve(mine, &s.win);
+        __syncwarp();  // the counting visit leaves the lanes split
+        const u32 slots = ss_warp_reserve_n(mine, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);

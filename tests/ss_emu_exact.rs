@@ -353,12 +353,7 @@ fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
     }
     // The same rows as one CTA each (BLK 64, small buffers).
     let mut small = EmuLaunch::planned(&b, lens.len());
-    small.entry = 10;
-    small.grid_x = 1;
-    small.block = 64;
-    small.args.r = 1;
-    small.args.scap = 2048;
-    small.args.cmp = 256;
+    small.use_small_non_split_cta();
     emu_check(exe, &b, &small, "varlen one CTA per row");
     // The BLK-512 (200 rows) and BLK-256 (300 rows) entry points on the same
     // rows (the first lens.len() rows emulated), paths equal to the model's.

@@ -27,7 +27,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKern
 
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::{FLUSH, SS_MAIN};
+use crate::gpu::sources::{Defines, FLUSH, SS_MAIN};
 use crate::gpu::{Gpu, Workspace};
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min, SPLIT_SLAB_CAP};
@@ -185,7 +185,7 @@ pub enum Mode {
 pub const BASE_DEFINES: [(&str, &str); 1] = [("SS_PIPELINE", "0")];
 
 /// The NVRTC defines `ss_main.cu` is built with for `mode`.
-pub fn kernel_defines(mode: Mode) -> Vec<(&'static str, String)> {
+pub fn kernel_defines(mode: Mode) -> Defines {
     match mode {
         Mode::Routed | Mode::ForcedMain => Vec::new(),
         Mode::ForcedMainBase => BASE_DEFINES
@@ -305,11 +305,30 @@ const TUNABLE_DEFINES: [(&str, i64, i64); 5] = [
     ("SS_WALK_SYNC", 0, 1),
 ];
 
+/// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
+/// [`MAIN_DEFINES_ENV`] (unset: `None`): the R override and the kernel knobs.
+pub fn main_switches(
+    r: Option<&str>,
+    defines: Option<&str>,
+) -> std::result::Result<(Option<u32>, Defines), String> {
+    let r = r
+        .map(|value| {
+            value
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{MAIN_R_ENV}={value}: R must be a whole number"))
+        })
+        .transpose()?;
+    let defines = defines
+        .map(parse_tuning_defines)
+        .transpose()?
+        .unwrap_or_default();
+    Ok((r, defines))
+}
+
 /// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
-pub fn parse_tuning_defines(
-    spec: &str,
-) -> std::result::Result<Vec<(&'static str, String)>, String> {
-    let mut out: Vec<(&'static str, String)> = Vec::new();
+pub fn parse_tuning_defines(spec: &str) -> std::result::Result<Defines, String> {
+    let mut out = Defines::new();
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item
             .split_once('=')
@@ -428,6 +447,17 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             )))
         }
     };
+    // ss-main's tuning switches, read before anything else so that a value
+    // that does not parse is the error the user sees, not ignored.
+    let (r_override, tuning) = if mode == Mode::ForcedMain {
+        main_switches(
+            std::env::var(MAIN_R_ENV).ok().as_deref(),
+            std::env::var(MAIN_DEFINES_ENV).ok().as_deref(),
+        )
+        .map_err(GvrError::Usage)?
+    } else {
+        (None, Vec::new())
+    };
     let gpu = gpu.ok_or_else(|| {
         GvrError::Usage(format!(
             "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
@@ -437,13 +467,12 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         // `ss` hands each shape to the family the route picks.
         return Ok(Box::new(super::ss_routed::SsRouted::new(gpu)));
     }
-    let mut arm = SsMain::new(mode, gpu);
-    if mode == Mode::ForcedMain {
-        if let Ok(spec) = std::env::var(MAIN_DEFINES_ENV) {
-            arm.tuning = parse_tuning_defines(&spec).map_err(GvrError::Usage)?;
-            tracing::warn!("{MAIN_DEFINES_ENV}={spec}: ss-main builds its kernel with these knobs");
-        }
+    if !tuning.is_empty() {
+        tracing::warn!("{MAIN_DEFINES_ENV}: ss-main builds its kernel with {tuning:?}");
     }
+    let mut arm = SsMain::new(mode, gpu);
+    arm.r_override = r_override;
+    arm.tuning = tuning;
     Ok(Box::new(arm))
 }
 
@@ -459,7 +488,7 @@ pub struct SsMain {
     /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
     r_override: Option<u32>,
     /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
-    tuning: Vec<(&'static str, String)>,
+    tuning: Defines,
 }
 
 /// Environment switch that makes `ss` deliberately slower, so the nightly
@@ -495,10 +524,7 @@ impl SsMain {
             staged: StagedLaunch::new(gpu, mode_arm_name(mode)),
             plan: None,
             slowdown: None,
-            r_override: match mode {
-                Mode::ForcedMain => std::env::var(MAIN_R_ENV).ok().and_then(|v| v.parse().ok()),
-                _ => None,
-            },
+            r_override: None,
             tuning: Vec::new(),
         }
     }
@@ -799,6 +825,21 @@ mod tests {
 
         let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
         assert_eq!((p.block, p.entry.as_str()), (256, "ss_main_b256_u8"));
+    }
+
+    #[test]
+    fn main_switches_refuse_values_that_do_not_parse() {
+        assert_eq!(main_switches(None, None).unwrap(), (None, vec![]));
+        assert_eq!(
+            main_switches(Some(" 8 "), Some("SS_L2_DIST=1")).unwrap(),
+            (Some(8), vec![("SS_L2_DIST", "1".to_string())])
+        );
+        assert!(main_switches(Some("eight"), None)
+            .unwrap_err()
+            .contains(MAIN_R_ENV));
+        assert!(main_switches(None, Some("SS_BINS=1"))
+            .unwrap_err()
+            .contains("not a tuning knob"));
     }
 
     #[test]

@@ -158,15 +158,7 @@ inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::
                 const u32 t = reverse ? nblock - 1u - j : j;
                 const u32 i = c * nblock + t;
                 if (fibers[i].done) continue;
-                current = i;
-                if (_setjmp(sched_jb) == 0) {
-                    Fiber& f = fibers[i];
-                    if (!f.started) {
-                        f.started = true;
-                        setcontext(&f.ctx);
-                    }
-                    _longjmp(f.jb, 1);
-                }
+                resume(i);
                 ran = true;
             }
         }

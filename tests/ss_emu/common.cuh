@@ -70,6 +70,20 @@ inline void yield() {
     if (_setjmp(fibers[current].jb) == 0) _longjmp(sched_jb, 1);
 }
 
+// The scheduler's half of a switch: run fiber i (start it, or continue it
+// from its last yield) until it yields or exits back here.
+inline void resume(u32 i) {
+    current = i;
+    if (_setjmp(sched_jb) == 0) {
+        Fiber& f = fibers[i];
+        if (!f.started) {
+            f.started = true;
+            setcontext(&f.ctx);
+        }
+        _longjmp(f.jb, 1);
+    }
+}
+
 inline u64 events = 0;  // barrier arrivals and exits: no change in a full pass = deadlock
 
 inline void block_barrier() {

@@ -115,15 +115,7 @@ inline void run_cta(u32 bx, u32 by, u32 block, void (*body)()) {
         for (u32 j = 0; j < block; ++j) {
             const u32 i = reverse ? block - 1u - j : j;
             if (fibers[i].done) continue;
-            current = i;
-            if (_setjmp(sched_jb) == 0) {
-                Fiber& f = fibers[i];
-                if (!f.started) {
-                    f.started = true;
-                    setcontext(&f.ctx);
-                }
-                _longjmp(f.jb, 1);
-            }
+            resume(i);
             ran_fresh = true;
         }
         if (ran_fresh && events == before) {
