@@ -458,19 +458,22 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
 
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
+    // Element `slot` of the crossing bin: to the output when the bin is needed whole, else a candidate.
+    const auto put_cross = [&](float x, u32 idx, u32 slot) {
+        if (whole) {
+            O[above + slot] = (i32)idx;
+        } else {
+            ck[slot] = fkey(x);  // slot < m <= cmp
+            ci[slot] = (i32)idx;
+        }
+    };
     if (p.cur != 0u) {  // CUR: one shared atomic per emitted element on its bin's cursor
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b > cb) {
                 O[atomicAdd(hist + b, 1u)] = (i32)idx;
             } else if (b == cb) {
-                const u32 slot = atomicAdd(hist + b, 1u) - above;
-                if (whole) {
-                    O[above + slot] = (i32)idx;
-                } else {
-                    ck[slot] = fkey(x);  // slot < m <= cmp
-                    ci[slot] = (i32)idx;
-                }
+                put_cross(x, idx, atomicAdd(hist + b, 1u) - above);
             }
         });
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
@@ -487,13 +490,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (b > cb) {
                 O[win_slot++] = (i32)idx;
             } else if (b == cb) {
-                const u32 slot = cross_slot++;
-                if (whole) {
-                    O[above + slot] = (i32)idx;
-                } else {
-                    ck[slot] = fkey(x);  // slot < m <= cmp
-                    ci[slot] = (i32)idx;
-                }
+                put_cross(x, idx, cross_slot++);
             }
         });
     }
