@@ -261,14 +261,9 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
                 cl_prefetch_l2(X, (u32)nx, e < (u64)n4 ? (u32)e : n4);
             }
         }
-        u32 pos = ss_warp_reserve_n((u32)__popc(mask), count);  // §2.6
-        while (mask != 0u) {
-            const u32 bit = (u32)__ffs(mask) - 1u;
-            mask &= mask - 1u;
-            const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
-            cl_admit(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, hist);
-        }
-        ss_walk_reconverge();
+        ss_walk_survivors<BLK>(X, tb, mask, count, [&](float x, u32 idx, u32 pos) {
+            cl_admit(x, idx, pos, tf, sc, scap, stage, hist);
+        });
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 e = ((n >> 2) << 2) + t;

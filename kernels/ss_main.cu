@@ -234,6 +234,17 @@ __device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, fl
     stage[pos < scap ? pos : scap] = ss_pack(x, idx);
 }
 
+// Survivor walk of one classified tile of either streaming pass
+// (ss_walk_survivors): one slot reservation per warp (§2.6), each survivor
+// histogrammed (non-split) and staged.
+template <int BLK, bool SPLIT>
+__device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
+                                             u64* stage, SsShared& s) {
+    ss_walk_survivors<BLK>(X, tb, mask, &s.count, [&](float x, u32 idx, u32 pos) {
+        ss_admit<SPLIT>(x, idx, pos, tf, sc, scap, stage, s.hist);
+    });
+}
+
 // §3.4: one streaming pass over the float4 range [c0, c1) (+ the scalar tail
 // [4·n4, n) when `tail`). Tiles of BLK·U float4; loads past c1 are redirected
 // to the last float4 of the padded row and masked by index. Survivors are
@@ -254,14 +265,7 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool
                        (v.w >= tf ? 8u : 0u);
             mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
         }
-        u32 pos = ss_warp_reserve_n((u32)__popc(mask), &s.count);  // §2.6
-        while (mask != 0u) {
-            const u32 bit = (u32)__ffs(mask) - 1u;
-            mask &= mask - 1u;
-            const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
-            ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
-        }
-        ss_walk_reconverge();
+        ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 n = s.row_len;
@@ -303,23 +307,6 @@ __device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 spa
     ss_prefetch_l2(X, (u32)a, (u32)b);
 }
 
-// Survivor reservation and walk of one classified tile of the pipelined
-// pass (the same steps `ss_row_pass` runs inline): warp-aggregated reservation of popc(mask) slots (§2.6), then
-// the survivors are re-read with scalar loads (L1 hits: the tile's lines
-// were just loaded through the same non-coherent path) and staged.
-template <int BLK, bool SPLIT>
-__device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
-                                             u64* stage, SsShared& s) {
-    const u32 t = threadIdx.x;
-    u32 pos = ss_warp_reserve_n((u32)__popc(mask), &s.count);  // §2.6
-    while (mask != 0u) {
-        const u32 bit = (u32)__ffs(mask) - 1u;
-        mask &= mask - 1u;
-        const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
-        ss_admit<SPLIT>(ldg_nc_f(X + idx), idx, pos++, tf, sc, scap, stage, s.hist);
-    }
-    ss_walk_reconverge();
-}
 
 // Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).
 __device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {

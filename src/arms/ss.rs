@@ -297,12 +297,13 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [(&str, i64, i64); 5] = [
+const TUNABLE_DEFINES: [(&str, i64, i64); 6] = [
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
+    ("SS_WALK_COOP", 0, 1),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
