@@ -237,7 +237,15 @@ __device__ __forceinline__ void cl_prefetch_l2(const float* X, u32 f0, u32 f1) {
 // Loads past a chunk's end are redirected to the last float4 of the padded
 // row and masked by index, never by value. Survivors are re-read with
 // scalar loads while staging (the float4 do not stay live: register cap).
-// Lane 0 of each warp prefetches its share of the rank's NEXT chunk into L2.
+// Lane 0 of each warp prefetches its share of the rank's NEXT chunk into L2
+// (CL_L2_NEXT; CL_L2_FIRST: the first chunk at kernel start). Both default
+// on; GVR_SS_CLUS_DEFINES turns them off for a same-inputs A/B.
+#ifndef CL_L2_NEXT
+#define CL_L2_NEXT 1
+#endif
+#ifndef CL_L2_FIRST
+#define CL_L2_FIRST 1
+#endif
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
                                             u32 redirect, float tf, float sc, u32 scap, u64* stage, u32* hist,
@@ -254,7 +262,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
                              (v.w >= tf ? 8u : 0u);
             mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
         }
-        if (lane_id() == 0u) {  // next owned chunk toward L2 (one bulk request per warp)
+        if (CL_L2_NEXT && lane_id() == 0u) {  // next owned chunk toward L2 (one bulk request per warp)
             const u64 nx = (u64)tb + step + (u64)warp_id() * (u32)(32 * U);
             if (nx < (u64)n4) {
                 const u64 e = nx + (u32)(32 * U);
@@ -411,7 +419,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     const u32 step = cs * (u32)(BLK * U);
     u64* const stage = reinterpret_cast<u64*>(sm + CL_PRELUDE);
 
-    if (lane_id() == 0u && first < n4) {  // this rank's first chunk toward L2, behind the sample
+    if (CL_L2_FIRST && lane_id() == 0u && first < n4) {  // this rank's first chunk toward L2, behind the sample
         const u32 a = first + warp_id() * (u32)(32 * U);
         if (a < n4) cl_prefetch_l2(X, a, n4 - a < (u32)(32 * U) ? n4 : a + (u32)(32 * U));
     }

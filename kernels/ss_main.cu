@@ -783,6 +783,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     }
 }
 
+// Tuning only (GVR_SS_MAIN_DEFINES): the float4 per thread and tile of the
+// many-rows entries ss_main_b512_u8 / ss_main_b256_u8, whose names keep "u8".
+#ifndef SS_ROW_U
+#define SS_ROW_U 8
+#endif
+
 // Entry points, written out (not macro-generated) so the host-side text scan
 // of kernel declarations (gpu::sources::declared_entries) sees every name.
 #define SS_MAIN_ARGS                                                                                    \
@@ -803,10 +809,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u8(SS_MAIN_A
     ss_main_body<1024, 8, false>(SS_MAIN_PASS);
 }
 extern "C" __global__ void __launch_bounds__(512, 2) ss_main_b512_u8(SS_MAIN_ARGS) {
-    ss_main_body<512, 8, false>(SS_MAIN_PASS);
+    ss_main_body<512, SS_ROW_U, false>(SS_MAIN_PASS);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) ss_main_b256_u8(SS_MAIN_ARGS) {
-    ss_main_body<256, 8, false>(SS_MAIN_PASS);
+    ss_main_body<256, SS_ROW_U, false>(SS_MAIN_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u1(SS_MAIN_ARGS) {
     ss_main_body<1024, 1, true>(SS_MAIN_PASS);

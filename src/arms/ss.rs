@@ -296,14 +296,18 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 /// The variant records them; `ss` never reads it.
 pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 
+/// A kernel knob a tuning switch may set: (define name, lowest, highest value).
+pub type TuningKnob = (&'static str, i64, i64);
+
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [(&str, i64, i64); 6] = [
+const TUNABLE_DEFINES: [TuningKnob; 7] = [
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_WALK_COOP", 0, 1),
+    ("SS_ROW_U", 1, 8),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -329,18 +333,37 @@ pub fn main_switches(
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
 pub fn parse_tuning_defines(spec: &str) -> std::result::Result<Defines, String> {
+    parse_knobs(MAIN_DEFINES_ENV, "ss_main.cu", &TUNABLE_DEFINES, spec)
+}
+
+/// A variant name with the kernel knobs it was built with: `… +NAME=VALUE`.
+pub fn with_knobs(mut variant: String, knobs: &Defines) -> String {
+    for (name, value) in knobs {
+        variant.push_str(&format!(" +{name}={value}"));
+    }
+    variant
+}
+
+/// Parse the value `spec` of the tuning switch `env` (`NAME=INT[,NAME=INT...]`)
+/// into defines of `file`, each one of `knobs` and inside its range.
+pub fn parse_knobs(
+    env: &str,
+    file: &str,
+    knobs: &[TuningKnob],
+    spec: &str,
+) -> std::result::Result<Defines, String> {
     let mut out = Defines::new();
     for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (name, value) = item
             .split_once('=')
-            .ok_or_else(|| format!("{MAIN_DEFINES_ENV}: `{item}` is not NAME=VALUE"))?;
-        let &(known, lo, hi) = TUNABLE_DEFINES
+            .ok_or_else(|| format!("{env}: `{item}` is not NAME=VALUE"))?;
+        let &(known, lo, hi) = knobs
             .iter()
             .find(|(n, _, _)| *n == name.trim())
             .ok_or_else(|| {
-                let names: Vec<&str> = TUNABLE_DEFINES.iter().map(|d| d.0).collect();
+                let names: Vec<&str> = knobs.iter().map(|d| d.0).collect();
                 format!(
-                    "{MAIN_DEFINES_ENV}: `{}` is not a tuning knob of ss_main.cu (one of: {})",
+                    "{env}: `{}` is not a tuning knob of {file} (one of: {})",
                     name.trim(),
                     names.join(", ")
                 )
@@ -352,12 +375,12 @@ pub fn parse_tuning_defines(spec: &str) -> std::result::Result<Defines, String> 
             .filter(|v| (lo..=hi).contains(v))
             .ok_or_else(|| {
                 format!(
-                    "{MAIN_DEFINES_ENV}: {known} takes an integer in [{lo}, {hi}], got `{}`",
+                    "{env}: {known} takes an integer in [{lo}, {hi}], got `{}`",
                     value.trim()
                 )
             })?;
         if out.iter().any(|(n, _)| *n == known) {
-            return Err(format!("{MAIN_DEFINES_ENV}: {known} is given twice"));
+            return Err(format!("{env}: {known} is given twice"));
         }
         out.push((known, v.to_string()));
     }
@@ -564,10 +587,7 @@ impl Arm for SsMain {
     fn variant(&self, shape: &Shape) -> Option<String> {
         let slowed = std::env::var(SLOWDOWN_ENV).as_deref() == Ok("1");
         self.plan(shape).ok().map(|p| {
-            let mut v = p.variant();
-            for (name, value) in &self.tuning {
-                v.push_str(&format!(" +{name}={value}"));
-            }
+            let mut v = with_knobs(p.variant(), &self.tuning);
             if slowed {
                 v.push_str(" +slowdown");
             }

@@ -23,7 +23,7 @@ use cudarc::driver::{DeviceRepr, LaunchConfig};
 use super::ss::admits as ss_admits;
 use super::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::SS_CLUS_STREAM;
+use crate::gpu::sources::{Defines, SS_CLUS_STREAM};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min};
@@ -261,6 +261,30 @@ pub fn plan_clus_stream_forced(
     launch_for(shape, dev, cs, false)
 }
 
+/// Tuning switch of `ss-clus`: `GVR_SS_CLUS_DEFINES=CL_L2_NEXT=0` builds
+/// `ss_clus_stream.cu` with those pass knobs (the kernel documents each) for a
+/// same-inputs comparison. The variant records them; `ss` never reads it.
+pub const CLUS_DEFINES_ENV: &str = "GVR_SS_CLUS_DEFINES";
+
+/// The knobs [`CLUS_DEFINES_ENV`] may set, with their admitted value ranges.
+const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
+    [("CL_L2_NEXT", 0, 1), ("CL_L2_FIRST", 0, 1)];
+
+/// `ss-clus`'s kernel knobs from the value of [`CLUS_DEFINES_ENV`] (unset: none).
+pub fn clus_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
+    defines
+        .map(|spec| {
+            super::ss::parse_knobs(
+                CLUS_DEFINES_ENV,
+                "ss_clus_stream.cu",
+                &CLUS_TUNABLE_DEFINES,
+                spec,
+            )
+        })
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
+
 /// Build `ss-clus` (registry entry point).
 pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if name != "ss-clus" {
@@ -273,7 +297,14 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
         ))
     })?;
-    Ok(Box::new(SsClusStream::new(gpu)))
+    let tuning =
+        clus_switches(std::env::var(CLUS_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
+    if !tuning.is_empty() {
+        tracing::warn!("{CLUS_DEFINES_ENV}: ss-clus builds its kernel with {tuning:?}");
+    }
+    let mut arm = SsClusStream::new(gpu);
+    arm.tuning = tuning;
+    Ok(Box::new(arm))
 }
 
 /// The `ss-clus` GPU arm: the routed plan where the route picks clus, the
@@ -282,6 +313,8 @@ pub struct SsClusStream {
     device: DeviceProfile,
     staged: StagedLaunch,
     plan: Option<ClusStreamLaunch>,
+    /// Kernel knobs of [`CLUS_DEFINES_ENV`] (empty for `ss`'s clus picks).
+    tuning: Defines,
 }
 
 impl SsClusStream {
@@ -290,6 +323,7 @@ impl SsClusStream {
             device: super::ss::profile_for(&gpu),
             staged: StagedLaunch::new(gpu, "ss-clus"),
             plan: None,
+            tuning: Vec::new(),
         }
     }
 }
@@ -310,15 +344,19 @@ impl Arm for SsClusStream {
     fn variant(&self, shape: &Shape) -> Option<String> {
         plan_clus_stream_forced(shape, &self.device)
             .ok()
-            .map(|p| p.variant())
+            .map(|p| super::ss::with_knobs(p.variant(), &self.tuning))
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let plan = plan_clus_stream_forced(&Shape::of(batch), &self.device).map_err(|reason| {
             GvrError::Usage(format!("arm ss-clus does not admit this batch: {reason}"))
         })?;
-        self.staged
-            .load(&SS_CLUS_STREAM, &[], &plan.entry, plan.dyn_smem_bytes)?;
+        self.staged.load(
+            &SS_CLUS_STREAM,
+            &self.tuning,
+            &plan.entry,
+            plan.dyn_smem_bytes,
+        )?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -545,6 +583,19 @@ mod tests {
         let p = plan_clus_stream_forced(&s, &dev).unwrap();
         assert!(p.params.small_dense && p.params.unit_values == 8);
         assert_eq!((p.args.smp, p.args.tgt), (0, 0));
+    }
+
+    #[test]
+    fn clus_switches_take_known_knobs_and_refuse_the_rest() {
+        assert_eq!(clus_switches(None).unwrap(), vec![]);
+        assert_eq!(
+            clus_switches(Some("CL_L2_NEXT=0")).unwrap(),
+            vec![("CL_L2_NEXT", "0".to_string())]
+        );
+        for bad in ["CL_L2_NEXT=2", "SS_L2_DIST=0", "CL_L2_FIRST"] {
+            let err = clus_switches(Some(bad)).unwrap_err();
+            assert!(err.starts_with(CLUS_DEFINES_ENV), "{bad}: {err}");
+        }
     }
 
     #[test]
