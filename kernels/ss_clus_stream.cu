@@ -184,54 +184,6 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
     return s;
 }
 
-// Lazy hint bracket (§2.5), block-uniform (identical in every rank: same
-// hint row, same values): min/max of the hinted values (indices outside
-// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
-// sentinels in hint-free mode (hint_row == nullptr).
-template <int BLK>
-__device__ __forceinline__ void cl_gather_hints(const float* X, const i32* hint_row, u32 n, u32 k, u32* red,
-                                                float* gmin, float* gmax) {
-    u32 kmin = 0xffffffffu, kmax = 0u;
-    for (u32 j = threadIdx.x; hint_row != nullptr && j < k; j += BLK) {
-        const u32 h = (u32)hint_row[j];
-        if (h < n) {
-            const u32 key = fkey(ldg_nc_f(X + h));
-            kmin = kmin < key ? kmin : key;
-            kmax = kmax > key ? kmax : key;
-        }
-    }
-    ss_block_minmax<BLK>(&kmin, &kmax, red);
-    const float lo = invkey(kmin), hi = invkey(kmax);
-    if (lo < hi) {
-        *gmin = lo;
-        *gmax = hi;
-    } else {
-        *gmin = SS_SENT_LO;
-        *gmax = SS_SENT_HI;
-    }
-}
-
-// Stage one admitted survivor: local histogram + slot min(pos, scap).
-__device__ __forceinline__ void cl_admit(float x, u32 idx, u32 pos, float tf, float sc, u32 scap, u64* stage,
-                                         u32* hist) {
-    red_shared_add(hist + ss_bin(x, tf, sc), 1u);
-    stage[pos < scap ? pos : scap] = ss_pack(x, idx);
-}
-
-// Bulk-prefetch float4 [f0, f1) of row X into L2 (sm_90, one instruction,
-// nothing to wait for); the range always lies inside the row's valid float4
-// prefix (the emulator checks both ends).
-__device__ __forceinline__ void cl_prefetch_l2(const float* X, u32 f0, u32 f1) {
-    if (f1 <= f0) return;
-#ifdef SS_EMULATION
-    emu::check_load(X + (u64)f0 * 4u, true);
-    emu::check_load(X + (u64)(f1 - 1u) * 4u, true);
-#else
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(X + (u64)f0 * 4u), "r"((f1 - f0) * 16u)
-                 : "memory");
-#endif
-}
-
 // §3.4 row pass of one rank: its chunks [tb, tb + BLK·U) for tb = first,
 // first + step, ... (< n4), plus the scalar tail [4·n4, n) when `tail`.
 // Loads past a chunk's end are redirected to the last float4 of the padded
@@ -266,18 +218,18 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
             const u64 nx = (u64)tb + step + (u64)warp_id() * (u32)(32 * U);
             if (nx < (u64)n4) {
                 const u64 e = nx + (u32)(32 * U);
-                cl_prefetch_l2(X, (u32)nx, e < (u64)n4 ? (u32)e : n4);
+                ss_prefetch_l2(X, (u32)nx, e < (u64)n4 ? (u32)e : n4);
             }
         }
         ss_walk_survivors<BLK>(X, tb, mask, count, [&](float x, u32 idx, u32 pos) {
-            cl_admit(x, idx, pos, tf, sc, scap, stage, hist);
+            ss_admit<true>(x, idx, pos, tf, sc, scap, stage, hist);
         });
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) cl_admit(x, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
+            if (x >= tf) ss_admit<true>(x, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
         }
     }
 }
@@ -421,7 +373,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
 
     if (CL_L2_FIRST && lane_id() == 0u && first < n4) {  // this rank's first chunk toward L2, behind the sample
         const u32 a = first + warp_id() * (u32)(32 * U);
-        if (a < n4) cl_prefetch_l2(X, a, n4 - a < (u32)(32 * U) ? n4 : a + (u32)(32 * U));
+        if (a < n4) ss_prefetch_l2(X, a, n4 - a < (u32)(32 * U) ? n4 : a + (u32)(32 * U));
     }
     for (u32 b = t; b < SS_BINS; b += BLK) hist[b] = 0u;
     if (t == 0u) {
@@ -498,7 +450,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         bool gathered = false;
         float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
         if (!(T > NEG_INF)) {  // no usable rung (or NaN from an infinite width): hint floor
-            cl_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), n, k, red, &gmin, &gmax);
+            ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), n, k, red, &gmin, &gmax);
             gathered = true;
             T = gmin;
             H = NEG_INF;
@@ -565,7 +517,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         if (sc_[CL_S_LAD_GATH] == 0u) {
             float gmax_now;
             // The hint row is formed here, not kept: one pointer less live across the row pass.
-            cl_gather_hints<BLK>(X, ss_hint_row(hints, blockIdx.y, p.next_n, k), sc_[CL_S_N], k, red, &gmin_now,
+            ss_gather_hints<BLK>(X, ss_hint_row(hints, blockIdx.y, p.next_n, k), sc_[CL_S_N], k, red, &gmin_now,
                                  &gmax_now);
             if (t == 0u) {  // every thread read LAD_GATH before the gather's barriers
                 sc_[CL_S_LAD_GMIN] = __float_as_uint(gmin_now);

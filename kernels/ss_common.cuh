@@ -37,71 +37,18 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
     return base + incl - mine;
 }
 
-// Position of the set bit of rank r (0 = lowest) in m; r < popc(m).
-__device__ __forceinline__ u32 ss_nth_set_bit(u32 m, u32 r) {
-    u32 pos = 0u;
-#pragma unroll
-    for (u32 w = 16u; w != 0u; w >>= 1) {
-        const u32 low = (u32)__popc(m & ((1u << w) - 1u));
-        if (r >= low) {
-            r -= low;
-            m >>= w;
-            pos += w;
-        }
-    }
-    return pos;
-}
-
-// How a warp walks the survivors of one classified tile.
-//   SS_WALK_COOP=0: each lane walks its own mask; the warp takes as many
-//     steps as its lane with the most survivors (ncu: 27 % of the pass's
-//     stall samples were lanes waiting at that reconvergence).
-//   SS_WALK_COOP=1: the warp's survivors are dealt round-robin to its lanes,
-//     ceil(total / 32) steps; each step finds its survivor's owner lane by a
-//     5-shuffle binary search over the exclusive counts.
-#ifndef SS_WALK_COOP
-#define SS_WALK_COOP 0
-#endif
-
 // Survivor walk of one classified tile whose thread t owns float4
 // tb + u·BLK + t, u < U, with admission bit 4u + e of `mask` for lane e of
 // float4 u. Reserves the warp's slots on `counter` with one atomic (§2.6),
 // re-reads each survivor with a scalar load (an L1 hit: the tile was just
 // loaded through the same path) and hands it to admit(x, idx, slot). Called
-// by all 32 lanes, converged; returns converged.
+// by all 32 lanes, converged; returns converged. Each lane walks its own
+// mask, so the warp takes as many steps as its lane with the most survivors;
+// dealing the warp's survivors round-robin to its lanes instead (one
+// shuffle-search per step, commit f223cf9) measured 0.4 % faster on rows
+// >= 64K and 5-9 % slower on shorter rows (kernels/TUNING.md).
 template <int BLK, typename Admit>
 __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
-#if SS_WALK_COOP
-    const u32 lane = lane_id();
-    const u32 mine = (u32)__popc(mask);
-    const u32 incl = warp_incl_scan(mine);
-    const u32 total = __shfl_sync(GVR_FULL_MASK, incl, 31);
-    if (total == 0u) return;  // warp-uniform
-    u32 base = 0u;
-    if (lane == 31u) base = atomicAdd(counter, total);
-    base = __shfl_sync(GVR_FULL_MASK, base, 31);
-    const u32 excl = incl - mine;
-    const u32 warp_t0 = threadIdx.x - lane;
-    for (u32 r0 = 0u; r0 < total; r0 += 32u) {  // warp-uniform trip count
-        const u32 j = r0 + lane;
-        // Owner: the last lane whose exclusive count is <= j (counts are
-        // non-decreasing, and the owner's inclusive count exceeds j).
-        u32 owner = 0u;
-#pragma unroll
-        for (u32 step = 16u; step != 0u; step >>= 1) {
-            const u32 e = __shfl_sync(GVR_FULL_MASK, excl, (int)(owner + step));
-            owner = e <= j ? owner + step : owner;
-        }
-        const u32 m = __shfl_sync(GVR_FULL_MASK, mask, (int)owner);
-        const u32 first = __shfl_sync(GVR_FULL_MASK, excl, (int)owner);
-        if (j < total) {
-            const u32 bit = ss_nth_set_bit(m, j - first);
-            const u32 idx = 4u * (tb + (bit >> 2) * (u32)BLK + warp_t0 + owner) + (bit & 3u);
-            admit(ldg_nc_f(X + idx), idx, base + j);
-        }
-    }
-    ss_walk_reconverge();
-#else
     const u32 t = threadIdx.x;
     u32 pos = ss_warp_reserve_n((u32)__popc(mask), counter);
     while (mask != 0u) {
@@ -111,7 +58,6 @@ __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 ma
         admit(ldg_nc_f(X + idx), idx, pos++);
     }
     ss_walk_reconverge();
-#endif
 }
 
 // What ss_scan256 leaves in the histogram after scanning it.
@@ -284,6 +230,63 @@ __device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) 
     *kmin = red[0];
     *kmax = red[32];
     __syncthreads();
+}
+
+// Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
+// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
+// sentinels in hint-free mode (hint_row == nullptr). Block-uniform (in a
+// cluster, identical in every rank: same hint row, same values). `red` is
+// ss_block_minmax's scratch.
+template <int BLK>
+__device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_row, u32 n, u32 k, u32* red,
+                                                float* gmin, float* gmax) {
+    u32 kmin = 0xffffffffu, kmax = 0u;
+    for (u32 j = threadIdx.x; hint_row != nullptr && j < k; j += BLK) {
+        const u32 h = (u32)hint_row[j];
+        if (h < n) {
+            const u32 key = fkey(ldg_nc_f(X + h));
+            kmin = kmin < key ? kmin : key;
+            kmax = kmax > key ? kmax : key;
+        }
+    }
+    ss_block_minmax<BLK>(&kmin, &kmax, red);
+    const float lo = invkey(kmin), hi = invkey(kmax);
+    if (lo < hi) {
+        *gmin = lo;
+        *gmax = hi;
+    } else {
+        *gmin = SS_SENT_LO;
+        *gmax = SS_SENT_HI;
+    }
+}
+
+// Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).
+__device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {
+    return (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) | (v.w >= tf ? 8u : 0u);
+}
+
+// Stage one admitted survivor: histogram it (when HIST) and store it in slot
+// min(pos, scap) — slot scap is the trash slot that absorbs overflow.
+template <bool HIST>
+__device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, float sc, u32 scap, u64* stage,
+                                         u32* hist) {
+    if (HIST) red_shared_add(hist + ss_bin(x, tf, sc), 1u);
+    stage[pos < scap ? pos : scap] = ss_pack(x, idx);
+}
+
+// Bulk-prefetch float4 [f0, f1) of row X into L2 (cp.async.bulk.prefetch,
+// sm_90): one instruction, no register, nothing to wait for. The range is
+// always inside the row's valid float4 prefix, so it never touches memory
+// the kernel would not read anyway (the emulator checks both ends).
+__device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
+    if (f1 <= f0) return;
+#ifdef SS_EMULATION
+    emu::check_load(X + (u64)f0 * 4u, true);
+    emu::check_load(X + (u64)(f1 - 1u) * 4u, true);
+#else
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(X + (u64)f0 * 4u), "r"((f1 - f0) * 16u)
+                 : "memory");
+#endif
 }
 
 // ---------------------------------------------------------------------------

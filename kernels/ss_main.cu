@@ -199,41 +199,6 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
     return s;
 }
 
-// Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
-// [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
-// sentinels in hint-free mode (hint_row == nullptr).
-template <int BLK>
-__device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_row, u32 n, u32 k, SsShared& s,
-                                                float* gmin, float* gmax) {
-    u32 kmin = 0xffffffffu, kmax = 0u;
-    for (u32 j = threadIdx.x; hint_row != nullptr && j < k; j += BLK) {
-        const u32 h = (u32)hint_row[j];
-        if (h < n) {
-            const u32 key = fkey(ldg_nc_f(X + h));
-            kmin = kmin < key ? kmin : key;
-            kmax = kmax > key ? kmax : key;
-        }
-    }
-    ss_block_minmax<BLK>(&kmin, &kmax, s.red);
-    const float lo = invkey(kmin), hi = invkey(kmax);
-    if (lo < hi) {
-        *gmin = lo;
-        *gmax = hi;
-    } else {
-        *gmin = SS_SENT_LO;
-        *gmax = SS_SENT_HI;
-    }
-}
-
-// Stage one admitted survivor: histogram it (non-split) and store it in slot
-// min(pos, scap) — slot scap is the trash slot that absorbs overflow.
-template <bool SPLIT>
-__device__ __forceinline__ void ss_admit(float x, u32 idx, u32 pos, float tf, float sc, u32 scap, u64* stage,
-                                         u32* hist) {
-    if (!SPLIT) red_shared_add(hist + ss_bin(x, tf, sc), 1u);
-    stage[pos < scap ? pos : scap] = ss_pack(x, idx);
-}
-
 // Survivor walk of one classified tile of either streaming pass
 // (ss_walk_survivors): one slot reservation per warp (§2.6), each survivor
 // histogrammed (non-split) and staged.
@@ -241,7 +206,7 @@ template <int BLK, bool SPLIT>
 __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
                                              u64* stage, SsShared& s) {
     ss_walk_survivors<BLK>(X, tb, mask, &s.count, [&](float x, u32 idx, u32 pos) {
-        ss_admit<SPLIT>(x, idx, pos, tf, sc, scap, stage, s.hist);
+        ss_admit<!SPLIT>(x, idx, pos, tf, sc, scap, stage, s.hist);
     });
 }
 
@@ -272,24 +237,9 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
         }
     }
-}
-
-// Bulk-prefetch float4 [f0, f1) of row X into L2 (cp.async.bulk.prefetch,
-// sm_90): one instruction, no register, nothing to wait for. The range is
-// always inside the row's valid float4 prefix, so it never touches memory
-// the kernel would not read anyway (the emulator checks both ends).
-__device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
-    if (f1 <= f0) return;
-#ifdef SS_EMULATION
-    emu::check_load(X + (u64)f0 * 4u, true);
-    emu::check_load(X + (u64)(f1 - 1u) * 4u, true);
-#else
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(X + (u64)f0 * 4u), "r"((f1 - f0) * 16u)
-                 : "memory");
-#endif
 }
 
 // Lane 0 of every warp prefetches the warp's share of float4 [f0, f0 + span)
@@ -307,11 +257,6 @@ __device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 spa
     ss_prefetch_l2(X, (u32)a, (u32)b);
 }
 
-
-// Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).
-__device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {
-    return (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) | (v.w >= tf ? 8u : 0u);
-}
 
 // Register prefetch depth per entry shape, set from the ptxas reports under
 // the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
@@ -397,7 +342,7 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
         }
     }
 }
@@ -543,7 +488,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     bool gathered = false;
     float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
     if (!(T > NEG_INF)) {  // no usable rung (or NaN from an infinite width): hint floor
-        ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), n, k, s, &gmin, &gmax);
+        ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), n, k, s.red, &gmin, &gmax);
         gathered = true;
         T = gmin;
         H = NEG_INF;
@@ -617,7 +562,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         float gmin_now = s.lad_gmin;
         if (s.lad_gathered == 0u) {
             float gmax_now;
-            ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), s.row_len, k, s, &gmin_now, &gmax_now);
+            ss_gather_hints<BLK>(X, ss_hint_row(hints, row, p.next_n, k), s.row_len, k, s.red, &gmin_now, &gmax_now);
             if (t == 0u) {  // every thread read lad_gathered before the gather's barriers
                 s.lad_gmin = gmin_now;
                 s.lad_gmax = gmax_now;
