@@ -54,22 +54,6 @@ fn emulator_base() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The emulator of the kernel with the other survivor walk than the default
-/// one (`SS_WALK_COOP` flipped, the `GVR_SS_MAIN_DEFINES` A/B knob).
-fn emulator_other_walk() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let default = ss_support::ss_common_header()
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("#define SS_WALK_COOP "))
-                .expect("ss_common.cuh defines SS_WALK_COOP's default");
-            let other = if default.trim() == "0" { 1 } else { 0 };
-            build_emulator(&[format!("-DSS_WALK_COOP={other}")])
-        })
-        .as_deref()
-}
-
 /// Build the emulator with extra g++ `-D` flags (once per source version and
 /// flags: cached under cargo's test temp dir, keyed by a hash of both);
 /// `None` if g++ is missing.
@@ -285,24 +269,6 @@ fn the_unpipelined_base_pass_stays_exact() {
     // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
     let Some(exe) = emulator_base() else { return };
     small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
-}
-
-#[test]
-fn the_other_survivor_walk_stays_exact() {
-    // Both walks (lane-owned and warp-cooperative) through the small-CTA
-    // sweep and every constructed path.
-    let Some(exe) = emulator_other_walk() else {
-        return;
-    };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
-    for case in path_cases() {
-        emu_check(
-            exe,
-            &case.batch,
-            &EmuLaunch::planned(&case.batch, 1),
-            case.label,
-        );
-    }
 }
 
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {

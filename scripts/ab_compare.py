@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Same-inputs A/B of experiment runs (scripts/h200_experiments.sh), each case
+normalised by the radix time of its own run, so run-to-run clock drift cancels.
+
+    scripts/ab_compare.py RUNS_DIR BASE:CAND1,CAND2:ARM [BASE:CAND:ARM ...]
+
+RUNS_DIR holds <label>/results.jsonl or <label>.jsonl.gz. For each spec it
+prints the geomean of radix/ARM over BASE's exact cases, then for each
+candidate its geomean on the common cases and the geomean, min and max of
+(candidate speed-up / base speed-up): > 1 means the candidate is faster.
+Cases that are not exact in either run are left out and listed as INEXACT
+(`unsupported` ones silently).
+"""
+import gzip
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def records(root, label):
+    plain = os.path.join(root, label, "results.jsonl")
+    if os.path.exists(plain):
+        return open(plain)
+    return gzip.open(os.path.join(root, label + ".jsonl.gz"), "rt")
+
+
+def speedups(root, label, arm):
+    times = {}
+    for line in records(root, label):
+        r = json.loads(line)
+        status = r["exact"]["status"]
+        if status == "unsupported":
+            continue
+        if status != "exact":
+            print(f"INEXACT {label} {r['case']} {r['arm']}")
+            continue
+        times[(r["case"], r["arm"])] = statistics.median(r["cold_us"])
+    return {c: times[(c, "radix")] / t for (c, a), t in times.items() if a == arm and (c, "radix") in times}
+
+
+def geomean(values):
+    values = list(values)
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    root = argv[1]
+    for spec in argv[2:]:
+        base, cands, arm = spec.split(":")
+        b = speedups(root, base, arm)
+        print(f"{base}: {len(b)} cases, geomean radix/{arm} {geomean(b.values()):.3f}")
+        for cand in cands.split(","):
+            c = speedups(root, cand, arm)
+            common = [k for k in b if k in c]
+            rel = [c[k] / b[k] for k in common]
+            print(f"   {cand}: {geomean(c[k] for k in common):.3f} on {len(common)};"
+                  f" speed vs {base} {geomean(rel):.3f} (min {min(rel):.3f}, max {max(rel):.3f})")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
