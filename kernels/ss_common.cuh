@@ -46,7 +46,10 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
 // mask, so the warp takes as many steps as its lane with the most survivors;
 // dealing the warp's survivors round-robin to its lanes instead (one
 // shuffle-search per step, commit f223cf9) measured 0.4 % faster on rows
-// >= 64K and 5-9 % slower on shorter rows (kernels/TUNING.md).
+// >= 64K and 5-9 % slower on shorter rows; staging from the tile's
+// registers without any re-read (PFD-0 entries, commit 49ce8e6) measured
+// 2.5 % slower at N >= 64K with 1.8x the issued instructions, although only
+// 13.5 % of the pass's L1 lookups hit (kernels/TUNING.md).
 template <int BLK, typename Admit>
 __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
     const u32 t = threadIdx.x;
