@@ -258,13 +258,6 @@ __device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 spa
 }
 
 
-// SS_WALK_REG=1: entries without register prefetch (PFD 0) stage their
-// survivors from the tile's float4 still in registers instead of re-reading
-// them (tuning knob, GVR_SS_MAIN_DEFINES).
-#ifndef SS_WALK_REG
-#define SS_WALK_REG 0
-#endif
-
 // Register prefetch depth per entry shape, set from the ptxas reports under
 // the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
 // U <= 4 and the SPLIT U = 8 entry fit the whole next tile (PFD = U); the
@@ -342,28 +335,7 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
                 v[u] = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
             }
         }
-        if constexpr (SS_WALK_REG != 0 && PFD == 0) {
-            // Walk from the tile's registers (nothing of the next tile
-            // overwrote them): no re-read, whose L1 hit is not assured when
-            // two CTAs' 64 KB tiles exceed the L1 left beside their staging.
-            // SS_WALK_REG=2: one shared atomic per lane instead of the warp scan.
-            u32 pos = SS_WALK_REG == 2 ? (mask != 0u ? atomicAdd(&s.count, (u32)__popc(mask)) : 0u)
-                                       : ss_warp_reserve_n((u32)__popc(mask), &s.count);  // §2.6
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const u32 bits = (mask >> (4 * u)) & 15u;
-                if (bits != 0u) {
-                    const u32 i4 = 4u * (tb + (u32)u * BLK + t);
-                    const float vals[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        if (bits & (1u << e)) ss_admit<!SPLIT>(vals[e], i4 + (u32)e, pos++, tf, sc, scap, stage, s.hist);
-                }
-            }
-            ss_walk_reconverge();
-        } else {
-            ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
-        }
+        ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
     }
     if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 n = s.row_len;

@@ -54,15 +54,6 @@ fn emulator_base() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The emulator of the `SS_WALK_REG=1` build (survivors staged from the
-/// tile's registers; a `GVR_SS_MAIN_DEFINES` A/B knob).
-fn emulator_register_walk() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_emulator(&["-DSS_WALK_REG=1".to_string()]))
-        .as_deref()
-}
-
 /// Build the emulator with extra g++ `-D` flags (once per source version and
 /// flags: cached under cargo's test temp dir, keyed by a hash of both);
 /// `None` if g++ is missing.
@@ -278,23 +269,6 @@ fn the_unpipelined_base_pass_stays_exact() {
     // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
     let Some(exe) = emulator_base() else { return };
     small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
-}
-
-#[test]
-fn the_register_walk_stays_exact() {
-    // BLK 64 with U = 8 (ids 13, 14) are the PFD-0 entries the knob changes.
-    let Some(exe) = emulator_register_walk() else {
-        return;
-    };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
-    for case in path_cases() {
-        emu_check(
-            exe,
-            &case.batch,
-            &EmuLaunch::planned(&case.batch, 1),
-            case.label,
-        );
-    }
 }
 
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
