@@ -36,6 +36,9 @@ pub struct RegEntry {
     pub nbh: u32,
     /// Row image in shared memory (`regimg`).
     pub img: bool,
+    /// Only launched when `GVR_SS_REG_ENTRY` names it: neither the route nor
+    /// the nearest-shape fallback picks it (not measured into the route).
+    pub tuning_only: bool,
 }
 
 impl RegEntry {
@@ -69,8 +72,8 @@ impl RegEntry {
     }
 }
 
-/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, then the
-/// regimg rung.
+/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, the regimg
+/// rung, then the tuning-only shapes.
 pub const REG_ENTRIES: &[RegEntry] = &[
     RegEntry {
         blk: 256,
@@ -78,6 +81,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 8,
         nbh: 1024,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -85,6 +89,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -92,6 +97,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -99,6 +105,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -106,6 +113,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 1,
         nbh: 2048,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -113,6 +121,7 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
+        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -120,6 +129,15 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: true,
+        tuning_only: false,
+    },
+    RegEntry {
+        blk: 512,
+        vpt: 8,
+        minb: 2,
+        nbh: 2048,
+        img: false,
+        tuning_only: true,
     },
 ];
 
@@ -280,7 +298,8 @@ pub fn plan_reg_with(
             let entry = REG_ENTRIES
                 .iter()
                 .find(|e| {
-                    e.blk == decision.blk
+                    !e.tuning_only
+                        && e.blk == decision.blk
                         && e.vpt == plan.vpt
                         && e.nbh == plan.nbh
                         && e.img == (family == Family::RegImg)
@@ -302,7 +321,7 @@ pub fn plan_reg_with(
             // wide batch takes BLK 1024 (route rung 4), the narrow one 512/2 (rung 5).
             let entry = REG_ENTRIES
                 .iter()
-                .filter(|e| !e.img && e.capacity() >= n)
+                .filter(|e| !e.img && !e.tuning_only && e.capacity() >= n)
                 .filter(|e| e.capacity4() != 1024 || (e.blk == 1024) == wide)
                 .min_by_key(|e| e.capacity())
                 .ok_or_else(|| {
@@ -626,6 +645,7 @@ mod tests {
                     let p = plan_reg(&s, &dev).unwrap_or_else(|e| panic!("b={b} n={n} k={k}: {e}"));
                     let ctx = format!("b={b} n={n} k={k}: {p:?}");
                     assert!(REG_ENTRIES.contains(&p.entry), "{ctx}");
+                    assert!(!p.entry.tuning_only, "only GVR_SS_REG_ENTRY picks it: {ctx}");
                     assert!(n <= p.entry.capacity(), "{ctx}");
                     assert!(
                         p.dyn_smem_bytes + STATIC_SMEM_BYTES <= dev.smem_optin,
