@@ -645,7 +645,10 @@ mod tests {
                     let p = plan_reg(&s, &dev).unwrap_or_else(|e| panic!("b={b} n={n} k={k}: {e}"));
                     let ctx = format!("b={b} n={n} k={k}: {p:?}");
                     assert!(REG_ENTRIES.contains(&p.entry), "{ctx}");
-                    assert!(!p.entry.tuning_only, "only GVR_SS_REG_ENTRY picks it: {ctx}");
+                    assert!(
+                        !p.entry.tuning_only,
+                        "only GVR_SS_REG_ENTRY picks it: {ctx}"
+                    );
                     assert!(n <= p.entry.capacity(), "{ctx}");
                     assert!(
                         p.dyn_smem_bytes + STATIC_SMEM_BYTES <= dev.smem_optin,
