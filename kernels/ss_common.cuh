@@ -40,8 +40,8 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
 // Survivor walk of one classified tile whose thread t owns float4
 // tb + u·BLK + t, u < U, with admission bit 4u + e of `mask` for lane e of
 // float4 u. Reserves the warp's slots on `counter` with one atomic (§2.6),
-// re-reads each survivor with a scalar load (an L1 hit: the tile was just
-// loaded through the same path) and hands it to admit(x, idx, slot). Called
+// re-reads each survivor with a scalar load (the tile was just loaded, so an
+// L1 or L2 hit) and hands it to admit(x, idx, slot). Called
 // by all 32 lanes, converged; returns converged. Each lane walks its own
 // mask, so the warp takes as many steps as its lane with the most survivors;
 // dealing the warp's survivors round-robin to its lanes instead (one
