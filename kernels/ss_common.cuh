@@ -40,16 +40,16 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
 // Survivor walk of one classified tile whose thread t owns float4
 // tb + u·BLK + t, u < U, with admission bit 4u + e of `mask` for lane e of
 // float4 u. Reserves the warp's slots on `counter` with one atomic (§2.6),
-// re-reads each survivor with a scalar load (the tile was just loaded, so an
-// L1 or L2 hit) and hands it to admit(x, idx, slot). Called
+// re-reads each survivor with a scalar load (the tile was just loaded: mostly
+// an L1 hit) and hands it to admit(x, idx, slot). Called
 // by all 32 lanes, converged; returns converged. Each lane walks its own
 // mask, so the warp takes as many steps as its lane with the most survivors;
 // dealing the warp's survivors round-robin to its lanes instead (one
 // shuffle-search per step, commit f223cf9) measured 0.4 % faster on rows
 // >= 64K and 5-9 % slower on shorter rows; staging from the tile's
 // registers without any re-read (PFD-0 entries, commit 49ce8e6) measured
-// 2.5 % slower at N >= 64K with 1.8x the issued instructions, although only
-// 13.5 % of the pass's L1 lookups hit (kernels/TUNING.md).
+// 2.5 % slower at N >= 64K with 1.8x the issued instructions
+// (kernels/TUNING.md).
 template <int BLK, typename Admit>
 __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
     const u32 t = threadIdx.x;

@@ -575,8 +575,8 @@ extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_
 }
 // Tuning only (GVR_SS_REG_ENTRY; the route never picks it): rows of up to
 // 16,896 values (1024/4: 17,408) at 2 CTAs per SM, so one row's load can
-// overlap another's selection (ncu: 1024/4 at v32 16K x 256 waits 21 % on its
-// own row load).
+// overlap another's selection (ncu: 1024/4 at v32 16K x 256 spends 20.8 % of
+// its stall samples on the row's first DRAM round trip).
 extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v8(SS_REG_ARGS) {
     ss_reg_body<512, 8, 2048, false>(SS_REG_PASS);
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Stall samples of an Nsight Compute per-SASS source page, by code region.
+
+    scripts/ncu_sass_regions.py SASS_CSV[.gz] --marks            # landmarks
+    scripts/ncu_sass_regions.py SASS_CSV[.gz] CUT,CUT,... NAME,NAME,... [LINE,...]
+
+SASS_CSV is the `--page source --csv --print-source sass` export that
+scripts/h200_ncu.sh writes (`<label>.sass.csv`, gzipped in reports/). With
+--marks it lists the executed loads, barriers, calls and exits (row index,
+executions, samples), from which the region cuts are chosen; otherwise it
+prints each region [cut_i, cut_i+1)'s share of all warp stall samples, then
+each listed row's own share and instruction. Shares of samples approximate
+shares of warp time; they are not kernel time.
+"""
+import csv
+import gzip
+import sys
+
+
+def rows_of(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        rows = list(csv.reader(f))
+    for i, row in enumerate(rows):
+        if row and row[0] == "Address":
+            return row, rows[i + 1:]
+    sys.exit(f"{path}: no 'Address' header row (not an ncu source page CSV)")
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    hdr, rows = rows_of(argv[1])
+    samples_col = hdr.index("Warp Stall Sampling (All Samples)")
+    exec_col = hdr.index("Instructions Executed")
+    samples = [int(r[samples_col] or 0) for r in rows]
+    total = sum(samples)
+    print(f"{total} samples over {len(rows)} SASS rows")
+    if argv[2] == "--marks":
+        for i, r in enumerate(rows):
+            text = r[1].strip()
+            if int(r[exec_col] or 0) > 0 and any(m in text for m in ("LDG", "BAR.SYNC", "CALL", "RET", "EXIT")):
+                print(f"{i:6d} exec={r[exec_col]:>8} samples={samples[i]:5d} {text[:60]}")
+        return
+    cuts = [int(c) for c in argv[2].split(",")]
+    names = argv[3].split(",")
+    bounds = [0] + cuts + [len(rows)]
+    if len(names) != len(bounds) - 1:
+        sys.exit(f"{len(cuts)} cuts make {len(bounds) - 1} regions, {len(names)} names given")
+    for name, a, b in zip(names, bounds, bounds[1:]):
+        print(f"{name:12s} [{a}, {b}) {sum(samples[a:b]):6d} = {100 * sum(samples[a:b]) / total:5.1f} %")
+    for line in argv[4].split(",") if len(argv) > 4 else []:
+        i = int(line)
+        print(f"  row {i:5d}: {samples[i]:5d} = {100 * samples[i] / total:4.1f} %  {rows[i][1].strip()[:60]}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
