@@ -2,14 +2,15 @@
 """Same-inputs A/B of experiment runs (scripts/h200_experiments.sh), each case
 normalised by the radix time of its own run, so run-to-run clock drift cancels.
 
-    scripts/ab_compare.py RUNS_DIR BASE:CAND1,CAND2:ARM [BASE:CAND:ARM ...]
+    scripts/ab_compare.py [--by FIELD,FIELD] RUNS_DIR BASE:CAND1,CAND2:ARM [BASE:CAND:ARM ...]
 
 RUNS_DIR holds <label>/results.jsonl or <label>.jsonl.gz. For each spec it
 prints the geomean of radix/ARM over BASE's exact cases, then for each
 candidate its geomean on the common cases and the geomean, min and max of
 (candidate speed-up / base speed-up): > 1 means the candidate is faster.
 Cases that are not exact in either run are left out and listed as INEXACT
-(`unsupported` ones silently).
+(`unsupported` ones silently). --by splits each candidate line by record
+fields (e.g. `--by model,n,b` or `--by variant`), one line per group.
 """
 import gzip
 import json
@@ -26,7 +27,7 @@ def records(root, label):
     return gzip.open(os.path.join(root, label + ".jsonl.gz"), "rt")
 
 
-def speedups(root, label, arm):
+def speedups(root, label, arm, groups=None):
     times = {}
     for line in records(root, label):
         r = json.loads(line)
@@ -37,6 +38,8 @@ def speedups(root, label, arm):
             print(f"INEXACT {label} {r['case']} {r['arm']}")
             continue
         times[(r["case"], r["arm"])] = statistics.median(r["cold_us"])
+        if groups is not None and r["arm"] == arm:
+            groups[r["case"]] = r
     return {c: times[(c, "radix")] / t for (c, a), t in times.items() if a == arm and (c, "radix") in times}
 
 
@@ -46,12 +49,17 @@ def geomean(values):
 
 
 def main(argv):
+    by = []
+    if len(argv) > 2 and argv[1] == "--by":
+        by = argv[2].split(",")
+        argv = argv[:1] + argv[3:]
     if len(argv) < 3:
         sys.exit(__doc__)
     root = argv[1]
     for spec in argv[2:]:
         base, cands, arm = spec.split(":")
-        b = speedups(root, base, arm)
+        base_records = {}
+        b = speedups(root, base, arm, base_records)
         print(f"{base}: {len(b)} cases, geomean radix/{arm} {geomean(b.values()):.3f}")
         for cand in cands.split(","):
             c = speedups(root, cand, arm)
@@ -59,6 +67,16 @@ def main(argv):
             rel = [c[k] / b[k] for k in common]
             print(f"   {cand}: {geomean(c[k] for k in common):.3f} on {len(common)};"
                   f" speed vs {base} {geomean(rel):.3f} (min {min(rel):.3f}, max {max(rel):.3f})")
+            if by:
+                split = {}
+                for k in common:
+                    key = tuple(str(base_records[k].get(f)) for f in by)
+                    split.setdefault(key, []).append(k)
+                for key in sorted(split, key=lambda t: [int(x) if x.isdigit() else x for x in t]):
+                    ks = split[key]
+                    r = [c[k] / b[k] for k in ks]
+                    print(f"      {' '.join(key):<28} n={len(ks):<4} base {geomean(b[k] for k in ks):.3f}"
+                          f" cand {geomean(c[k] for k in ks):.3f} speed {geomean(r):.3f}")
 
 
 if __name__ == "__main__":
