@@ -54,6 +54,9 @@
 #ifndef SS_L2_START
 #define SS_L2_START SS_L2_DIST  // tiles of the slice bulk-prefetched into L2 at kernel start
 #endif
+#ifndef SS_L2_START_AT
+#define SS_L2_START_AT 0  // when the SS_L2_START prefetch is issued: 0 kernel start, 1 after the first sample loads, 2 after the sample min/max
+#endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
@@ -420,7 +423,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 redirect = npad / 4u - 1u;  // last float4 of the padded row: always addressable
     // Start the slice's first tiles toward L2 now: their DRAM latency then
     // overlaps the sample read and the ladder instead of following them.
-    if constexpr (SsPipelined<SPLIT>::value && SS_L2_START > 0)
+    if constexpr (SsPipelined<SPLIT>::value && SS_L2_START > 0 && SS_L2_START_AT == 0)
         ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     u64* stage = ss_dyn;
     u64* ck64 = ss_dyn + p.scap + 4u;
@@ -433,6 +436,35 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
+#if SS_L2_START > 0 && SS_L2_START_AT == 1
+    // Tuning (SS_L2_START_AT 1): the first sample unit's loads go out before
+    // the kernel-start prefetch, so the sample does not queue behind it.
+    {
+        const auto fold = [&](const float4 a, const float4 b) {
+            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
+                    const u32 key = fkey(vals[e]);
+                    kmin = kmin < key ? kmin : key;
+                    kmax = kmax > key ? kmax : key;
+                }
+            }
+        };
+        float4 a0 = {0.f, 0.f, 0.f, 0.f}, b0 = a0;
+        if (t < rs.smp) {
+            const float* unit = X + (u64)t * rs.ss2 * 8u;
+            a0 = ldg_nc_f4(unit);
+            b0 = ldg_nc_f4(unit + 4);
+        }
+        if constexpr (SsPipelined<SPLIT>::value) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
+        if (t < rs.smp) fold(a0, b0);
+        for (u32 j = t + BLK; j < rs.smp; j += BLK) {
+            const float* unit = X + (u64)j * rs.ss2 * 8u;
+            fold(ldg_nc_f4(unit), ldg_nc_f4(unit + 4));
+        }
+    }
+#else
     for (u32 j = t; j < rs.smp; j += BLK) {
         const float* unit = X + (u64)j * rs.ss2 * 8u;
         const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
@@ -446,7 +478,13 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             }
         }
     }
+#endif
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above
+#if SS_L2_START > 0 && SS_L2_START_AT == 2
+    // Tuning (SS_L2_START_AT 2): prefetch once the sample has arrived, behind
+    // the histogram, scan and ladder only.
+    if constexpr (SsPipelined<SPLIT>::value) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
+#endif
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();

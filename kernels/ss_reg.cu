@@ -48,7 +48,7 @@
 // the route's MINB):
 //   ss_reg_b256_v1 (MINB 8), ss_reg_b512_v1 (4), ss_reg_b1024_v1 (2),
 //   ss_reg_b512_v2 (4), ss_reg_b1024_v4 (1), ss_reg_b512_v4 (2),
-//   ss_regimg_b1024_v1 (2), and for tuning runs only ss_reg_b512_v8 (2)
+//   ss_regimg_b1024_v1 (2)
 // Launch: grid (1, rows), block BLK, dynamic shared memory (NBH + 2·cmp)·4
 // bytes (hist | ck | ci); regimg (NBH + max(2·cmp, 4·BLK·VPT + BLK))·4.
 
@@ -101,6 +101,13 @@ struct SsRegParams {
 #define SS_RTRACE(bit) \
     do {               \
     } while (0)
+#endif
+
+// Tuning only (GVR_SS_REG_DEFINES): rows of n <= SS_REG_DEG_MULT·k + 64 take
+// the whole-row bracket (DEG) instead of the hint gather, whose scattered
+// loads depend on the hint indices (a second memory round trip per row).
+#ifndef SS_REG_DEG_MULT
+#define SS_REG_DEG_MULT 4u
 #endif
 
 #define SS_REG_REFINE_LEVELS 6
@@ -303,26 +310,17 @@ __device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u3
 // sharing one between the 32-register BLK 512 entries and ss_reg_b512_v4
 // (64 registers) made ptxas spill in the former: that entry gets its own
 // instantiation through a derived source type (the others keep the plain
-// types they compiled clean with; a derived type there spilled too). The
-// tuning-only ss_reg_b512_v8 gets a third one: sharing b512_v4's changed
-// b512_v4's code (an extra by-value parameter).
+// types they compiled clean with; a derived type there spilled too).
 template <class Src>
 struct SsRegOwnSrc : Src {};
-template <class Src>
-struct SsRegOwnSrcV8 : Src {};
-template <class Src, int OWN>  // 0: plain, 1: b512_v4's, 2: b512_v8's
+template <class Src, bool OWN>
 struct SsRegSrcFor {
     typedef Src type;
 };
 template <class Src>
-struct SsRegSrcFor<Src, 1> {
+struct SsRegSrcFor<Src, true> {
     typedef SsRegOwnSrc<Src> type;
 };
-template <class Src>
-struct SsRegSrcFor<Src, 2> {
-    typedef SsRegOwnSrcV8<Src> type;
-};
-#define SS_REG_OWN_SRC (BLK == 512 && VPT == 4 ? 1 : BLK == 512 && VPT == 8 ? 2 : 0)
 
 template <int BLK, int VPT, int NBH, bool IMG>
 __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
@@ -350,7 +348,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     nsh.tie = &s.tie;
     if (n > (u32)(4 * BLK * VPT + BLK)) {  // bad per-row n: exact, from global memory
         SS_RTRACE(SS_RTR_OVERSIZE);
-        typename SsRegSrcFor<SsSrcRow, SS_REG_OWN_SRC>::type src;
+        typename SsRegSrcFor<SsSrcRow, BLK == 512 && VPT == 4>::type src;
         src.row = X;
         ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_REG_FALLBACK_LEVELS, O, 0u, nsh);
         return;
@@ -380,7 +378,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
     // ---- 2. bracket (finite values only) ----
-    const bool deg = n <= 4u * k + 64u;
+    const bool deg = n <= SS_REG_DEG_MULT * k + 64u;
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;
@@ -539,7 +537,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cmin != 0xffffffffu) atomicMin(&s.kmin, cmin);
     if (cmax != 0u) atomicMax(&s.kmax, cmax);
     __syncthreads();
-    typename SsRegSrcFor<SsSrcKeyIdx, SS_REG_OWN_SRC>::type src;
+    typename SsRegSrcFor<SsSrcKeyIdx, BLK == 512 && VPT == 4>::type src;
     src.keys = ck;
     src.idx = ci;
     ss_narrow_emit<BLK>(src, m, s.kmin, s.kmax, need, m, SS_REG_REFINE_LEVELS, O, above, nsh);
@@ -572,11 +570,4 @@ extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v4(SS_REG_ARGS)
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
     ss_reg_body<1024, 1, 2048, true>(SS_REG_PASS);
-}
-// Tuning only (GVR_SS_REG_ENTRY; the route never picks it): rows of up to
-// 16,896 values (1024/4: 17,408) at 2 CTAs per SM, so one row's load can
-// overlap another's selection (ncu: 1024/4 at v32 16K x 256 spends 20.8 % of
-// its stall samples on the row's first DRAM round trip).
-extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v8(SS_REG_ARGS) {
-    ss_reg_body<512, 8, 2048, false>(SS_REG_PASS);
 }

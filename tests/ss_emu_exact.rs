@@ -271,6 +271,23 @@ fn the_unpipelined_base_pass_stays_exact() {
     small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
 }
 
+#[test]
+fn the_kernel_start_prefetch_builds_stay_exact() {
+    // GVR_SS_MAIN_DEFINES=SS_L2_START=1,SS_L2_START_AT=1|2 peel the sample
+    // read or move the prefetch behind it: same sweep, prefetch ranges
+    // bounds-checked by the emulator.
+    for at in [1, 2] {
+        let defines = [
+            "-DSS_L2_START=1".to_string(),
+            format!("-DSS_L2_START_AT={at}"),
+        ];
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    }
+}
+
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);

@@ -31,13 +31,8 @@ use ss_support::{batch, open_gpu};
 type ShapeCase = (usize, usize, usize, (u32, u32), bool);
 
 /// Entries the H200 route never picks, forced (`GVR_SS_REG_ENTRY`'s path):
-/// regimg on a wide batch of non-DEG rows, the tuning-only 512/8 on the
-/// longest K = 2048 rows it holds at two waves.
-const FORCED: &[(&str, (usize, usize, usize))] = &[
-    ("ss_regimg_b1024_v1", (16, 4096, 512)),
-    ("ss_reg_b512_v8", (256, 16_399, 2048)),
-    ("ss_reg_b512_v8", (3, 16_896, 1024)),
-];
+/// regimg on a wide batch of non-DEG rows.
+const FORCED: &[(&str, (usize, usize, usize))] = &[("ss_regimg_b1024_v1", (16, 4096, 512))];
 
 const SHAPES: &[ShapeCase] = &[
     (8, 1024, 512, (256, 1), true),

@@ -300,10 +300,11 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 6] = [
+const TUNABLE_DEFINES: [TuningKnob; 7] = [
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
+    ("SS_L2_START_AT", 0, 2),
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),

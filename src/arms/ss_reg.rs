@@ -19,7 +19,7 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::SS_REG;
+use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
@@ -36,9 +36,6 @@ pub struct RegEntry {
     pub nbh: u32,
     /// Row image in shared memory (`regimg`).
     pub img: bool,
-    /// Only launched when `GVR_SS_REG_ENTRY` names it: neither the route nor
-    /// the nearest-shape fallback picks it (not measured into the route).
-    pub tuning_only: bool,
 }
 
 impl RegEntry {
@@ -72,8 +69,8 @@ impl RegEntry {
     }
 }
 
-/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, the regimg
-/// rung, then the tuning-only shapes.
+/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, then the
+/// regimg rung.
 pub const REG_ENTRIES: &[RegEntry] = &[
     RegEntry {
         blk: 256,
@@ -81,7 +78,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 8,
         nbh: 1024,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -89,7 +85,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -97,7 +92,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -105,7 +99,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -113,7 +106,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 1,
         nbh: 2048,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 512,
@@ -121,7 +113,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
-        tuning_only: false,
     },
     RegEntry {
         blk: 1024,
@@ -129,15 +120,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: true,
-        tuning_only: false,
-    },
-    RegEntry {
-        blk: 512,
-        vpt: 8,
-        minb: 2,
-        nbh: 2048,
-        img: false,
-        tuning_only: true,
     },
 ];
 
@@ -298,8 +280,7 @@ pub fn plan_reg_with(
             let entry = REG_ENTRIES
                 .iter()
                 .find(|e| {
-                    !e.tuning_only
-                        && e.blk == decision.blk
+                    e.blk == decision.blk
                         && e.vpt == plan.vpt
                         && e.nbh == plan.nbh
                         && e.img == (family == Family::RegImg)
@@ -321,7 +302,7 @@ pub fn plan_reg_with(
             // wide batch takes BLK 1024 (route rung 4), the narrow one 512/2 (rung 5).
             let entry = REG_ENTRIES
                 .iter()
-                .filter(|e| !e.img && !e.tuning_only && e.capacity() >= n)
+                .filter(|e| !e.img && e.capacity() >= n)
                 .filter(|e| e.capacity4() != 1024 || (e.blk == 1024) == wide)
                 .min_by_key(|e| e.capacity())
                 .ok_or_else(|| {
@@ -390,7 +371,32 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         }
         Err(_) => None,
     };
-    Ok(Box::new(SsReg::new(gpu).with_forced_entry(forced)))
+    let knobs =
+        reg_switches(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
+    if !knobs.is_empty() {
+        tracing::warn!("{REG_DEFINES_ENV}: ss-reg builds its kernel with {knobs:?}");
+    }
+    let mut arm = SsReg::new(gpu).with_forced_entry(forced);
+    arm.knobs = knobs;
+    Ok(Box::new(arm))
+}
+
+/// Tuning switch of `ss-reg`: `GVR_SS_REG_DEFINES=SS_REG_DEG_MULT=64` builds
+/// `ss_reg.cu` with those knobs (the kernel documents each) for a
+/// same-inputs comparison. The variant records them; `ss` never reads it.
+pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
+
+/// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_DEG_MULT", 1, 1024)];
+
+/// `ss-reg`'s kernel knobs from the value of [`REG_DEFINES_ENV`] (unset: none).
+pub fn reg_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
+    defines
+        .map(|spec| {
+            super::ss::parse_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
+        })
+        .transpose()
+        .map(Option::unwrap_or_default)
 }
 
 /// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
@@ -401,6 +407,8 @@ pub struct SsReg {
     plan: Option<RegLaunch>,
     /// `GVR_SS_REG_ENTRY` (the `ss-reg` arm only).
     forced: Option<RegEntry>,
+    /// `GVR_SS_REG_DEFINES` (the `ss-reg` arm only).
+    knobs: Defines,
 }
 
 impl SsReg {
@@ -411,6 +419,7 @@ impl SsReg {
             staged: StagedLaunch::new(gpu, "ss-reg"),
             plan: None,
             forced: None,
+            knobs: Defines::new(),
         }
     }
 
@@ -449,15 +458,21 @@ impl Arm for SsReg {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape).ok().map(|p| p.variant())
+        self.plan(shape)
+            .ok()
+            .map(|p| super::ss::with_knobs(p.variant(), &self.knobs))
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
-        self.staged
-            .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
+        self.staged.load(
+            &SS_REG,
+            &self.knobs,
+            &plan.entry.name(),
+            plan.dyn_smem_bytes,
+        )?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -510,6 +525,19 @@ mod tests {
             n,
             npad: n.div_ceil(64).max(1) * 64,
             k,
+        }
+    }
+
+    #[test]
+    fn reg_switches_take_known_knobs_and_refuse_the_rest() {
+        assert_eq!(reg_switches(None).unwrap(), vec![]);
+        assert_eq!(
+            reg_switches(Some("SS_REG_DEG_MULT=64")).unwrap(),
+            vec![("SS_REG_DEG_MULT", "64".to_string())]
+        );
+        for bad in ["SS_REG_DEG_MULT=0", "SS_L2_DIST=0", "SS_REG_DEG_MULT"] {
+            let err = reg_switches(Some(bad)).unwrap_err();
+            assert!(err.starts_with(REG_DEFINES_ENV), "{bad}: {err}");
         }
     }
 
@@ -645,10 +673,6 @@ mod tests {
                     let p = plan_reg(&s, &dev).unwrap_or_else(|e| panic!("b={b} n={n} k={k}: {e}"));
                     let ctx = format!("b={b} n={n} k={k}: {p:?}");
                     assert!(REG_ENTRIES.contains(&p.entry), "{ctx}");
-                    assert!(
-                        !p.entry.tuning_only,
-                        "only GVR_SS_REG_ENTRY picks it: {ctx}"
-                    );
                     assert!(n <= p.entry.capacity(), "{ctx}");
                     assert!(
                         p.dyn_smem_bytes + STATIC_SMEM_BYTES <= dev.smem_optin,

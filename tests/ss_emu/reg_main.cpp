@@ -30,7 +30,6 @@ static Entry entry_by_id(u32 id, u32* block) {
         case 4: *block = 1024; return ss_reg_b1024_v4;
         case 5: *block = 512; return ss_reg_b512_v4;
         case 6: *block = 1024; return ss_regimg_b1024_v1;
-        case 7: *block = 512; return ss_reg_b512_v8;
         case 16: *block = 64; return small_entry<64, 1, 256, false>;
         case 17: *block = 64; return small_entry<64, 4, 256, true>;
         case 18: *block = 128; return small_entry<128, 2, 512, false>;

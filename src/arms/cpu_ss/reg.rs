@@ -25,7 +25,13 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
+    /// Rows of `n ≤ deg_mult·k + 64` take the whole-row bracket (DEG): 4 in
+    /// every routed launch, larger in the kernel's `SS_REG_DEG_MULT` tuning build.
+    pub deg_mult: usize,
 }
+
+/// The DEG bound of every routed launch (§4.1: `n ≤ 4k + 64`).
+pub const DEG_MULT: usize = 4;
 
 /// How often each path of the reg kernel ran (the kernel's `SS_RTR_*` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -156,7 +162,7 @@ pub fn select_row_reg(
         counts.oversize += 1;
         return escape();
     }
-    let deg = n <= 4 * k + 64;
+    let deg = n <= model.deg_mult * k + 64;
     let mut bracket = None;
     if !deg && model.use_hints {
         let hinted = hints
@@ -246,6 +252,7 @@ mod tests {
             cmp,
             qc,
             use_hints,
+            deg_mult: DEG_MULT,
         }
     }
 
