@@ -27,6 +27,9 @@
 //      the k-th largest key, then a two-predicate ballot emit. Taken when the
 //      bracket is rejected, the crossing lies in the trash bin (the top k
 //      reach below Tv) or the crossing bin exceeds CMP.
+// Rows of at most k + SS_REG_DROP_MAX values skip 1–7: they drop their n − k
+// smallest (key, index) pairs, one block minimum each (ss_reg_drop_few, from
+// global memory).
 // Exactness never depends on the bracket: the histogram counts every valid
 // element, so its total is n > k and the crossing is always real; B ≥ 1
 // means the bins above B hold fewer than k elements and bin B completes them.
@@ -92,6 +95,7 @@ struct SsRegParams {
 #define SS_RTR_RANK 256u       // O(m^2) rank refine
 #define SS_RTR_NARROW 512u     // key-narrowing refine
 #define SS_RTR_OVERSIZE 1024u  // row longer than the register capacity
+#define SS_RTR_DROP 2048u      // n - k <= SS_REG_DROP_MAX: the n - k smallest dropped
 #ifdef SS_EMULATION
 #define SS_RTRACE(bit)                                        \
     do {                                                      \
@@ -108,6 +112,14 @@ struct SsRegParams {
 // loads depend on the hint indices (a second memory round trip per row).
 #ifndef SS_REG_DEG_MULT
 #define SS_REG_DEG_MULT 4u
+#endif
+
+// Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024)
+// drop their n − k smallest elements, one block minimum per dropped element,
+// instead of the bracket → histogram → scan → emit chain; 0 turns it off
+// (GVR_SS_REG_DEFINES, for the same-inputs A/B).
+#ifndef SS_REG_DROP_MAX
+#define SS_REG_DROP_MAX 4u
 #endif
 
 #define SS_REG_REFINE_LEVELS 6
@@ -306,6 +318,56 @@ __device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u3
     });
 }
 
+// Minimum of a 64-bit value over the warp (two 32-bit shuffles per step).
+__device__ __forceinline__ u64 ss_warp_min_u64(u64 v) {
+#pragma unroll
+    for (u32 d = 16u; d >= 1u; d >>= 1) {
+        const u32 lo = __shfl_sync(GVR_FULL_MASK, (u32)v, (int)(lane_id() ^ d));
+        const u32 hi = __shfl_sync(GVR_FULL_MASK, (u32)(v >> 32), (int)(lane_id() ^ d));
+        const u64 o = ((u64)hi << 32) | lo;
+        v = o < v ? o : v;
+    }
+    return v;
+}
+
+// Rows of n ≤ k + SS_REG_DROP_MAX: every element except the n − k smallest
+// (key, index) pairs is a winner. Round r finds the smallest pair above the
+// previous round's (a block minimum: one barrier, per-warp results in a
+// double-buffered 64-word `scratch`), so exactly n − k distinct elements are
+// dropped whatever the ties; the kept ones take slots by warp reservation.
+// The row is read from global memory (L1 after the first round), and the
+// function is not inlined: the register entries' allocation stays as it was
+// (inlined over the register row it spilled in five of them). Block-uniform.
+template <int BLK>
+__device__ __noinline__ void ss_reg_drop_few(const float* X, u32 n, u32 k, i32* O, u32* win, u64* scratch) {
+    constexpr int NW = BLK / 32;
+    const u32 t = threadIdx.x;
+    if (t == 0u) *win = 0u;  // published by the first round's barrier
+    u64 lo = 0ull;           // the pairs >= lo are not dropped (yet)
+    for (u32 round = 0u; round < n - k; ++round) {
+        u64 mine = ~0ull;
+        for (u32 i = t; i < n; i += BLK) {
+            const u64 c = ((u64)fkey(ldg_nc_f(X + i)) << 32) | i;
+            mine = c >= lo && c < mine ? c : mine;
+        }
+        __syncwarp();  // the loop leaves the lanes split
+        mine = ss_warp_min_u64(mine);
+        u64* buf = scratch + (round & 1u) * 32u;
+        if (lane_id() == 0u) buf[warp_id()] = mine;
+        __syncthreads();
+        u64 m = buf[0];
+#pragma unroll
+        for (int w = 1; w < NW; ++w) m = buf[w] < m ? buf[w] : m;
+        lo = m + 1ull;  // no wrap: the index half of a pair is < n < 2^31
+    }
+    for (u32 i0 = 0u; i0 < n; i0 += BLK) {  // warp-uniform trip count: ballots inside
+        const u32 i = i0 + t;
+        const bool keep = i < n && (((u64)fkey(ldg_nc_f(X + i)) << 32) | i) >= lo;
+        const u32 slot = warp_reserve(keep, win);
+        if (keep) O[slot] = (i32)i;  // exactly k are kept: slot < k
+    }
+}
+
 // The __noinline__ ss_narrow_emit is compiled once per instantiation, and
 // sharing one between the 32-register BLK 512 entries and ss_reg_b512_v4
 // (64 registers) made ptxas spill in the former: that entry gets its own
@@ -351,6 +413,12 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         typename SsRegSrcFor<SsSrcRow, BLK == 512 && VPT == 4>::type src;
         src.row = X;
         ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_REG_FALLBACK_LEVELS, O, 0u, nsh);
+        return;
+    }
+
+    if (n - k <= SS_REG_DROP_MAX) {  // the histogram's words are its scratch
+        SS_RTRACE(SS_RTR_DROP);
+        ss_reg_drop_few<BLK>(X, n, k, O, &s.win, reinterpret_cast<u64*>(hist));
         return;
     }
 

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DEG_MULT};
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DEG_MULT, DROP_MAX};
 use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -45,6 +45,7 @@ const WHOLE: u32 = 128;
 const RANK: u32 = 256;
 const NARROW: u32 = 512;
 const OVERSIZE: u32 = 1024;
+const DROP: u32 = 2048;
 
 /// Build the emulator once per source version; `None` if g++ is missing.
 fn emulator() -> Option<&'static Path> {
@@ -204,6 +205,7 @@ fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u3
         qc: a.qc as usize,
         use_hints: a.use_hints != 0,
         deg_mult: launch.deg_mult,
+        drop_max: DROP_MAX,
     };
     for r in 0..launch.rows {
         let label = format!("{label} row {r}");
@@ -354,7 +356,9 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
             // Full capacity (a tail scalar in every thread), 15 past the
             // float4 registers (the v32 N = 2^j + 15 rows), the DEG
             // boundary, and a length that is not a multiple of 4 in between.
+            // Also k + 1 and k + DROP_MAX (the dropped-few path) and one past it.
             let mut ns = vec![cap, 4 * e.capacity4() + 15, ((k + cap) / 2) | 1];
+            ns.extend([k + 1, k + DROP_MAX, k + DROP_MAX + 1]);
             if 4 * k + 65 <= cap {
                 ns.extend([4 * k + 64, 4 * k + 65]);
             }
@@ -377,6 +381,7 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
         (WHOLE, "whole crossing bin"),
         (RANK, "rank refine"),
         (NARROW, "narrowing refine"),
+        (DROP, "dropped-few"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
     }
@@ -424,7 +429,20 @@ fn whole_row_bracket_on_every_length_is_exact() {
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
-    let lens = [0usize, 1, 3, k - 1, k, k + 1, k + 3, 2113, 2114, 3001, 4099];
+    let lens = [
+        0usize,
+        1,
+        3,
+        k - 1,
+        k,
+        k + 1,
+        k + 3,
+        1500,
+        2113,
+        2114,
+        3001,
+        4099,
+    ];
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let generators = row_generators();
     let rows: Vec<Vec<f32>> = lens
@@ -452,7 +470,10 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
             assert!(seen & FIRSTK != 0);
         }
     }
-    assert!(seen & SHORT != 0 && seen & DEG != 0, "{seen:#x}");
+    assert!(
+        seen & SHORT != 0 && seen & DEG != 0 && seen & DROP != 0,
+        "{seen:#x}"
+    );
 }
 
 #[test]

@@ -387,7 +387,8 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_DEG_MULT", 1, 1024)];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
+    [("SS_REG_DEG_MULT", 1, 1024), ("SS_REG_DROP_MAX", 0, 64)];
 
 /// `ss-reg`'s kernel knobs from the value of [`REG_DEFINES_ENV`] (unset: none).
 pub fn reg_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
@@ -525,6 +526,17 @@ mod tests {
             n,
             npad: n.div_ceil(64).max(1) * 64,
             k,
+        }
+    }
+
+    #[test]
+    fn kernel_knob_defaults_match_the_cpu_model() {
+        use crate::arms::cpu_ss::{DEG_MULT, DROP_MAX};
+        for line in [
+            format!("#define SS_REG_DEG_MULT {DEG_MULT}u"),
+            format!("#define SS_REG_DROP_MAX {DROP_MAX}u"),
+        ] {
+            assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
         }
     }
 
