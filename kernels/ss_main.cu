@@ -33,13 +33,14 @@
 //     are issued before the current tile's survivors are walked, the rest at
 //     the next tile's start (§3.4 one-tile software pipelining). With
 //     SS_L2_DIST > 0 one lane per warp also bulk-prefetches its chunk of the
-//     tile SS_L2_DIST tiles ahead into L2; SS_L2_START (default: SS_L2_DIST)
-//     tiles of the slice are prefetched at kernel start, behind the sample /
-//     ladder prologue. Off by default: on the H200 the prefetched lines were
-//     partly evicted before use (ncu, 256 × 131K: 193 MB of DRAM reads for
-//     134 MB of rows at distance 2, 144 MB at 0), and distance 0 was the
-//     fastest on every big-batch slice measured (TUNING.md). One CTA per
-//     row only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
+//     tile SS_L2_DIST tiles ahead into L2. Off by default: on the H200 the
+//     prefetched lines were partly evicted before use (ncu, 256 × 131K:
+//     193 MB of DRAM reads for 134 MB of rows at distance 2, 144 MB at 0),
+//     and distance 0 was the fastest on every big-batch slice measured
+//     (TUNING.md). SS_L2_START (default 1) tiles of the slice are
+//     prefetched once the sample has arrived, behind the histogram / scan /
+//     ladder (2–5 % at B >= 64, TUNING.md 2026-12-03c). One CTA per row
+//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
 //   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs
 //     (`ss_row_pass`; arm `ss-main-base`, for same-run A/B).
 // Exactness does not depend on either: every float4 is still classified
@@ -52,10 +53,10 @@
 #define SS_L2_DIST 0  // tiles ahead of the tile being classified; 0 = no L2 prefetch
 #endif
 #ifndef SS_L2_START
-#define SS_L2_START SS_L2_DIST  // tiles of the slice bulk-prefetched into L2 at kernel start
+#define SS_L2_START 1  // tiles of the slice bulk-prefetched into L2 once the sample has arrived
 #endif
-#ifndef SS_L2_START_AT
-#define SS_L2_START_AT 0  // when the SS_L2_START prefetch is issued: 0 kernel start, 1 after the first sample loads, 2 after the sample min/max
+#ifndef SS_L2_START_SPLIT
+#define SS_L2_START_SPLIT 0  // 1: SPLIT entries also prefetch their slice's first tile(s) (tuning)
 #endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
@@ -421,10 +422,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         c1 = (u64)c0 + q < n4 ? c0 + q : n4;
     }
     const u32 redirect = npad / 4u - 1u;  // last float4 of the padded row: always addressable
-    // Start the slice's first tiles toward L2 now: their DRAM latency then
-    // overlaps the sample read and the ladder instead of following them.
-    if constexpr (SsPipelined<SPLIT>::value && SS_L2_START > 0 && SS_L2_START_AT == 0)
-        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     u64* stage = ss_dyn;
     u64* ck64 = ss_dyn + p.scap + 4u;
 
@@ -436,35 +433,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
-#if SS_L2_START > 0 && SS_L2_START_AT == 1
-    // Tuning (SS_L2_START_AT 1): the first sample unit's loads go out before
-    // the kernel-start prefetch, so the sample does not queue behind it.
-    {
-        const auto fold = [&](const float4 a, const float4 b) {
-            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
-                    const u32 key = fkey(vals[e]);
-                    kmin = kmin < key ? kmin : key;
-                    kmax = kmax > key ? kmax : key;
-                }
-            }
-        };
-        float4 a0 = {0.f, 0.f, 0.f, 0.f}, b0 = a0;
-        if (t < rs.smp) {
-            const float* unit = X + (u64)t * rs.ss2 * 8u;
-            a0 = ldg_nc_f4(unit);
-            b0 = ldg_nc_f4(unit + 4);
-        }
-        if constexpr (SsPipelined<SPLIT>::value) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
-        if (t < rs.smp) fold(a0, b0);
-        for (u32 j = t + BLK; j < rs.smp; j += BLK) {
-            const float* unit = X + (u64)j * rs.ss2 * 8u;
-            fold(ldg_nc_f4(unit), ldg_nc_f4(unit + 4));
-        }
-    }
-#else
     for (u32 j = t; j < rs.smp; j += BLK) {
         const float* unit = X + (u64)j * rs.ss2 * 8u;
         const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
@@ -478,13 +446,13 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             }
         }
     }
-#endif
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above
-#if SS_L2_START > 0 && SS_L2_START_AT == 2
-    // Tuning (SS_L2_START_AT 2): prefetch once the sample has arrived, behind
-    // the histogram, scan and ladder only.
-    if constexpr (SsPipelined<SPLIT>::value) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
-#endif
+    // The sample has arrived: start the slice's first tile(s) toward L2, so
+    // their DRAM latency overlaps the histogram, scan and ladder. Not earlier:
+    // issued at kernel start the bulk requests delay the sample's own loads
+    // (measured, kernels/TUNING.md 2026-12-03c).
+    if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || SS_L2_START_SPLIT != 0))
+        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();

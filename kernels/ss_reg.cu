@@ -28,8 +28,7 @@
 //      bracket is rejected, the crossing lies in the trash bin (the top k
 //      reach below Tv) or the crossing bin exceeds CMP.
 // Rows of at most k + SS_REG_DROP_MAX values skip 1–7: they drop their n − k
-// smallest (key, index) pairs, one block minimum each (ss_reg_drop_few, from
-// global memory).
+// smallest (key, index) pairs, one block minimum each (ss_reg_drop_few).
 // Exactness never depends on the bracket: the histogram counts every valid
 // element, so its total is n > k and the crossing is always real; B ≥ 1
 // means the bins above B hold fewer than k elements and bin B completes them.
@@ -105,13 +104,6 @@ struct SsRegParams {
 #define SS_RTRACE(bit) \
     do {               \
     } while (0)
-#endif
-
-// Tuning only (GVR_SS_REG_DEFINES): rows of n <= SS_REG_DEG_MULT·k + 64 take
-// the whole-row bracket (DEG) instead of the hint gather, whose scattered
-// loads depend on the hint indices (a second memory round trip per row).
-#ifndef SS_REG_DEG_MULT
-#define SS_REG_DEG_MULT 4u
 #endif
 
 // Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024)
@@ -335,22 +327,32 @@ __device__ __forceinline__ u64 ss_warp_min_u64(u64 v) {
 // previous round's (a block minimum: one barrier, per-warp results in a
 // double-buffered 64-word `scratch`), so exactly n − k distinct elements are
 // dropped whatever the ties; the kept ones take slots by warp reservation.
-// The row is read from global memory (L1 after the first round), and the
-// function is not inlined: the register entries' allocation stays as it was
-// (inlined over the register row it spilled in five of them). Block-uniform.
-template <int BLK>
+// Not inlined, so the register entries keep their allocation (inlined over
+// the register row it spilled in five of them); it loads the row into its own
+// registers, element j·BLK + tid, all loads issued before the first use
+// (a load per loop trip measured 1.5× slower than the default chain).
+// Block-uniform.
+template <int BLK, int VPT>
 __device__ __noinline__ void ss_reg_drop_few(const float* X, u32 n, u32 k, i32* O, u32* win, u64* scratch) {
     constexpr int NW = BLK / 32;
+    constexpr int PER = 4 * VPT + 1;  // the entry's capacity over BLK: n <= PER·BLK
     const u32 t = threadIdx.x;
+    u32 key[PER];
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        const u32 i = (u32)j * BLK + t;
+        key[j] = i < n ? fkey(ldg_nc_f(X + i)) : 0u;
+    }
     if (t == 0u) *win = 0u;  // published by the first round's barrier
     u64 lo = 0ull;           // the pairs >= lo are not dropped (yet)
     for (u32 round = 0u; round < n - k; ++round) {
         u64 mine = ~0ull;
-        for (u32 i = t; i < n; i += BLK) {
-            const u64 c = ((u64)fkey(ldg_nc_f(X + i)) << 32) | i;
-            mine = c >= lo && c < mine ? c : mine;
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const u32 i = (u32)j * BLK + t;
+            const u64 c = ((u64)key[j] << 32) | i;
+            mine = i < n && c >= lo && c < mine ? c : mine;
         }
-        __syncwarp();  // the loop leaves the lanes split
         mine = ss_warp_min_u64(mine);
         u64* buf = scratch + (round & 1u) * 32u;
         if (lane_id() == 0u) buf[warp_id()] = mine;
@@ -360,9 +362,10 @@ __device__ __noinline__ void ss_reg_drop_few(const float* X, u32 n, u32 k, i32* 
         for (int w = 1; w < NW; ++w) m = buf[w] < m ? buf[w] : m;
         lo = m + 1ull;  // no wrap: the index half of a pair is < n < 2^31
     }
-    for (u32 i0 = 0u; i0 < n; i0 += BLK) {  // warp-uniform trip count: ballots inside
-        const u32 i = i0 + t;
-        const bool keep = i < n && (((u64)fkey(ldg_nc_f(X + i)) << 32) | i) >= lo;
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {  // every lane calls the ballot PER times
+        const u32 i = (u32)j * BLK + t;
+        const bool keep = i < n && (((u64)key[j] << 32) | i) >= lo;
         const u32 slot = warp_reserve(keep, win);
         if (keep) O[slot] = (i32)i;  // exactly k are kept: slot < k
     }
@@ -418,7 +421,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     if (n - k <= SS_REG_DROP_MAX) {  // the histogram's words are its scratch
         SS_RTRACE(SS_RTR_DROP);
-        ss_reg_drop_few<BLK>(X, n, k, O, &s.win, reinterpret_cast<u64*>(hist));
+        ss_reg_drop_few<BLK, VPT>(X, n, k, O, &s.win, reinterpret_cast<u64*>(hist));
         return;
     }
 
@@ -446,7 +449,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
     // ---- 2. bracket (finite values only) ----
-    const bool deg = n <= SS_REG_DEG_MULT * k + 64u;
+    const bool deg = n <= 4u * k + 64u;
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;

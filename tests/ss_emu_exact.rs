@@ -272,15 +272,17 @@ fn the_unpipelined_base_pass_stays_exact() {
 }
 
 #[test]
-fn the_kernel_start_prefetch_builds_stay_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_L2_START=1,SS_L2_START_AT=1|2 peel the sample
-    // read or move the prefetch behind it: same sweep, prefetch ranges
-    // bounds-checked by the emulator.
-    for at in [1, 2] {
-        let defines = [
-            "-DSS_L2_START=1".to_string(),
-            format!("-DSS_L2_START_AT={at}"),
-        ];
+fn the_start_prefetch_variants_stay_exact() {
+    // GVR_SS_MAIN_DEFINES: no start prefetch, two tiles, and SPLIT entries
+    // prefetching too: same sweep, prefetch ranges bounds-checked by the
+    // emulator (the default build, one tile, runs in the tests above).
+    for defines in [
+        vec!["-DSS_L2_START=0".to_string()],
+        vec![
+            "-DSS_L2_START=2".to_string(),
+            "-DSS_L2_START_SPLIT=1".to_string(),
+        ],
+    ] {
         let Some(exe) = build_emulator(&defines) else {
             return;
         };

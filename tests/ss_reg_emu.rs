@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DEG_MULT, DROP_MAX};
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DROP_MAX};
 use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -55,15 +55,6 @@ fn emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The emulator with every register row on the whole-row bracket (the
-/// `GVR_SS_REG_DEFINES=SS_REG_DEG_MULT=...` tuning build).
-fn emulator_deg_all() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_emulator("ss-reg-emu-deg", &["-DSS_REG_DEG_MULT=1024u".to_string()]))
-        .as_deref()
-}
-
 fn build_emulator(prefix: &str, defines: &[String]) -> Option<PathBuf> {
     if !ss_support::gxx_available("ss_reg.cu") {
         return None;
@@ -92,8 +83,6 @@ struct RegEmu {
     args: SsRegArgs,
     /// Rows actually emulated (a prefix of the batch).
     rows: usize,
-    /// The emulator's DEG bound multiplier (the model must use the same).
-    deg_mult: usize,
 }
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
@@ -110,7 +99,6 @@ impl RegEmu {
             nbh: p.entry.nbh,
             args: p.args,
             rows,
-            deg_mult: DEG_MULT,
         }
     }
 
@@ -140,7 +128,6 @@ impl RegEmu {
                 cur: 1,
             },
             rows,
-            deg_mult: DEG_MULT,
         }
     }
 
@@ -204,7 +191,6 @@ fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u3
         cmp: a.cmp as usize,
         qc: a.qc as usize,
         use_hints: a.use_hints != 0,
-        deg_mult: launch.deg_mult,
         drop_max: DROP_MAX,
     };
     for r in 0..launch.rows {
@@ -385,44 +371,6 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
     }
-}
-
-/// The DEG tuning build: rows far above 4k + 64 values (hinted rows in the
-/// default build) take the whole-row bracket and stay exact, adversarial
-/// rows included.
-#[test]
-fn whole_row_bracket_on_every_length_is_exact() {
-    let Some(exe) = emulator_deg_all() else {
-        return;
-    };
-    let mut seen = 0u32;
-    for (id, e) in REG_ENTRIES.iter().enumerate() {
-        let cap = e.capacity();
-        for (j, k) in [512usize, 1024, 2048].into_iter().enumerate() {
-            if 4 * k + 65 > cap {
-                continue;
-            }
-            for (i, n) in [4 * k + 65, cap].into_iter().enumerate() {
-                let b = adversarial_batch(n, k, i + j, 7000 + id as u64 * 31 + i as u64);
-                let launch = RegEmu {
-                    deg_mult: 1024,
-                    ..RegEmu::forced(id as u32, &b, b.rows)
-                };
-                let label = format!("deg-all {} n={n} k={k}", e.name());
-                let bits = emu_check(exe, &b, &launch, &label);
-                for (r, &row_bits) in bits.iter().enumerate() {
-                    assert!(
-                        row_bits & HINT == 0,
-                        "{label} row {r}: hint bracket in the DEG build"
-                    );
-                }
-                for bits in bits {
-                    seen |= bits;
-                }
-            }
-        }
-    }
-    assert!(seen & DEG != 0, "no row took the DEG bracket ({seen:#x})");
 }
 
 #[test]

@@ -304,7 +304,7 @@ const TUNABLE_DEFINES: [TuningKnob; 7] = [
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
-    ("SS_L2_START_AT", 0, 2),
+    ("SS_L2_START_SPLIT", 0, 1),
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),

@@ -381,14 +381,13 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     Ok(Box::new(arm))
 }
 
-/// Tuning switch of `ss-reg`: `GVR_SS_REG_DEFINES=SS_REG_DEG_MULT=64` builds
+/// Tuning switch of `ss-reg`: `GVR_SS_REG_DEFINES=SS_REG_DROP_MAX=0` builds
 /// `ss_reg.cu` with those knobs (the kernel documents each) for a
 /// same-inputs comparison. The variant records them; `ss` never reads it.
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
-    [("SS_REG_DEG_MULT", 1, 1024), ("SS_REG_DROP_MAX", 0, 64)];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_DROP_MAX", 0, 64)];
 
 /// `ss-reg`'s kernel knobs from the value of [`REG_DEFINES_ENV`] (unset: none).
 pub fn reg_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
@@ -531,23 +530,18 @@ mod tests {
 
     #[test]
     fn kernel_knob_defaults_match_the_cpu_model() {
-        use crate::arms::cpu_ss::{DEG_MULT, DROP_MAX};
-        for line in [
-            format!("#define SS_REG_DEG_MULT {DEG_MULT}u"),
-            format!("#define SS_REG_DROP_MAX {DROP_MAX}u"),
-        ] {
-            assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
-        }
+        let line = format!("#define SS_REG_DROP_MAX {}u", crate::arms::cpu_ss::DROP_MAX);
+        assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
     }
 
     #[test]
     fn reg_switches_take_known_knobs_and_refuse_the_rest() {
         assert_eq!(reg_switches(None).unwrap(), vec![]);
         assert_eq!(
-            reg_switches(Some("SS_REG_DEG_MULT=64")).unwrap(),
-            vec![("SS_REG_DEG_MULT", "64".to_string())]
+            reg_switches(Some("SS_REG_DROP_MAX=0")).unwrap(),
+            vec![("SS_REG_DROP_MAX", "0".to_string())]
         );
-        for bad in ["SS_REG_DEG_MULT=0", "SS_L2_DIST=0", "SS_REG_DEG_MULT"] {
+        for bad in ["SS_REG_DROP_MAX=65", "SS_L2_DIST=0", "SS_REG_DROP_MAX"] {
             let err = reg_switches(Some(bad)).unwrap_err();
             assert!(err.starts_with(REG_DEFINES_ENV), "{bad}: {err}");
         }

@@ -25,17 +25,10 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
-    /// Rows of `n ≤ deg_mult·k + 64` take the whole-row bracket (DEG): 4 in
-    /// every routed launch, larger in the kernel's `SS_REG_DEG_MULT` tuning build.
-    pub deg_mult: usize,
     /// Rows of `n ≤ k + drop_max` drop their `n − k` smallest elements
     /// (the kernel's `SS_REG_DROP_MAX`; 0: never).
     pub drop_max: usize,
 }
-
-/// The DEG bound of every routed launch (§4.1: `n ≤ 4k + 64`); the kernel's
-/// `SS_REG_DEG_MULT` default.
-pub const DEG_MULT: usize = 4;
 
 /// The kernel's `SS_REG_DROP_MAX` default.
 pub const DROP_MAX: usize = 4;
@@ -177,7 +170,7 @@ pub fn select_row_reg(
         counts.drop_few += 1;
         return escape();
     }
-    let deg = n <= model.deg_mult * k + 64;
+    let deg = n <= 4 * k + 64;
     let mut bracket = None;
     if !deg && model.use_hints {
         let hinted = hints
@@ -267,7 +260,6 @@ mod tests {
             cmp,
             qc,
             use_hints,
-            deg_mult: DEG_MULT,
             drop_max: DROP_MAX,
         }
     }
