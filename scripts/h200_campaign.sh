@@ -21,7 +21,8 @@
 #   gvr-bench report reports/h200/$(date +%F)/run
 #   gvr-bench aa reports/h200/$(date +%F)/run --arm radix --arm-b 'radix#2'
 #
-# Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, SHARD, RUN_DIR, GVR_PYTHON,
+# Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, SHARD, SAMPLE (a spread
+# sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
 # BUDGET_S (whole-script seconds; default 570 with SHARD, to fit a 10-minute
 # device call, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
 # after 90 s for report and packing, or 1500 without a budget).
@@ -62,7 +63,8 @@ if [ -f "$RUN/manifest.json" ]; then
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
   GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" --aa "$AA_ARM"
-            --peer torch --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"} ${DEVICES:+--devices "$DEVICES"})
+            --peer torch --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"} ${DEVICES:+--devices "$DEVICES"}
+            ${SAMPLE:+--sample "$SAMPLE"})
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"
 if [ -n "${GRID_TIMEOUT:-}" ]; then GRID_LIMIT="$GRID_TIMEOUT"
