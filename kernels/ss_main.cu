@@ -40,7 +40,8 @@
 //     (TUNING.md). SS_L2_START (default 1) tiles of the slice are
 //     prefetched once the sample has arrived, behind the histogram / scan /
 //     ladder (2–5 % at B >= 64, TUNING.md 2026-12-03c). One CTA per row
-//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured).
+//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured),
+//     but take the start prefetch too (SS_L2_START_SPLIT).
 //   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs
 //     (`ss_row_pass`; arm `ss-main-base`, for same-run A/B).
 // Exactness does not depend on either: every float4 is still classified
@@ -56,7 +57,7 @@
 #define SS_L2_START 1  // tiles of the slice bulk-prefetched into L2 once the sample has arrived
 #endif
 #ifndef SS_L2_START_SPLIT
-#define SS_L2_START_SPLIT 0  // 1: SPLIT entries also prefetch their slice's first tile(s) (tuning)
+#define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
@@ -451,8 +452,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // their DRAM latency overlaps the histogram, scan and ladder. Not earlier:
     // issued at kernel start the bulk requests delay the sample's own loads
     // (measured, kernels/TUNING.md 2026-12-03c).
-    if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || SS_L2_START_SPLIT != 0))
-        ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
+    // BLK 256 slices of more than 4 tiles skip it (1.5–2.2 % slower there, two
+    // runs; +2–4 % up to 4 tiles).
+    if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || (SPLIT && SS_L2_START_SPLIT != 0)))
+        if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U)) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();

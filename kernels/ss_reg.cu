@@ -27,8 +27,6 @@
 //      the k-th largest key, then a two-predicate ballot emit. Taken when the
 //      bracket is rejected, the crossing lies in the trash bin (the top k
 //      reach below Tv) or the crossing bin exceeds CMP.
-// Rows of at most k + SS_REG_DROP_MAX values skip 1–7: they drop their n − k
-// smallest (key, index) pairs, one block minimum each (ss_reg_drop_few).
 // Exactness never depends on the bracket: the histogram counts every valid
 // element, so its total is n > k and the crossing is always real; B ≥ 1
 // means the bins above B hold fewer than k elements and bin B completes them.
@@ -94,7 +92,6 @@ struct SsRegParams {
 #define SS_RTR_RANK 256u       // O(m^2) rank refine
 #define SS_RTR_NARROW 512u     // key-narrowing refine
 #define SS_RTR_OVERSIZE 1024u  // row longer than the register capacity
-#define SS_RTR_DROP 2048u      // n - k <= SS_REG_DROP_MAX: the n - k smallest dropped
 #ifdef SS_EMULATION
 #define SS_RTRACE(bit)                                        \
     do {                                                      \
@@ -104,14 +101,6 @@ struct SsRegParams {
 #define SS_RTRACE(bit) \
     do {               \
     } while (0)
-#endif
-
-// Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024)
-// drop their n − k smallest elements, one block minimum per dropped element,
-// instead of the bracket → histogram → scan → emit chain; 0 turns it off
-// (GVR_SS_REG_DEFINES, for the same-inputs A/B).
-#ifndef SS_REG_DROP_MAX
-#define SS_REG_DROP_MAX 4u
 #endif
 
 #define SS_REG_REFINE_LEVELS 6
@@ -310,67 +299,6 @@ __device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u3
     });
 }
 
-// Minimum of a 64-bit value over the warp (two 32-bit shuffles per step).
-__device__ __forceinline__ u64 ss_warp_min_u64(u64 v) {
-#pragma unroll
-    for (u32 d = 16u; d >= 1u; d >>= 1) {
-        const u32 lo = __shfl_sync(GVR_FULL_MASK, (u32)v, (int)(lane_id() ^ d));
-        const u32 hi = __shfl_sync(GVR_FULL_MASK, (u32)(v >> 32), (int)(lane_id() ^ d));
-        const u64 o = ((u64)hi << 32) | lo;
-        v = o < v ? o : v;
-    }
-    return v;
-}
-
-// Rows of n ≤ k + SS_REG_DROP_MAX: every element except the n − k smallest
-// (key, index) pairs is a winner. Round r finds the smallest pair above the
-// previous round's (a block minimum: one barrier, per-warp results in a
-// double-buffered 64-word `scratch`), so exactly n − k distinct elements are
-// dropped whatever the ties; the kept ones take slots by warp reservation.
-// Not inlined, so the register entries keep their allocation (inlined over
-// the register row it spilled in five of them); it loads the row into its own
-// registers, element j·BLK + tid, all loads issued before the first use
-// (a load per loop trip measured 1.5× slower than the default chain).
-// Block-uniform.
-template <int BLK, int VPT>
-__device__ __noinline__ void ss_reg_drop_few(const float* X, u32 n, u32 k, i32* O, u32* win, u64* scratch) {
-    constexpr int NW = BLK / 32;
-    constexpr int PER = 4 * VPT + 1;  // the entry's capacity over BLK: n <= PER·BLK
-    const u32 t = threadIdx.x;
-    u32 key[PER];
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {
-        const u32 i = (u32)j * BLK + t;
-        key[j] = i < n ? fkey(ldg_nc_f(X + i)) : 0u;
-    }
-    if (t == 0u) *win = 0u;  // published by the first round's barrier
-    u64 lo = 0ull;           // the pairs >= lo are not dropped (yet)
-    for (u32 round = 0u; round < n - k; ++round) {
-        u64 mine = ~0ull;
-#pragma unroll
-        for (int j = 0; j < PER; ++j) {
-            const u32 i = (u32)j * BLK + t;
-            const u64 c = ((u64)key[j] << 32) | i;
-            mine = i < n && c >= lo && c < mine ? c : mine;
-        }
-        mine = ss_warp_min_u64(mine);
-        u64* buf = scratch + (round & 1u) * 32u;
-        if (lane_id() == 0u) buf[warp_id()] = mine;
-        __syncthreads();
-        u64 m = buf[0];
-#pragma unroll
-        for (int w = 1; w < NW; ++w) m = buf[w] < m ? buf[w] : m;
-        lo = m + 1ull;  // no wrap: the index half of a pair is < n < 2^31
-    }
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {  // every lane calls the ballot PER times
-        const u32 i = (u32)j * BLK + t;
-        const bool keep = i < n && (((u64)key[j] << 32) | i) >= lo;
-        const u32 slot = warp_reserve(keep, win);
-        if (keep) O[slot] = (i32)i;  // exactly k are kept: slot < k
-    }
-}
-
 // The __noinline__ ss_narrow_emit is compiled once per instantiation, and
 // sharing one between the 32-register BLK 512 entries and ss_reg_b512_v4
 // (64 registers) made ptxas spill in the former: that entry gets its own
@@ -416,12 +344,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         typename SsRegSrcFor<SsSrcRow, BLK == 512 && VPT == 4>::type src;
         src.row = X;
         ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_REG_FALLBACK_LEVELS, O, 0u, nsh);
-        return;
-    }
-
-    if (n - k <= SS_REG_DROP_MAX) {  // the histogram's words are its scratch
-        SS_RTRACE(SS_RTR_DROP);
-        ss_reg_drop_few<BLK, VPT>(X, n, k, O, &s.win, reinterpret_cast<u64*>(hist));
         return;
     }
 

@@ -273,14 +273,14 @@ fn the_unpipelined_base_pass_stays_exact() {
 
 #[test]
 fn the_start_prefetch_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: no start prefetch, two tiles, and SPLIT entries
-    // prefetching too: same sweep, prefetch ranges bounds-checked by the
-    // emulator (the default build, one tile, runs in the tests above).
+    // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
+    // entries': same sweep, prefetch ranges bounds-checked by the emulator
+    // (the default build runs in the tests above).
     for defines in [
         vec!["-DSS_L2_START=0".to_string()],
         vec![
             "-DSS_L2_START=2".to_string(),
-            "-DSS_L2_START_SPLIT=1".to_string(),
+            "-DSS_L2_START_SPLIT=0".to_string(),
         ],
     ] {
         let Some(exe) = build_emulator(&defines) else {

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DROP_MAX};
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -45,32 +45,29 @@ const WHOLE: u32 = 128;
 const RANK: u32 = 256;
 const NARROW: u32 = 512;
 const OVERSIZE: u32 = 1024;
-const DROP: u32 = 2048;
 
 /// Build the emulator once per source version; `None` if g++ is missing.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_emulator("ss-reg-emu", &[]))
+        .get_or_init(|| {
+            if !ss_support::gxx_available("ss_reg.cu") {
+                return None;
+            }
+            assert!(
+                SS_REG.code.contains(DYN_SMEM_DECL),
+                "dynamic smem declaration moved"
+            );
+            let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
+            Some(ss_support::kernel_emulator(
+                "ss-reg-emu",
+                false,
+                ("ss_reg.cu", kernel.as_str()),
+                ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
+                &[],
+            ))
+        })
         .as_deref()
-}
-
-fn build_emulator(prefix: &str, defines: &[String]) -> Option<PathBuf> {
-    if !ss_support::gxx_available("ss_reg.cu") {
-        return None;
-    }
-    assert!(
-        SS_REG.code.contains(DYN_SMEM_DECL),
-        "dynamic smem declaration moved"
-    );
-    let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
-    Some(ss_support::kernel_emulator(
-        prefix,
-        false,
-        ("ss_reg.cu", kernel.as_str()),
-        ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
-        defines,
-    ))
 }
 
 /// One emulated launch.
@@ -191,7 +188,6 @@ fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u3
         cmp: a.cmp as usize,
         qc: a.qc as usize,
         use_hints: a.use_hints != 0,
-        drop_max: DROP_MAX,
     };
     for r in 0..launch.rows {
         let label = format!("{label} row {r}");
@@ -342,9 +338,7 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
             // Full capacity (a tail scalar in every thread), 15 past the
             // float4 registers (the v32 N = 2^j + 15 rows), the DEG
             // boundary, and a length that is not a multiple of 4 in between.
-            // Also k + 1 and k + DROP_MAX (the dropped-few path) and one past it.
             let mut ns = vec![cap, 4 * e.capacity4() + 15, ((k + cap) / 2) | 1];
-            ns.extend([k + 1, k + DROP_MAX, k + DROP_MAX + 1]);
             if 4 * k + 65 <= cap {
                 ns.extend([4 * k + 64, 4 * k + 65]);
             }
@@ -367,7 +361,6 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
         (WHOLE, "whole crossing bin"),
         (RANK, "rank refine"),
         (NARROW, "narrowing refine"),
-        (DROP, "dropped-few"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
     }
@@ -377,20 +370,7 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
-    let lens = [
-        0usize,
-        1,
-        3,
-        k - 1,
-        k,
-        k + 1,
-        k + 3,
-        1500,
-        2113,
-        2114,
-        3001,
-        4099,
-    ];
+    let lens = [0usize, 1, 3, k - 1, k, k + 1, k + 3, 2113, 2114, 3001, 4099];
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let generators = row_generators();
     let rows: Vec<Vec<f32>> = lens
@@ -418,10 +398,7 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
             assert!(seen & FIRSTK != 0);
         }
     }
-    assert!(
-        seen & SHORT != 0 && seen & DEG != 0 && seen & DROP != 0,
-        "{seen:#x}"
-    );
+    assert!(seen & SHORT != 0 && seen & DEG != 0, "{seen:#x}");
 }
 
 #[test]

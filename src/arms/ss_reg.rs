@@ -19,7 +19,7 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::{Defines, SS_REG};
+use crate::gpu::sources::SS_REG;
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
@@ -371,32 +371,7 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         }
         Err(_) => None,
     };
-    let knobs =
-        reg_switches(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
-    if !knobs.is_empty() {
-        tracing::warn!("{REG_DEFINES_ENV}: ss-reg builds its kernel with {knobs:?}");
-    }
-    let mut arm = SsReg::new(gpu).with_forced_entry(forced);
-    arm.knobs = knobs;
-    Ok(Box::new(arm))
-}
-
-/// Tuning switch of `ss-reg`: `GVR_SS_REG_DEFINES=SS_REG_DROP_MAX=0` builds
-/// `ss_reg.cu` with those knobs (the kernel documents each) for a
-/// same-inputs comparison. The variant records them; `ss` never reads it.
-pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
-
-/// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_DROP_MAX", 0, 64)];
-
-/// `ss-reg`'s kernel knobs from the value of [`REG_DEFINES_ENV`] (unset: none).
-pub fn reg_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
-    defines
-        .map(|spec| {
-            super::ss::parse_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
-        })
-        .transpose()
-        .map(Option::unwrap_or_default)
+    Ok(Box::new(SsReg::new(gpu).with_forced_entry(forced)))
 }
 
 /// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
@@ -407,8 +382,6 @@ pub struct SsReg {
     plan: Option<RegLaunch>,
     /// `GVR_SS_REG_ENTRY` (the `ss-reg` arm only).
     forced: Option<RegEntry>,
-    /// `GVR_SS_REG_DEFINES` (the `ss-reg` arm only).
-    knobs: Defines,
 }
 
 impl SsReg {
@@ -419,7 +392,6 @@ impl SsReg {
             staged: StagedLaunch::new(gpu, "ss-reg"),
             plan: None,
             forced: None,
-            knobs: Defines::new(),
         }
     }
 
@@ -458,21 +430,15 @@ impl Arm for SsReg {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape)
-            .ok()
-            .map(|p| super::ss::with_knobs(p.variant(), &self.knobs))
+        self.plan(shape).ok().map(|p| p.variant())
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
-        self.staged.load(
-            &SS_REG,
-            &self.knobs,
-            &plan.entry.name(),
-            plan.dyn_smem_bytes,
-        )?;
+        self.staged
+            .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -525,25 +491,6 @@ mod tests {
             n,
             npad: n.div_ceil(64).max(1) * 64,
             k,
-        }
-    }
-
-    #[test]
-    fn kernel_knob_defaults_match_the_cpu_model() {
-        let line = format!("#define SS_REG_DROP_MAX {}u", crate::arms::cpu_ss::DROP_MAX);
-        assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
-    }
-
-    #[test]
-    fn reg_switches_take_known_knobs_and_refuse_the_rest() {
-        assert_eq!(reg_switches(None).unwrap(), vec![]);
-        assert_eq!(
-            reg_switches(Some("SS_REG_DROP_MAX=0")).unwrap(),
-            vec![("SS_REG_DROP_MAX", "0".to_string())]
-        );
-        for bad in ["SS_REG_DROP_MAX=65", "SS_L2_DIST=0", "SS_REG_DROP_MAX"] {
-            let err = reg_switches(Some(bad)).unwrap_err();
-            assert!(err.starts_with(REG_DEFINES_ENV), "{bad}: {err}");
         }
     }
 

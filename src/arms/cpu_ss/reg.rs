@@ -25,13 +25,7 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
-    /// Rows of `n ≤ k + drop_max` drop their `n − k` smallest elements
-    /// (the kernel's `SS_REG_DROP_MAX`; 0: never).
-    pub drop_max: usize,
 }
-
-/// The kernel's `SS_REG_DROP_MAX` default.
-pub const DROP_MAX: usize = 4;
 
 /// How often each path of the reg kernel ran (the kernel's `SS_RTR_*` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,8 +53,6 @@ pub struct RegCounts {
     pub narrow_refine: u64,
     /// Row longer than the register capacity (global-memory narrowing).
     pub oversize: u64,
-    /// `n − k ≤ drop_max`: the `n − k` smallest dropped.
-    pub drop_few: u64,
 }
 
 impl RegCounts {
@@ -78,7 +70,6 @@ impl RegCounts {
             rank_refine: self.rank_refine + o.rank_refine,
             narrow_refine: self.narrow_refine + o.narrow_refine,
             oversize: self.oversize + o.oversize,
-            drop_few: self.drop_few + o.drop_few,
         }
     }
 
@@ -96,7 +87,6 @@ impl RegCounts {
             (self.rank_refine, 256),
             (self.narrow_refine, 512),
             (self.oversize, 1024),
-            (self.drop_few, 2048),
         ]
         .iter()
         .filter(|(count, _)| *count > 0)
@@ -164,10 +154,6 @@ pub fn select_row_reg(
     let escape = || largest(keyed().collect(), k).collect::<Vec<i32>>();
     if n > model.capacity {
         counts.oversize += 1;
-        return escape();
-    }
-    if n - k <= model.drop_max {
-        counts.drop_few += 1;
         return escape();
     }
     let deg = n <= 4 * k + 64;
@@ -260,7 +246,6 @@ mod tests {
             cmp,
             qc,
             use_hints,
-            drop_max: DROP_MAX,
         }
     }
 
@@ -315,17 +300,6 @@ mod tests {
         assert_eq!(c.narrow_refine, 1, "{c:?}");
         let c = run(&ties, &ends, k, &model(512, 96, true));
         assert_eq!(c.rank_refine, 1, "{c:?}");
-        // A few values more than k: the n − k smallest are dropped (ties at
-        // the drop line and NaN included), any length past the bound is not.
-        for n in [k + 1, k + DROP_MAX] {
-            let mut row = vec![2.0f32; n];
-            row[n / 2] = f32::NAN;
-            let c = run(&row, &[], k, &m);
-            assert_eq!((c.drop_few, c.deg), (1, 0), "{c:?}");
-        }
-        assert_eq!(run(&spread(k + DROP_MAX + 1), &[], k, &m).drop_few, 0);
-        let off = RegModel { drop_max: 0, ..m };
-        assert_eq!(run(&spread(k + 1), &[], k, &off).drop_few, 0);
         // Short and oversize rows.
         assert_eq!(run(&spread(10), &[], k, &m).short_row, 1);
         assert_eq!(run(&spread(5121), &[], k, &m).oversize, 1);
