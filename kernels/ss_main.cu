@@ -452,7 +452,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // their DRAM latency overlaps the histogram, scan and ladder. Not earlier:
     // issued at kernel start the bulk requests delay the sample's own loads
     // (measured, kernels/TUNING.md 2026-12-03c).
-    // BLK 256 slices of more than 4 tiles skip it (1.5–2.2 % slower there, two
+    // BLK 256 slices of more than 4 tiles skip it (1.1–2.2 % slower there, two
     // runs; +2–4 % up to 4 tiles).
     if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || (SPLIT && SS_L2_START_SPLIT != 0)))
         if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U)) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
