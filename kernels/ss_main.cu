@@ -39,7 +39,7 @@
 //     and distance 0 was the fastest on every big-batch slice measured
 //     (TUNING.md). SS_L2_START (default 1) tiles of the slice are
 //     prefetched once the sample has arrived, behind the histogram / scan /
-//     ladder (2–5 % at B >= 64, TUNING.md 2026-12-03c). One CTA per row
+//     ladder (+1.8–4.0 % at B >= 64, TUNING.md 2026-12-03c). One CTA per row
 //     only: SPLIT entries keep the plain pass (`SsPipelined`, measured),
 //     but take the start prefetch too (SS_L2_START_SPLIT).
 //   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs

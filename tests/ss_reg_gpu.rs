@@ -30,9 +30,10 @@ use ss_support::{batch, open_gpu};
 /// route itself picked a register family for it.
 type ShapeCase = (usize, usize, usize, (u32, u32), bool);
 
-/// Entries the H200 route never picks, forced (`GVR_SS_REG_ENTRY`'s path):
-/// regimg on a wide batch of non-DEG rows.
-const FORCED: &[(&str, (usize, usize, usize))] = &[("ss_regimg_b1024_v1", (16, 4096, 512))];
+/// The regimg entry, which the H200 route no longer picks: forced
+/// (`GVR_SS_REG_ENTRY`'s path) on a wide batch of non-DEG rows.
+const IMG_ENTRY: &str = "ss_regimg_b1024_v1";
+const IMG_SHAPE: (usize, usize, usize) = (16, 4096, 512);
 
 const SHAPES: &[ShapeCase] = &[
     (8, 1024, 512, (256, 1), true),
@@ -149,25 +150,19 @@ fn every_entry_is_exact_on_the_h200() {
         assert_eq!(matches!(plan.source, RegSource::Routed(_)), routed);
         covered.insert(plan.entry.name());
     }
-    let mut forced = Vec::new();
-    for &(name, (rows, n, k)) in FORCED {
-        let entry = entry_named(name).expect("compiled entry");
-        let batch = shape_batch(rows, n, k, 1);
-        let plan = plan_reg_with(&Shape::of(&batch), &dev, Some(entry)).expect("plans");
-        assert!(
-            plan.entry == entry && plan.source == RegSource::Forced,
-            "{name}"
-        );
-        covered.insert(plan.entry.name());
-        forced.push((rows, n, k, Some(entry)));
-    }
+    let img = entry_named(IMG_ENTRY).expect("regimg entry");
+    let (rows, n, k) = IMG_SHAPE;
+    let img_batch = shape_batch(rows, n, k, 1);
+    let plan = plan_reg_with(&Shape::of(&img_batch), &dev, Some(img)).expect("plans");
+    assert!(plan.entry.img && plan.source == RegSource::Forced);
+    covered.insert(plan.entry.name());
     assert_eq!(covered.len(), REG_ENTRIES.len(), "every entry has a shape");
 
     let Some(gpu) = open_gpu() else { return };
     let cases = SHAPES
         .iter()
         .map(|&(rows, n, k, _, _)| (rows, n, k, None))
-        .chain(forced);
+        .chain([(rows, n, k, Some(img))]);
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
         for use_hints in [true, false] {
