@@ -489,7 +489,10 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     })?;
     if mode == Mode::Routed {
         // `ss` hands each shape to the family the route picks.
-        return Ok(Box::new(super::ss_routed::SsRouted::new(gpu)));
+        let emit = super::ss_reg::emit_form_from_env()?;
+        return Ok(Box::new(
+            super::ss_routed::SsRouted::new(gpu).with_reg_emit_form(emit),
+        ));
     }
     if !tuning.is_empty() {
         tracing::warn!("{MAIN_DEFINES_ENV}: ss-main builds its kernel with {tuning:?}");

@@ -149,7 +149,9 @@ pub struct SsRegArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift (0 or 2).
     pub cr_shift: u32,
-    /// Emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (`RegPlan::cur`).
+    /// Emit form, an index of [`EMIT_FORMS`]: the route's 1 per-bin cursors
+    /// (CUR) or 0 warp-aggregated slots (`RegPlan::cur`), or a form forced
+    /// with [`REG_EMIT_ENV`].
     pub cur: u32,
 }
 
@@ -191,6 +193,41 @@ pub enum RegSource {
 /// on the same inputs. `ss` never reads it.
 pub const REG_ENTRY_ENV: &str = "GVR_SS_REG_ENTRY";
 
+/// Tuning switch of the register families: `GVR_SS_REG_EMIT=ballot` makes
+/// every reg launch of `ss` and `ss-reg` emit in that form instead of the
+/// route's (recorded in the variant), so one device run compares the forms
+/// on the same inputs.
+pub const REG_EMIT_ENV: &str = "GVR_SS_REG_EMIT";
+
+/// The kernel's emit forms (`SS_REG_EMIT_*` of ss_reg.cu), by code.
+pub const EMIT_FORMS: [&str; 4] = ["slots", "cur", "ballot", "ballot2"];
+
+/// The emit form called `name` (its kernel code), or a usage error.
+pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
+    EMIT_FORMS
+        .iter()
+        .position(|f| *f == name)
+        .map(|code| code as u32)
+        .ok_or_else(|| {
+            format!(
+                "{REG_EMIT_ENV}={name} is not an emit form (one of: {})",
+                EMIT_FORMS.join(", ")
+            )
+        })
+}
+
+/// [`REG_EMIT_ENV`] (unset: `None`), checked before the arm is built.
+pub fn emit_form_from_env() -> Result<Option<u32>> {
+    match std::env::var(REG_EMIT_ENV) {
+        Ok(name) => {
+            let code = emit_form_named(&name).map_err(GvrError::Usage)?;
+            tracing::warn!("{REG_EMIT_ENV}={name}: every reg launch emits in that form");
+            Ok(Some(code))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
 /// The entry called `name`, or a usage error listing the names.
 pub fn entry_named(name: &str) -> std::result::Result<RegEntry, String> {
     REG_ENTRIES
@@ -222,7 +259,10 @@ impl RegLaunch {
     /// Recorded variant: `reg/blk1024/v4`, `regimg/blk1024/v1`, or
     /// `reg(for main)/blk1024/v4` when the route would have picked another family.
     pub fn variant(&self) -> String {
-        let tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
+        let mut tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
+        if self.args.cur != u32::from(self.plan.cur) {
+            tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
+        }
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -371,7 +411,12 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         }
         Err(_) => None,
     };
-    Ok(Box::new(SsReg::new(gpu).with_forced_entry(forced)))
+    let emit = emit_form_from_env()?;
+    Ok(Box::new(
+        SsReg::new(gpu)
+            .with_forced_entry(forced)
+            .with_emit_form(emit),
+    ))
 }
 
 /// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
@@ -382,6 +427,8 @@ pub struct SsReg {
     plan: Option<RegLaunch>,
     /// `GVR_SS_REG_ENTRY` (the `ss-reg` arm only).
     forced: Option<RegEntry>,
+    /// `GVR_SS_REG_EMIT`: the emit form of every launch.
+    emit: Option<u32>,
 }
 
 impl SsReg {
@@ -392,7 +439,14 @@ impl SsReg {
             staged: StagedLaunch::new(gpu, "ss-reg"),
             plan: None,
             forced: None,
+            emit: None,
         }
+    }
+
+    /// Emit every launch in form `code` of [`EMIT_FORMS`] (`GVR_SS_REG_EMIT`).
+    pub fn with_emit_form(mut self, code: Option<u32>) -> SsReg {
+        self.emit = code;
+        self
     }
 
     /// Launch `entry` for every shape it holds (`GVR_SS_REG_ENTRY`).
@@ -412,6 +466,9 @@ impl SsReg {
     pub fn plan(&self, shape: &Shape) -> std::result::Result<RegLaunch, String> {
         let mut launch = plan_reg_with(shape, &self.device, self.forced)?;
         launch.args.use_hints = u32::from(self.use_hints);
+        if let Some(code) = self.emit {
+            launch.args.cur = code;
+        }
         Ok(launch)
     }
 }
@@ -482,6 +539,19 @@ impl Arm for SsReg {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn emit_forms_parse_by_name_and_reject_others() {
+        assert_eq!(emit_form_named("slots"), Ok(0));
+        assert_eq!(emit_form_named("cur"), Ok(1));
+        assert_eq!(emit_form_named("ballot"), Ok(2));
+        assert_eq!(emit_form_named("ballot2"), Ok(3));
+        let err = emit_form_named("warp").unwrap_err();
+        assert!(
+            err.contains("GVR_SS_REG_EMIT=warp") && err.contains("ballot2"),
+            "{err}"
+        );
+    }
+
     use super::*;
     use crate::arms::ss::SUPPORTED_K;
 

@@ -74,6 +74,12 @@ impl SsRouted {
         }
     }
 
+    /// The register delegate's forced emit form (`GVR_SS_REG_EMIT`).
+    pub fn with_reg_emit_form(mut self, code: Option<u32>) -> SsRouted {
+        self.reg = self.reg.with_emit_form(code);
+        self
+    }
+
     fn delegate(&mut self, which: Delegate) -> &mut dyn Arm {
         match which {
             Delegate::Main => &mut self.main,
