@@ -64,7 +64,7 @@ struct SsRegParams {
     u32 use_hints;  // 0: hint-free bracket (first k values); also when no hint array is passed
     u32 next_n;     // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
-    u32 cur;        // emit form: SS_REG_EMIT_* below (the host's RegPlan / GVR_SS_REG_EMIT)
+    u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8; GVR_SS_REG_EMIT)
 };
 
 // Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
@@ -79,20 +79,6 @@ struct SsRegParams {
 // contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where
 // few are (the second visit and the scan are then pure latency).
 #define SS_EMIT_CROSS 0x10000u
-
-// Emit forms (SsRegParams::cur). SLOTS and CUR as above; the two ballot forms
-// hand each warp's winners (and crossing-bin elements) consecutive slots per
-// element position, so one store instruction of a warp writes one contiguous
-// run of the output instead of up to 32 scattered words, and no lane waits on
-// a per-element shared atomic (the CUR form's short-scoreboard chain: 29 % of
-// the stall samples of reg 16K x 256, reports/h200/2026-12-03c).
-//   BALLOT:  one visit; per position one atomic per warp on the packed counter.
-//   BALLOT2: a counting visit (ballot popcounts: the warp total is the same in
-//            every lane, no scan), one atomic per warp, then the writing visit.
-#define SS_REG_EMIT_SLOTS 0u
-#define SS_REG_EMIT_CUR 1u
-#define SS_REG_EMIT_BALLOT 2u
-#define SS_REG_EMIT_BALLOT2 3u
 
 // Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
 #define SS_RTR_SHORT 1u        // n <= k: identity / -1
@@ -481,52 +467,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             ci[slot] = (i32)idx;
         }
     };
-    if (p.cur == SS_REG_EMIT_BALLOT) {
-        ss_reg_each_uniform<BLK, VPT>(r, n4, n, [&](float x, u32 idx, bool ok) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            const bool win = ok && b > cb;
-            const bool crs = ok && b == cb;
-            const u32 bw = __ballot_sync(GVR_FULL_MASK, win);
-            const u32 bc = __ballot_sync(GVR_FULL_MASK, crs);
-            if ((bw | bc) != 0u) {  // warp-uniform
-                u32 base = 0u;
-                if (lane_id() == 0u) base = atomicAdd(&s.win, (u32)__popc(bw) + (u32)__popc(bc) * SS_EMIT_CROSS);
-                base = __shfl_sync(GVR_FULL_MASK, base, 0);
-                const u32 lt = lanemask_lt();
-                if (win) {
-                    O[(base & (SS_EMIT_CROSS - 1u)) + (u32)__popc(bw & lt)] = (i32)idx;
-                } else if (crs) {
-                    put_cross(x, idx, base / SS_EMIT_CROSS + (u32)__popc(bc & lt));
-                }
-            }
-        });
-    } else if (p.cur == SS_REG_EMIT_BALLOT2) {
-        u32 total = 0u;  // the warp's packed count, the same in every lane
-        ss_reg_each_uniform<BLK, VPT>(r, n4, n, [&](float x, u32, bool ok) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            total += (u32)__popc(__ballot_sync(GVR_FULL_MASK, ok && b > cb)) +
-                     (u32)__popc(__ballot_sync(GVR_FULL_MASK, ok && b == cb)) * SS_EMIT_CROSS;
-        });
-        u32 base = 0u;
-        if (lane_id() == 0u && total != 0u) base = atomicAdd(&s.win, total);
-        base = __shfl_sync(GVR_FULL_MASK, base, 0);
-        u32 win_slot = base & (SS_EMIT_CROSS - 1u), cross_slot = base / SS_EMIT_CROSS;
-        const u32 lt = lanemask_lt();
-        ss_reg_each_uniform<BLK, VPT>(r, n4, n, [&](float x, u32 idx, bool ok) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            const bool win = ok && b > cb;
-            const bool crs = ok && b == cb;
-            const u32 bw = __ballot_sync(GVR_FULL_MASK, win);
-            const u32 bc = __ballot_sync(GVR_FULL_MASK, crs);
-            if (win) {
-                O[win_slot + (u32)__popc(bw & lt)] = (i32)idx;
-            } else if (crs) {
-                put_cross(x, idx, cross_slot + (u32)__popc(bc & lt));
-            }
-            win_slot += (u32)__popc(bw);
-            cross_slot += (u32)__popc(bc);
-        });
-    } else if (p.cur == SS_REG_EMIT_CUR) {  // one shared atomic per emitted element on its bin's cursor
+    if (p.cur != 0u) {  // CUR: one shared atomic per emitted element on its bin's cursor
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b > cb) {

@@ -149,9 +149,9 @@ pub struct SsRegArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift (0 or 2).
     pub cr_shift: u32,
-    /// Emit form, an index of [`EMIT_FORMS`]: the route's 1 per-bin cursors
-    /// (CUR) or 0 warp-aggregated slots (`RegPlan::cur`), or a form forced
-    /// with [`REG_EMIT_ENV`].
+    /// Emit form, an index of [`EMIT_FORMS`]: 1 per-bin cursors (CUR) or 0
+    /// warp-aggregated slots, as the route plans (`RegPlan::cur`) or as
+    /// [`REG_EMIT_ENV`] forces.
     pub cur: u32,
 }
 
@@ -193,14 +193,14 @@ pub enum RegSource {
 /// on the same inputs. `ss` never reads it.
 pub const REG_ENTRY_ENV: &str = "GVR_SS_REG_ENTRY";
 
-/// Tuning switch of the register families: `GVR_SS_REG_EMIT=ballot` makes
+/// Tuning switch of the register families: `GVR_SS_REG_EMIT=cur` makes
 /// every reg launch of `ss` and `ss-reg` emit in that form instead of the
-/// route's (recorded in the variant), so one device run compares the forms
-/// on the same inputs.
+/// route's per-shape choice (recorded in the variant), so one device run
+/// compares the forms on the same inputs.
 pub const REG_EMIT_ENV: &str = "GVR_SS_REG_EMIT";
 
-/// The kernel's emit forms (`SS_REG_EMIT_*` of ss_reg.cu), by code.
-pub const EMIT_FORMS: [&str; 4] = ["slots", "cur", "ballot", "ballot2"];
+/// The kernel's emit forms (`SsRegParams::cur` of ss_reg.cu), by code.
+pub const EMIT_FORMS: [&str; 2] = ["slots", "cur"];
 
 /// The emit form called `name` (its kernel code), or a usage error.
 pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
@@ -539,19 +539,6 @@ impl Arm for SsReg {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn emit_forms_parse_by_name_and_reject_others() {
-        assert_eq!(emit_form_named("slots"), Ok(0));
-        assert_eq!(emit_form_named("cur"), Ok(1));
-        assert_eq!(emit_form_named("ballot"), Ok(2));
-        assert_eq!(emit_form_named("ballot2"), Ok(3));
-        let err = emit_form_named("warp").unwrap_err();
-        assert!(
-            err.contains("GVR_SS_REG_EMIT=warp") && err.contains("ballot2"),
-            "{err}"
-        );
-    }
-
     use super::*;
     use crate::arms::ss::SUPPORTED_K;
 
@@ -562,6 +549,17 @@ mod tests {
             npad: n.div_ceil(64).max(1) * 64,
             k,
         }
+    }
+
+    #[test]
+    fn emit_forms_parse_by_name_and_reject_others() {
+        assert_eq!(emit_form_named("slots"), Ok(0));
+        assert_eq!(emit_form_named("cur"), Ok(1));
+        let err = emit_form_named("ballot").unwrap_err();
+        assert!(
+            err.contains("GVR_SS_REG_EMIT=ballot") && err.contains("slots, cur"),
+            "{err}"
+        );
     }
 
     #[test]
