@@ -59,9 +59,6 @@
 #ifndef SS_L2_START_SPLIT
 #define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
-#ifndef SS_EMIT_BALLOT
-#define SS_EMIT_BALLOT 0  // 1: §3.7 emit from the staged list without per-bin cursors (ss_ballot_emit)
-#endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
@@ -378,70 +375,6 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
     }
 }
 
-// The same emit without per-bin cursors (SS_EMIT_BALLOT): a certain winner
-// may take any slot of [0, above) and an element of the crossing bin any of
-// [above, above + m), so a counting visit (ballot popcounts: the warp's total
-// is the same in every lane), one atomic per warp on each of `win` / `crs`
-// (zero, published by a barrier) and a writing visit that hands each warp's
-// elements consecutive slots replace the per-element cursor atomics and their
-// latency chain (8.5 % of the stall samples of 64K x 256, 2026-12-03b). The
-// staged list is read twice (shared memory, or the L2-resident slab).
-template <int BLK, class Src>
-__device__ __noinline__ void ss_ballot_emit(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
-                                            bool whole, u32 cmp, u32* win, u32* crs, u64* ck64, i32* out) {
-    const u32 lane = lane_id();
-    const u32 first = threadIdx.x - lane;  // warp-uniform trip count: ballots below
-    u32 wn = 0u, cn = 0u;
-    for (u32 i0 = first; i0 < count; i0 += BLK) {
-        bool w = false, c = false;
-        if (i0 + lane < count) {
-            float x;
-            u32 idx;
-            src.get(i0 + lane, &x, &idx);
-            if (x >= tf) {
-                const u32 bin = ss_bin(x, tf, sc);
-                w = bin > cross_bin;
-                c = bin == cross_bin;
-            }
-        }
-        wn += (u32)__popc(__ballot_sync(GVR_FULL_MASK, w));
-        cn += (u32)__popc(__ballot_sync(GVR_FULL_MASK, c));
-    }
-    u32 ws = 0u, cs = 0u;
-    if (lane == 0u && wn != 0u) ws = atomicAdd(win, wn);
-    if (lane == 1u && cn != 0u) cs = atomicAdd(crs, cn);
-    ws = __shfl_sync(GVR_FULL_MASK, ws, 0);
-    cs = __shfl_sync(GVR_FULL_MASK, cs, 1);
-    const u32 lt = lanemask_lt();
-    for (u32 i0 = first; i0 < count; i0 += BLK) {
-        bool w = false, c = false;
-        float x = 0.f;
-        u32 idx = 0u;
-        if (i0 + lane < count) {
-            src.get(i0 + lane, &x, &idx);
-            if (x >= tf) {
-                const u32 bin = ss_bin(x, tf, sc);
-                w = bin > cross_bin;
-                c = bin == cross_bin;
-            }
-        }
-        const u32 bw = __ballot_sync(GVR_FULL_MASK, w);
-        const u32 bc = __ballot_sync(GVR_FULL_MASK, c);
-        if (w) {
-            out[ws + (u32)__popc(bw & lt)] = (i32)idx;
-        } else if (c) {
-            const u32 q = cs + (u32)__popc(bc & lt);
-            if (whole) {
-                out[above + q] = (i32)idx;
-            } else if (q < cmp) {
-                ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
-            }
-        }
-        ws += (u32)__popc(bw);
-        cs += (u32)__popc(bc);
-    }
-}
-
 template <int BLK, int U, bool SPLIT>
 __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                              const i32* __restrict__ hints, i32* __restrict__ out,
@@ -497,10 +430,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (t == 0u) {
         s.count = 0u;
         s.row_len = n;
-        if (SS_EMIT_BALLOT != 0) {  // ss_ballot_emit's counters (ss_narrow_emit zeroes its own)
-            s.emit_win = 0u;
-            s.emit_tie = 0u;
-        }
     }
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
@@ -746,19 +675,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                if (SS_EMIT_BALLOT != 0)
-                    ss_ballot_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win,
-                                        &s.emit_tie, ck64, O);
-                else
-                    ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
             } else {
                 SsSrcStage src;
                 src.p = stage;
-                if (SS_EMIT_BALLOT != 0)
-                    ss_ballot_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, whole, p.cmp, &s.emit_win,
-                                        &s.emit_tie, ck64, O);
-                else
-                    ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
             }
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;

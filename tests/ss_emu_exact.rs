@@ -290,16 +290,6 @@ fn the_start_prefetch_variants_stay_exact() {
     }
 }
 
-#[test]
-fn the_ballot_emit_stays_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_EMIT_BALLOT=1: the staged and slab emits without
-    // cursors (the re-sweep keeps them), over the same sweep.
-    let Some(exe) = build_emulator(&["-DSS_EMIT_BALLOT=1".to_string()]) else {
-        return;
-    };
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-}
-
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
