@@ -194,13 +194,27 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
         // than 1024/4 (two rows per SM in flight instead of one is the
         // likely reason; not profiled).
+        // Re-measured after the emit-form and reconvergence changes
+        // (reports/h200/2026-12-03d, forced entries, 38 v32 N = 4,111 layers
+        // per B): 1024/1 beats 512/2 by 4–6 % at B <= 64 and 13–17 % at
+        // B = 128–256 while a batch fits one wave of two 1024-thread CTAs per
+        // SM; at B = 512 / 1024 it loses (0.99 / 0.89: a second wave).
+        if n <= reg_capacity(1024, 1) && b <= 2 * sms {
+            return Some(reg(
+                1024,
+                1,
+                2,
+                2048,
+                "reg (H200, measured): K = 2048, n <= 4·1024 + 1024, b <= 2·SMs",
+            ));
+        }
         if n <= reg_capacity(512, 2) {
             return Some(reg(
                 512,
                 2,
                 4,
                 1024,
-                "reg (H200, measured): K = 2048, n <= 4·1024 + 512",
+                "reg (H200, measured): K = 2048, n <= 4·1024 + 512, b > 2·SMs",
             ));
         }
         if n <= reg_capacity(512, 4) {
@@ -582,9 +596,7 @@ mod h200_rung_tests {
         // (n, (BLK, VPT)) at every batch size: the v32 grid lengths and the
         // capacity edges.
         let rungs = [
-            (4111usize, (512u32, 2u32)),
-            (4608, (512, 2)),
-            (4609, (512, 4)),
+            (5121usize, (512u32, 4u32)),
             (8207, (512, 4)),
             (8704, (512, 4)),
             (8705, (1024, 4)),
@@ -595,6 +607,19 @@ mod h200_rung_tests {
             for (n, shape) in rungs {
                 let npad = n.div_ceil(64) * 64;
                 let d = route(b, n, npad, 2048, &h200);
+                assert_eq!(d.family, Family::Reg, "b={b} n={n}");
+                assert_eq!((d.blk, d.reg.unwrap().vpt), shape, "b={b} n={n}");
+            }
+            // Rows that 1024/1 holds: that CTA while one wave of two per SM
+            // takes the batch, else the smallest CTA that holds the row.
+            let one_wave = b <= 264;
+            for (n, shape) in [
+                (4111, if one_wave { (1024, 1) } else { (512, 2) }),
+                (4608, if one_wave { (1024, 1) } else { (512, 2) }),
+                (4609, if one_wave { (1024, 1) } else { (512, 4) }),
+                (5120, if one_wave { (1024, 1) } else { (512, 4) }),
+            ] {
+                let d = route(b, n, n.div_ceil(64) * 64, 2048, &h200);
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
                 assert_eq!((d.blk, d.reg.unwrap().vpt), shape, "b={b} n={n}");
             }
