@@ -19,7 +19,7 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
 LOG="$W/experiments.log"
 pack() { tar czf "$OUT/experiments.tgz" -C "$W" .; }
 trap pack EXIT
-echo "date $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(nvidia-smi --query-gpu=name,uuid --format=csv,noheader)" | tee "$LOG"
+echo "date $(date -u +%FT%TZ) $("$BIN" --version) $(nvidia-smi --query-gpu=name,uuid --format=csv,noheader)" | tee "$LOG"
 [ -f "$CAPS/manifest.json" ] || "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 > "$W/logs/synth.log" 2>&1
 while IFS='|' read -r label envs args; do
   [ -n "$label" ] || continue

@@ -20,7 +20,8 @@ use crate::timing::Protocol;
 #[derive(Debug, Parser)]
 #[command(
     name = "gvr-bench",
-    version,
+    // The commit rides along so a device log names the binary it ran.
+    version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("GVR_BUILD_GIT_SHA"), ")"),
     about = "Benchmark and certify exact top-K decode kernels"
 )]
 pub struct Cli {

@@ -289,3 +289,17 @@ fn grid_file_selects_cells_of_the_capture_set() {
         "{pairs:?}"
     );
 }
+
+#[test]
+fn version_names_the_commit_the_binary_was_built_from() {
+    // Device logs print `--version` to say which binary ran (the tree copy
+    // there may carry another git HEAD).
+    let out = run(&["--version"]);
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let line = out.stdout.trim();
+    assert!(
+        line.starts_with(concat!("gvr-bench ", env!("CARGO_PKG_VERSION"), " (git "))
+            && line.ends_with(')'),
+        "{line}"
+    );
+}
