@@ -292,6 +292,38 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 #endif
 }
 
+// Next-wave prefetch. A one-CTA-per-row launch with more rows than resident
+// CTAs runs in waves, and a CTA of a later wave begins with its row's DRAM
+// round trip while nothing else on its SM covers it. The CTA of row r sends
+// row r + ahead toward L2 (the host sets `ahead` to the launch's resident CTAs,
+// so that is the row a CTA of the next wave will take; 0 = off): the valid
+// float4 prefix of its logits, one share per warp, and with `hints` its hint
+// row when that row is longer than `hint_min_n` (the caller reads hints only
+// then). Rows are blockIdx.y, gridDim.y of them; launches with per-row
+// lengths only (next_n = 0).
+template <int BLK>
+__device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const i32* row_n, const i32* hints,
+                                                      u32 hint_min_n, u32 ahead, u32 next_n, u32 npad, u32 k) {
+    const u32 next = blockIdx.y + ahead;
+    // Per-row lengths only (the varlen form's row arithmetic costs the 32-register entries a spill).
+    if (ahead == 0u || next_n != 0u || lane_id() != 0u || next >= gridDim.y || next < ahead) return;
+    const u32 n = clamp_row_len(row_n[next], npad);
+    if (n <= k) return;  // short rows are written without reading the row
+    const u32 f1 = n >> 2;
+    const u32 nw = (u32)(BLK / 32);
+    u32 chunk = (f1 + nw - 1u) / nw;
+    chunk = chunk > 64u ? chunk : 64u;  // no request under 1 KB
+    const u32 a = warp_id() * chunk;
+    const float* X = logits + (u64)next * npad;
+    if (a < f1) ss_prefetch_l2(X, a, a + chunk < f1 ? a + chunk : f1);
+    if (hints != nullptr && n > hint_min_n && warp_id() == nw - 1u) {
+        const i32* H = hints + (u64)next * k;
+#ifndef SS_EMULATION
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(H), "r"(k * 4u) : "memory");
+#endif
+    }
+}
+
 // ---------------------------------------------------------------------------
 // List sources: item i → (value x, index). Narrowing and the survivor emit are
 // written once over these.

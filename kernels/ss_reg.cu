@@ -65,6 +65,7 @@ struct SsRegParams {
     u32 next_n;     // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
     u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8; GVR_SS_REG_EMIT)
+    u32 ahead;      // next-wave L2 prefetch distance in rows (resident CTAs), 0 = off (ss_prefetch_next_wave)
 };
 
 // Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
@@ -368,6 +369,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
     r.tail = NEG_INF;
     if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
+    // Behind this row's loads, ahead of their first use: the next wave's row.
+    ss_prefetch_next_wave<BLK>(logits, row_n, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.next_n,
+                               p.npad, k);
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
     // ---- 2. bracket (finite values only) ----

@@ -123,6 +123,7 @@ impl RegEmu {
                 next_n: 0,
                 cr_shift: 0,
                 cur: 1,
+                ahead: 0,
             },
             rows,
         }
@@ -151,12 +152,15 @@ impl RegEmu {
 
 /// Run the launch in both emit forms (per-bin cursors and warp-aggregated
 /// slots: the path is the same, only the order of the output differs); check
-/// every emulated row of each; return the rows' trace bits.
+/// every emulated row of each; return the rows' trace bits. The slots run
+/// also prefetches the next row as a next-wave launch would (the emulator
+/// bounds-checks both ends of every prefetched range).
 fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
     let mut traces = Vec::new();
     for cur in [1, 0] {
         let mut form = *launch;
         form.args.cur = cur;
+        form.args.ahead = 1 - cur;
         let bits = emu_check_form(exe, b, &form, &format!("{label} cur {cur}"));
         if !traces.is_empty() {
             assert_eq!(bits, traces, "{label}: the emit form changed the path");

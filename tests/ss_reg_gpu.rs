@@ -166,16 +166,31 @@ fn every_entry_is_exact_on_the_h200() {
         .chain([(rows, n, k, Some(img))]);
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
-        for use_hints in [true, false] {
+        for (use_hints, next_wave) in [(true, true), (false, true), (true, false)] {
             let mut arm = SsReg::new(gpu.clone())
                 .with_hints(use_hints)
-                .with_forced_entry(forced);
+                .with_forced_entry(forced)
+                .with_next_wave(next_wave);
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",
                 arm.variant(&Shape::of(&b))
             );
             arm.stage(&b)
                 .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
+            // The occupancy calculator's resident count: one 1024 x 4 CTA per
+            // SM (56 registers a thread), so its 1024-row batches prefetch
+            // one SM count of rows ahead; one-wave batches never do.
+            let ahead = arm.staged_ahead().expect("staged");
+            let plan = arm.plan(&Shape::of(&b)).unwrap();
+            if !next_wave || rows <= gpu.facts.sms as usize {
+                assert_eq!(ahead, 0, "{label}");
+            } else if (plan.entry.blk, plan.entry.vpt) == (1024, 4) {
+                assert_eq!(ahead, gpu.facts.sms, "{label}");
+            }
+            assert!(
+                ahead == 0 || (ahead as usize) < rows,
+                "{label}: ahead {ahead}"
+            );
             arm.poison_output().unwrap();
             for launch in 0..2 {
                 arm.launch()

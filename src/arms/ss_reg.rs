@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::staged::StagedLaunch;
+use super::staged::{next_wave_from_env, StagedLaunch};
 
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
@@ -153,11 +153,14 @@ pub struct SsRegArgs {
     /// warp-aggregated slots, as the route plans (`RegPlan::cur`) or as
     /// [`REG_EMIT_ENV`] forces.
     pub cur: u32,
+    /// Next-wave L2 prefetch distance in rows (the launch's resident CTAs;
+    /// 0 = off), set at stage time from the occupancy of the loaded entry.
+    pub ahead: u32,
 }
 
 impl SsRegArgs {
     /// The words of the kernel's `SsRegParams`, in order.
-    pub fn words(&self) -> [u32; 8] {
+    pub fn words(&self) -> [u32; 9] {
         [
             self.npad,
             self.k,
@@ -167,11 +170,12 @@ impl SsRegArgs {
             self.next_n,
             self.cr_shift,
             self.cur,
+            self.ahead,
         ]
     }
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of eight u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of nine u32, byte-identical to the
 // kernel's `SsRegParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsRegArgs {}
 
@@ -253,6 +257,8 @@ pub struct RegLaunch {
     /// (1, rows, 1): rows are `blockIdx.y`.
     pub grid: (u32, u32, u32),
     pub dyn_smem_bytes: u32,
+    /// `false` under `GVR_SS_NEXT_WAVE=off` (variant `+nowave`).
+    pub next_wave: bool,
 }
 
 impl RegLaunch {
@@ -262,6 +268,9 @@ impl RegLaunch {
         let mut tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
+        }
+        if !self.next_wave {
+            tail += "+nowave";
         }
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
@@ -387,11 +396,13 @@ pub fn plan_reg_with(
             next_n: 0,
             cr_shift: 0,
             cur: plan.cur as u32,
+            ahead: 0,
         },
         plan,
         source,
         grid: (1, to_u32(shape.rows, "rows")?, 1),
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
+        next_wave: true,
     })
 }
 
@@ -415,7 +426,8 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     Ok(Box::new(
         SsReg::new(gpu)
             .with_forced_entry(forced)
-            .with_emit_form(emit),
+            .with_emit_form(emit)
+            .with_next_wave(next_wave_from_env()?),
     ))
 }
 
@@ -429,6 +441,8 @@ pub struct SsReg {
     forced: Option<RegEntry>,
     /// `GVR_SS_REG_EMIT`: the emit form of every launch.
     emit: Option<u32>,
+    /// `GVR_SS_NEXT_WAVE`: the next-wave L2 prefetch (on unless switched off).
+    next_wave: bool,
 }
 
 impl SsReg {
@@ -440,7 +454,14 @@ impl SsReg {
             plan: None,
             forced: None,
             emit: None,
+            next_wave: true,
         }
+    }
+
+    /// Prefetch the next wave's rows into L2 (`GVR_SS_NEXT_WAVE`).
+    pub fn with_next_wave(mut self, on: bool) -> SsReg {
+        self.next_wave = on;
+        self
     }
 
     /// Emit every launch in form `code` of [`EMIT_FORMS`] (`GVR_SS_REG_EMIT`).
@@ -462,6 +483,11 @@ impl SsReg {
         self
     }
 
+    /// The staged launch's next-wave prefetch distance (`SsRegArgs::ahead`).
+    pub fn staged_ahead(&self) -> Option<u32> {
+        self.plan.as_ref().map(|p| p.args.ahead)
+    }
+
     /// The launch planned for `shape` on this arm's device.
     pub fn plan(&self, shape: &Shape) -> std::result::Result<RegLaunch, String> {
         let mut launch = plan_reg_with(shape, &self.device, self.forced)?;
@@ -469,6 +495,7 @@ impl SsReg {
         if let Some(code) = self.emit {
             launch.args.cur = code;
         }
+        launch.next_wave = self.next_wave;
         Ok(launch)
     }
 }
@@ -491,11 +518,19 @@ impl Arm for SsReg {
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
-        let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
+        let shape = Shape::of(batch);
+        let mut plan = self.plan(&shape).map_err(|reason| {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
         self.staged
             .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
+        plan.args.ahead = self.staged.next_wave_ahead(
+            plan.next_wave,
+            shape.rows as u64,
+            shape.npad as u64 * 4,
+            plan.entry.blk,
+            plan.dyn_smem_bytes,
+        )?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -563,8 +598,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_eight_packed_u32_in_kernel_order() {
-        assert_eq!(std::mem::size_of::<SsRegArgs>(), 32);
+    fn args_struct_is_nine_packed_u32_in_kernel_order() {
+        assert_eq!(std::mem::size_of::<SsRegArgs>(), 36);
         let code = SS_REG.code;
         let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -584,7 +619,8 @@ mod tests {
                 "use_hints",
                 "next_n",
                 "cr_shift",
-                "cur"
+                "cur",
+                "ahead"
             ]
         );
         let a = SsRegArgs {
@@ -596,8 +632,9 @@ mod tests {
             next_n: 6,
             cr_shift: 7,
             cur: 8,
+            ahead: 9,
         };
-        assert_eq!(a.words(), [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(a.words(), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
     #[test]

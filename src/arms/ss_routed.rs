@@ -80,6 +80,13 @@ impl SsRouted {
         self
     }
 
+    /// The next-wave L2 prefetch of the one-CTA-per-row delegates
+    /// (`GVR_SS_NEXT_WAVE`).
+    pub fn with_next_wave(mut self, on: bool) -> SsRouted {
+        self.reg = self.reg.with_next_wave(on);
+        self
+    }
+
     fn delegate(&mut self, which: Delegate) -> &mut dyn Arm {
         match which {
             Delegate::Main => &mut self.main,

@@ -14,6 +14,41 @@ use crate::grid::Batch;
 /// Above this much dynamic shared memory a kernel must opt in.
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 
+/// Tuning switch of the one-CTA-per-row self-sampling launches:
+/// `GVR_SS_NEXT_WAVE=off` leaves out the next-wave L2 prefetch
+/// (`ss_prefetch_next_wave`, kernels/ss_common.cuh), recorded in the variant
+/// as `+nowave`, so one device run compares both on the same inputs.
+pub const NEXT_WAVE_ENV: &str = "GVR_SS_NEXT_WAVE";
+
+/// Whether `GVR_SS_NEXT_WAVE` leaves the next-wave prefetch on (unset or
+/// `on`), or a usage error naming the accepted values.
+pub fn next_wave_from_env() -> Result<bool> {
+    match std::env::var(NEXT_WAVE_ENV) {
+        Err(_) => Ok(true),
+        Ok(v) if v == "on" => Ok(true),
+        Ok(v) if v == "off" => Ok(false),
+        Ok(v) => Err(GvrError::Usage(format!(
+            "{NEXT_WAVE_ENV}={v} is not a setting; use on or off"
+        ))),
+    }
+}
+
+/// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
+/// the rows of the running wave stream through the rest).
+const NEXT_WAVE_L2_SHARE: u64 = 2;
+
+/// The `ahead` kernel scalar of a one-CTA-per-row launch: `resident` (the
+/// CTAs the device holds at once) when the launch has a later wave and one
+/// wave of `row_bytes` rows fits in its share of an `l2_bytes` L2, else 0
+/// (no prefetch).
+pub fn next_wave_ahead(rows: u64, resident: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
+    let fits = resident.saturating_mul(row_bytes) <= l2_bytes / NEXT_WAVE_L2_SHARE;
+    if resident == 0 || rows <= resident || !fits {
+        return 0;
+    }
+    u32::try_from(resident).unwrap_or(0)
+}
+
 pub struct StagedLaunch {
     gpu: Arc<Gpu>,
     /// Arm name, for error messages.
@@ -65,6 +100,42 @@ impl StagedLaunch {
             }
         }
         Ok(())
+    }
+
+    /// CTAs of the current entry the whole device holds at once with `block`
+    /// threads and `dyn_smem` bytes of dynamic shared memory (the driver's
+    /// occupancy calculator times the SM count).
+    pub fn resident_ctas(&self, block: u32, dyn_smem: u32) -> Result<u64> {
+        let (name, function) = self.function.as_ref().ok_or_else(|| self.not_staged())?;
+        let per_sm = function
+            .occupancy_max_active_blocks_per_multiprocessor(block, dyn_smem as usize, None)
+            .map_err(|e| GvrError::Kernel {
+                name: name.clone(),
+                message: format!("cuOccupancyMaxActiveBlocksPerMultiprocessor: {e:?}"),
+            })?;
+        Ok(u64::from(per_sm) * u64::from(self.gpu.facts.sms))
+    }
+
+    /// The `ahead` scalar of the current entry's one-CTA-per-row launch over
+    /// `rows` rows of `row_bytes` ([`next_wave_ahead`]; 0 when `enabled` is false).
+    pub fn next_wave_ahead(
+        &self,
+        enabled: bool,
+        rows: u64,
+        row_bytes: u64,
+        block: u32,
+        dyn_smem: u32,
+    ) -> Result<u32> {
+        if !enabled {
+            return Ok(0);
+        }
+        let resident = self.resident_ctas(block, dyn_smem)?;
+        Ok(next_wave_ahead(
+            rows,
+            resident,
+            row_bytes,
+            self.gpu.facts.l2_bytes,
+        ))
     }
 
     /// Upload `batch` (the previous one is freed first).
@@ -121,5 +192,30 @@ impl StagedLaunch {
         let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
         self.gpu.synchronize()?;
         batch.download_output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const L2: u64 = 60 << 20;
+
+    #[test]
+    fn next_wave_ahead_is_the_resident_count_only_when_a_later_wave_exists() {
+        assert_eq!(next_wave_ahead(256, 132, 65_536, L2), 132);
+        assert_eq!(next_wave_ahead(133, 132, 65_536, L2), 132);
+        assert_eq!(next_wave_ahead(132, 132, 65_536, L2), 0, "one wave");
+        assert_eq!(next_wave_ahead(1, 132, 65_536, L2), 0);
+        assert_eq!(next_wave_ahead(256, 0, 65_536, L2), 0, "nothing resident");
+    }
+
+    #[test]
+    fn next_wave_ahead_stays_off_when_a_wave_of_rows_overfills_its_l2_share() {
+        // 528 resident rows of 64K floats (135 MB) cannot wait in a 60 MiB L2.
+        assert_eq!(next_wave_ahead(1024, 528, 262_144, L2), 0);
+        // At exactly half the L2 it still prefetches.
+        assert_eq!(next_wave_ahead(1024, 480, L2 / 2 / 480, L2), 480);
+        assert_eq!(next_wave_ahead(1024, 480, L2 / 2 / 480 + 1, L2), 0);
     }
 }
