@@ -369,9 +369,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
     r.tail = NEG_INF;
     if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
-    // Behind this row's loads, ahead of their first use: the next wave's row.
-    ss_prefetch_next_wave<BLK>(logits, row_n, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.next_n,
-                               p.npad, k);
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
     // ---- 2. bracket (finite values only) ----
@@ -451,6 +448,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
     ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
+    // The whole row has arrived: the next wave's row goes toward L2 now, not
+    // behind this row's loads, where it delayed this wave's own (measured).
+    ss_prefetch_next_wave<BLK>(logits, row_n, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.next_n,
+                               p.npad, k);
     ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
