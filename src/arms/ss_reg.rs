@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::staged::{next_wave_from_env, StagedLaunch};
+use super::staged::{next_wave_from_env, next_wave_suffix, StagedLaunch, NEXT_WAVE_DEFAULT};
 
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
@@ -257,7 +257,8 @@ pub struct RegLaunch {
     /// (1, rows, 1): rows are `blockIdx.y`.
     pub grid: (u32, u32, u32),
     pub dyn_smem_bytes: u32,
-    /// `false` under `GVR_SS_NEXT_WAVE=off` (variant `+nowave`).
+    /// The next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`; variant `+wave` /
+    /// `+nowave` when it is not the default).
     pub next_wave: bool,
 }
 
@@ -269,9 +270,7 @@ impl RegLaunch {
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
         }
-        if !self.next_wave {
-            tail += "+nowave";
-        }
+        tail += next_wave_suffix(self.next_wave);
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -402,7 +401,7 @@ pub fn plan_reg_with(
         source,
         grid: (1, to_u32(shape.rows, "rows")?, 1),
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
-        next_wave: true,
+        next_wave: NEXT_WAVE_DEFAULT,
     })
 }
 
@@ -441,7 +440,7 @@ pub struct SsReg {
     forced: Option<RegEntry>,
     /// `GVR_SS_REG_EMIT`: the emit form of every launch.
     emit: Option<u32>,
-    /// `GVR_SS_NEXT_WAVE`: the next-wave L2 prefetch (on unless switched off).
+    /// `GVR_SS_NEXT_WAVE`: the next-wave L2 prefetch.
     next_wave: bool,
 }
 
@@ -454,7 +453,7 @@ impl SsReg {
             plan: None,
             forced: None,
             emit: None,
-            next_wave: true,
+            next_wave: NEXT_WAVE_DEFAULT,
         }
     }
 

@@ -14,17 +14,30 @@ use crate::grid::Batch;
 /// Above this much dynamic shared memory a kernel must opt in.
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 
-/// Tuning switch of the one-CTA-per-row self-sampling launches:
-/// `GVR_SS_NEXT_WAVE=off` leaves out the next-wave L2 prefetch
-/// (`ss_prefetch_next_wave`, kernels/ss_common.cuh), recorded in the variant
-/// as `+nowave`, so one device run compares both on the same inputs.
+/// Tuning switch of the register family's launches: `GVR_SS_NEXT_WAVE=on|off`
+/// turns the next-wave L2 prefetch (`ss_prefetch_next_wave`,
+/// kernels/ss_common.cuh) on or off against [`NEXT_WAVE_DEFAULT`]; a launch
+/// that differs from the default says so in its variant (`+wave` / `+nowave`),
+/// so one device run compares both on the same inputs.
 pub const NEXT_WAVE_ENV: &str = "GVR_SS_NEXT_WAVE";
 
-/// Whether `GVR_SS_NEXT_WAVE` leaves the next-wave prefetch on (unset or
-/// `on`), or a usage error naming the accepted values.
+/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset.
+pub const NEXT_WAVE_DEFAULT: bool = true;
+
+/// The variant suffix of a launch whose next-wave setting is not the default.
+pub fn next_wave_suffix(on: bool) -> &'static str {
+    match (on == NEXT_WAVE_DEFAULT, on) {
+        (true, _) => "",
+        (false, true) => "+wave",
+        (false, false) => "+nowave",
+    }
+}
+
+/// The next-wave setting `GVR_SS_NEXT_WAVE` asks for (unset: the default),
+/// or a usage error naming the accepted values.
 pub fn next_wave_from_env() -> Result<bool> {
     match std::env::var(NEXT_WAVE_ENV) {
-        Err(_) => Ok(true),
+        Err(_) => Ok(NEXT_WAVE_DEFAULT),
         Ok(v) if v == "on" => Ok(true),
         Ok(v) if v == "off" => Ok(false),
         Ok(v) => Err(GvrError::Usage(format!(
@@ -200,6 +213,20 @@ mod tests {
     use super::*;
 
     const L2: u64 = 60 << 20;
+
+    #[test]
+    fn only_a_non_default_next_wave_setting_marks_the_variant() {
+        assert_eq!(next_wave_suffix(NEXT_WAVE_DEFAULT), "");
+        let other = next_wave_suffix(!NEXT_WAVE_DEFAULT);
+        assert_eq!(
+            other,
+            if NEXT_WAVE_DEFAULT {
+                "+nowave"
+            } else {
+                "+wave"
+            }
+        );
+    }
 
     #[test]
     fn next_wave_ahead_is_the_resident_count_only_when_a_later_wave_exists() {
