@@ -21,8 +21,10 @@ const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 /// so one device run compares both on the same inputs.
 pub const NEXT_WAVE_ENV: &str = "GVR_SS_NEXT_WAVE";
 
-/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset.
-pub const NEXT_WAVE_DEFAULT: bool = true;
+/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset. Off: issued
+/// behind the row's loads it measured 0.994 (kernels/TUNING.md, 2026-12-03e);
+/// the placement after the histogram has not been measured yet.
+pub const NEXT_WAVE_DEFAULT: bool = false;
 
 /// The variant suffix of a launch whose next-wave setting is not the default.
 pub fn next_wave_suffix(on: bool) -> &'static str {
