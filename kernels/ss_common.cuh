@@ -316,7 +316,8 @@ __device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const
     const u32 a = warp_id() * chunk;
     const float* X = logits + (u64)next * npad;
     if (a < f1) ss_prefetch_l2(X, a, a + chunk < f1 ? a + chunk : f1);
-    if (hints != nullptr && n > hint_min_n && warp_id() == nw - 1u) {
+    // Bulk sizes and addresses are 16-byte multiples: any k the ss arms admit is.
+    if (hints != nullptr && n > hint_min_n && (k & 3u) == 0u && warp_id() == nw - 1u) {
         const i32* H = hints + (u64)next * k;
 #ifndef SS_EMULATION
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(H), "r"(k * 4u) : "memory");

@@ -80,8 +80,7 @@ impl SsRouted {
         self
     }
 
-    /// The next-wave L2 prefetch of the one-CTA-per-row delegates
-    /// (`GVR_SS_NEXT_WAVE`).
+    /// The register delegate's next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`).
     pub fn with_next_wave(mut self, on: bool) -> SsRouted {
         self.reg = self.reg.with_next_wave(on);
         self
