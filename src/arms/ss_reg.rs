@@ -12,7 +12,9 @@
 
 use std::sync::Arc;
 
-use super::staged::{next_wave_from_env, next_wave_suffix, StagedLaunch, NEXT_WAVE_DEFAULT};
+use super::staged::{
+    next_wave_ahead, next_wave_from_env, next_wave_suffix, StagedLaunch, NEXT_WAVE_DEFAULT,
+};
 
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
@@ -523,13 +525,14 @@ impl Arm for SsReg {
         })?;
         self.staged
             .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
-        plan.args.ahead = self.staged.next_wave_ahead(
-            plan.next_wave,
-            shape.rows as u64,
-            shape.npad as u64 * 4,
-            plan.entry.blk,
-            plan.dyn_smem_bytes,
-        )?;
+        if plan.next_wave {
+            let resident = self
+                .staged
+                .resident_ctas(plan.entry.blk, plan.dyn_smem_bytes)?;
+            let l2_bytes = self.staged.gpu().facts.l2_bytes;
+            plan.args.ahead =
+                next_wave_ahead(shape.rows as u64, resident, shape.npad as u64 * 4, l2_bytes);
+        }
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())

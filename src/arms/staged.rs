@@ -131,28 +131,6 @@ impl StagedLaunch {
         Ok(u64::from(per_sm) * u64::from(self.gpu.facts.sms))
     }
 
-    /// The `ahead` scalar of the current entry's one-CTA-per-row launch over
-    /// `rows` rows of `row_bytes` ([`next_wave_ahead`]; 0 when `enabled` is false).
-    pub fn next_wave_ahead(
-        &self,
-        enabled: bool,
-        rows: u64,
-        row_bytes: u64,
-        block: u32,
-        dyn_smem: u32,
-    ) -> Result<u32> {
-        if !enabled {
-            return Ok(0);
-        }
-        let resident = self.resident_ctas(block, dyn_smem)?;
-        Ok(next_wave_ahead(
-            rows,
-            resident,
-            row_bytes,
-            self.gpu.facts.l2_bytes,
-        ))
-    }
-
     /// Upload `batch` (the previous one is freed first).
     pub fn stage(&mut self, batch: &Batch) -> Result<()> {
         self.batch = None;
