@@ -177,9 +177,10 @@ fn every_entry_is_exact_on_the_h200() {
             );
             arm.stage(&b)
                 .unwrap_or_else(|e| panic!("{label}: stage: {e}"));
-            // The occupancy calculator's resident count: one 1024 x 4 CTA per
-            // SM (56 registers a thread), so its 1024-row batches prefetch
-            // one SM count of rows ahead; one-wave batches never do.
+            // The occupancy calculator: one 1024 x 4 CTA per SM (56 registers
+            // a thread), so its multi-wave batches prefetch one SM count of
+            // rows ahead; one-wave batches never do, and an entry with two
+            // or more CTAs per SM prefetches nothing.
             let ahead = arm.staged_ahead().expect("staged");
             let plan = arm.plan(&Shape::of(&b)).unwrap();
             if !next_wave || rows <= gpu.facts.sms as usize {
@@ -187,6 +188,10 @@ fn every_entry_is_exact_on_the_h200() {
             } else if (plan.entry.blk, plan.entry.vpt) == (1024, 4) {
                 assert_eq!(ahead, gpu.facts.sms, "{label}");
             }
+            assert!(
+                ahead == 0 || ahead == gpu.facts.sms,
+                "{label}: ahead {ahead}"
+            );
             assert!(
                 ahead == 0 || (ahead as usize) < rows,
                 "{label}: ahead {ahead}"

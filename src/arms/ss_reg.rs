@@ -526,12 +526,17 @@ impl Arm for SsReg {
         self.staged
             .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
         if plan.next_wave {
-            let resident = self
+            let per_sm = self
                 .staged
-                .resident_ctas(plan.entry.blk, plan.dyn_smem_bytes)?;
-            let l2_bytes = self.staged.gpu().facts.l2_bytes;
-            plan.args.ahead =
-                next_wave_ahead(shape.rows as u64, resident, shape.npad as u64 * 4, l2_bytes);
+                .resident_ctas_per_sm(plan.entry.blk, plan.dyn_smem_bytes)?;
+            let facts = &self.staged.gpu().facts;
+            plan.args.ahead = next_wave_ahead(
+                shape.rows as u64,
+                per_sm,
+                u64::from(facts.sms),
+                shape.npad as u64 * 4,
+                facts.l2_bytes,
+            );
         }
         self.staged.stage(batch)?;
         self.plan = Some(plan);

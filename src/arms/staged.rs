@@ -21,10 +21,11 @@ const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 /// so one device run compares both on the same inputs.
 pub const NEXT_WAVE_ENV: &str = "GVR_SS_NEXT_WAVE";
 
-/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset. Off: issued
-/// behind the row's loads it measured 0.994 (kernels/TUNING.md, 2026-12-03e);
-/// the placement after the histogram has not been measured yet.
-pub const NEXT_WAVE_DEFAULT: bool = false;
+/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset. On: issued after
+/// the histogram barrier it measured +4 to +9 % on the one-CTA-per-SM
+/// 1024 x 4 entry at B 256-1024 (kernels/TUNING.md, 2026-12-03f); where
+/// it would lose, [`next_wave_ahead`] keeps it off.
+pub const NEXT_WAVE_DEFAULT: bool = true;
 
 /// The variant suffix of a launch whose next-wave setting is not the default.
 pub fn next_wave_suffix(on: bool) -> &'static str {
@@ -52,13 +53,19 @@ pub fn next_wave_from_env() -> Result<bool> {
 /// the rows of the running wave stream through the rest).
 const NEXT_WAVE_L2_SHARE: u64 = 2;
 
-/// The `ahead` kernel scalar of a one-CTA-per-row launch: `resident` (the
-/// CTAs the device holds at once) when the launch has a later wave and one
-/// wave of `row_bytes` rows fits in its share of an `l2_bytes` L2, else 0
-/// (no prefetch).
-pub fn next_wave_ahead(rows: u64, resident: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
+/// The `ahead` kernel scalar of a one-CTA-per-row launch: the CTAs the
+/// device holds at once (`sms` SMs of `per_sm` each) when each SM holds one
+/// CTA, the launch has a later wave and one wave of `row_bytes` rows fits in
+/// its share of an `l2_bytes` L2; else 0 (no prefetch).
+///
+/// One CTA per SM: while that CTA runs its in-SM chain (bracket, histogram,
+/// scan, emit) the SM's loads idle and the prefetch fills them; a second
+/// resident CTA already fills them with its own row, and there the prefetch
+/// measured 3-4 % slower (2026-12-03f: the 512-thread entries at B 1024).
+pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
+    let resident = per_sm.saturating_mul(sms);
     let fits = resident.saturating_mul(row_bytes) <= l2_bytes / NEXT_WAVE_L2_SHARE;
-    if resident == 0 || rows <= resident || !fits {
+    if per_sm != 1 || rows <= resident || !fits {
         return 0;
     }
     u32::try_from(resident).unwrap_or(0)
@@ -117,10 +124,10 @@ impl StagedLaunch {
         Ok(())
     }
 
-    /// CTAs of the current entry the whole device holds at once with `block`
-    /// threads and `dyn_smem` bytes of dynamic shared memory (the driver's
-    /// occupancy calculator times the SM count).
-    pub fn resident_ctas(&self, block: u32, dyn_smem: u32) -> Result<u64> {
+    /// CTAs of the current entry one SM holds at once with `block` threads
+    /// and `dyn_smem` bytes of dynamic shared memory (the driver's occupancy
+    /// calculator).
+    pub fn resident_ctas_per_sm(&self, block: u32, dyn_smem: u32) -> Result<u64> {
         let (name, function) = self.function.as_ref().ok_or_else(|| self.not_staged())?;
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(block, dyn_smem as usize, None)
@@ -128,7 +135,7 @@ impl StagedLaunch {
                 name: name.clone(),
                 message: format!("cuOccupancyMaxActiveBlocksPerMultiprocessor: {e:?}"),
             })?;
-        Ok(u64::from(per_sm) * u64::from(self.gpu.facts.sms))
+        Ok(u64::from(per_sm))
     }
 
     /// Upload `batch` (the previous one is freed first).
@@ -210,19 +217,30 @@ mod tests {
 
     #[test]
     fn next_wave_ahead_is_the_resident_count_only_when_a_later_wave_exists() {
-        assert_eq!(next_wave_ahead(256, 132, 65_536, L2), 132);
-        assert_eq!(next_wave_ahead(133, 132, 65_536, L2), 132);
-        assert_eq!(next_wave_ahead(132, 132, 65_536, L2), 0, "one wave");
-        assert_eq!(next_wave_ahead(1, 132, 65_536, L2), 0);
-        assert_eq!(next_wave_ahead(256, 0, 65_536, L2), 0, "nothing resident");
+        assert_eq!(next_wave_ahead(256, 1, 132, 65_536, L2), 132);
+        assert_eq!(next_wave_ahead(133, 1, 132, 65_536, L2), 132);
+        assert_eq!(next_wave_ahead(132, 1, 132, 65_536, L2), 0, "one wave");
+        assert_eq!(next_wave_ahead(1, 1, 132, 65_536, L2), 0);
+        assert_eq!(
+            next_wave_ahead(256, 0, 132, 65_536, L2),
+            0,
+            "nothing resident"
+        );
+    }
+
+    #[test]
+    fn next_wave_ahead_stays_off_where_a_second_cta_shares_the_sm() {
+        assert_eq!(next_wave_ahead(1024, 2, 132, 16_384, L2), 0);
+        assert_eq!(next_wave_ahead(1024, 4, 132, 16_384, L2), 0);
+        assert_eq!(next_wave_ahead(1024, 1, 132, 16_384, L2), 132);
     }
 
     #[test]
     fn next_wave_ahead_stays_off_when_a_wave_of_rows_overfills_its_l2_share() {
-        // 528 resident rows of 64K floats (135 MB) cannot wait in a 60 MiB L2.
-        assert_eq!(next_wave_ahead(1024, 528, 262_144, L2), 0);
+        // 132 resident rows of 256K floats (138 MB) cannot wait in a 60 MiB L2.
+        assert_eq!(next_wave_ahead(1024, 1, 132, 1 << 20, L2), 0);
         // At exactly half the L2 it still prefetches.
-        assert_eq!(next_wave_ahead(1024, 480, L2 / 2 / 480, L2), 480);
-        assert_eq!(next_wave_ahead(1024, 480, L2 / 2 / 480 + 1, L2), 0);
+        assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132, L2), 132);
+        assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132 + 1, L2), 0);
     }
 }
