@@ -107,6 +107,12 @@ struct SsRegParams {
 #define SS_REG_REFINE_LEVELS 6
 #define SS_REG_FALLBACK_LEVELS 8
 
+// The host builds launches that prefetch nothing (ahead = 0) with this at 0:
+// the prefetch compiled in cost one-wave batches 2-3.5 % (kernels/TUNING.md).
+#ifndef SS_NEXT_WAVE_PREFETCH
+#define SS_NEXT_WAVE_PREFETCH 1
+#endif
+
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
     u32 wpre[32];  // per-warp inclusive totals of the block scan
@@ -451,8 +457,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
     // behind this row's loads it cost up to 5 % (measured; the likely reason:
     // it competed with the wave's own loads).
+#if SS_NEXT_WAVE_PREFETCH
     ss_prefetch_next_wave<BLK>(logits, row_n, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.next_n,
                                p.npad, k);
+#endif
     ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;

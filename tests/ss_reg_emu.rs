@@ -22,7 +22,9 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
-use gvr_bench::arms::ss_reg::{plan_reg, SsRegArgs, REG_ENTRIES, STATIC_SMEM_BYTES};
+use gvr_bench::arms::ss_reg::{
+    plan_reg, SsRegArgs, NEXT_WAVE_DEFINE, REG_ENTRIES, STATIC_SMEM_BYTES,
+};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
@@ -522,27 +524,35 @@ fn ss_reg_entries_compile_without_spills() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    let report = compile_report(&SS_REG, &[], DEFAULT_ARCH).expect("ss_reg.cu compiles");
-    for e in REG_ENTRIES {
-        let info =
-            nvrtc_support::assert_entry_fits(&report, &e.name(), e.blk, STATIC_SMEM_BYTES as usize);
-        // MINB CTAs of BLK threads must fit the 64K-register file too.
-        assert!(
-            info.registers as u64 * e.blk as u64 * e.minb as u64 <= 65_536,
-            "{}: {} registers for MINB {}",
-            e.name(),
-            info.registers,
-            e.minb
-        );
-    }
-    // Out-of-line device functions (ss_narrow_emit) report their own spills.
-    for line in report.log.lines() {
-        if line.contains("spill stores") {
-            assert!(
-                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
-                "spill in ss_reg.cu: {line}\n{}",
-                report.log
+    // Both builds the host loads: with the next-wave prefetch and without it.
+    for value in ["1", "0"] {
+        let defines = [(NEXT_WAVE_DEFINE, value.to_string())];
+        let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
+        for e in REG_ENTRIES {
+            let info = nvrtc_support::assert_entry_fits(
+                &report,
+                &e.name(),
+                e.blk,
+                STATIC_SMEM_BYTES as usize,
             );
+            // MINB CTAs of BLK threads must fit the 64K-register file too.
+            assert!(
+                info.registers as u64 * e.blk as u64 * e.minb as u64 <= 65_536,
+                "{} ({NEXT_WAVE_DEFINE}={value}): {} registers for MINB {}",
+                e.name(),
+                info.registers,
+                e.minb
+            );
+        }
+        // Out-of-line device functions (ss_narrow_emit) report their own spills.
+        for line in report.log.lines() {
+            if line.contains("spill stores") {
+                assert!(
+                    line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
+                    "spill in ss_reg.cu ({NEXT_WAVE_DEFINE}={value}): {line}\n{}",
+                    report.log
+                );
+            }
         }
     }
 }

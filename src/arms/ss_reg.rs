@@ -208,6 +208,10 @@ pub const REG_EMIT_ENV: &str = "GVR_SS_REG_EMIT";
 /// The kernel's emit forms (`SsRegParams::cur` of ss_reg.cu), by code.
 pub const EMIT_FORMS: [&str; 2] = ["slots", "cur"];
 
+/// Compiles the next-wave prefetch into `kernels/ss_reg.cu` (1, the source's
+/// default) or out of it (0, for launches whose `ahead` is 0).
+pub const NEXT_WAVE_DEFINE: &str = "SS_NEXT_WAVE_PREFETCH";
+
 /// The emit form called `name` (its kernel code), or a usage error.
 pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
     EMIT_FORMS
@@ -523,8 +527,14 @@ impl Arm for SsReg {
         let mut plan = self.plan(&shape).map_err(|reason| {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
+        // Launches that prefetch nothing run a build without the prefetch:
+        // compiled in with ahead = 0 it measured 2-3.5 % slower on one-wave
+        // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
+        // comes from that build; one CTA per SM stays one with the prefetch.
+        let name = plan.entry.name();
+        let without = [(NEXT_WAVE_DEFINE, "0".to_string())];
         self.staged
-            .load(&SS_REG, &[], &plan.entry.name(), plan.dyn_smem_bytes)?;
+            .load(&SS_REG, &without, &name, plan.dyn_smem_bytes)?;
         if plan.next_wave {
             let per_sm = self
                 .staged
@@ -537,6 +547,11 @@ impl Arm for SsReg {
                 shape.npad as u64 * 4,
                 facts.l2_bytes,
             );
+            if plan.args.ahead > 0 {
+                let with = [(NEXT_WAVE_DEFINE, "1".to_string())];
+                self.staged
+                    .load(&SS_REG, &with, &name, plan.dyn_smem_bytes)?;
+            }
         }
         self.staged.stage(batch)?;
         self.plan = Some(plan);

@@ -77,6 +77,8 @@ pub struct StagedLaunch {
     arm: &'static str,
     /// (entry name, function) of the current plan.
     function: Option<(String, CudaFunction)>,
+    /// The defines the current function was built with.
+    defines: Vec<(String, String)>,
     batch: Option<DeviceBatch>,
 }
 
@@ -86,6 +88,7 @@ impl StagedLaunch {
             gpu,
             arm,
             function: None,
+            defines: Vec::new(),
             batch: None,
         }
     }
@@ -110,11 +113,17 @@ impl StagedLaunch {
         entry: &str,
         dyn_smem: u32,
     ) -> Result<()> {
-        let stale = self.function.as_ref().is_none_or(|(name, _)| name != entry);
+        let defines_now: Vec<(String, String)> = defines
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.clone()))
+            .collect();
+        let stale = self.defines != defines_now
+            || self.function.as_ref().is_none_or(|(name, _)| name != entry);
         if stale {
             let module = self.gpu.module(source, defines)?;
             let function = self.gpu.function(&module, entry)?;
             self.function = Some((entry.to_string(), function));
+            self.defines = defines_now;
         }
         if dyn_smem > DEFAULT_DYN_SMEM {
             if let Some((_, f)) = &self.function {
