@@ -108,7 +108,7 @@ struct SsRegParams {
 #define SS_REG_FALLBACK_LEVELS 8
 
 // The host builds launches that prefetch nothing (ahead = 0) with this at 0:
-// the prefetch compiled in cost one-wave batches 2-3.5 % (kernels/TUNING.md).
+// the prefetch compiled in cost one-wave batches 1-3 % (kernels/TUNING.md).
 #ifndef SS_NEXT_WAVE_PREFETCH
 #define SS_NEXT_WAVE_PREFETCH 1
 #endif

@@ -528,7 +528,7 @@ impl Arm for SsReg {
             GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
         })?;
         // Launches that prefetch nothing run a build without the prefetch:
-        // compiled in with ahead = 0 it measured 2-3.5 % slower on one-wave
+        // compiled in with ahead = 0 it measured 1-3 % slower on one-wave
         // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
         // comes from that build; one CTA per SM stays one with the prefetch.
         let name = plan.entry.name();
