@@ -71,14 +71,34 @@ pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_byte
     u32::try_from(resident).unwrap_or(0)
 }
 
+/// What a loaded function was built from: its entry point and the defines of
+/// its module (one arm loads one source). Two builds of one entry with
+/// different defines (the register family's next-wave prefetch compiled in or
+/// out) are different functions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BuildKey {
+    entry: String,
+    defines: Vec<(String, String)>,
+}
+
+impl BuildKey {
+    fn new(entry: &str, defines: &[(&str, String)]) -> BuildKey {
+        BuildKey {
+            entry: entry.to_string(),
+            defines: defines
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.clone()))
+                .collect(),
+        }
+    }
+}
+
 pub struct StagedLaunch {
     gpu: Arc<Gpu>,
     /// Arm name, for error messages.
     arm: &'static str,
-    /// (entry name, function) of the current plan.
-    function: Option<(String, CudaFunction)>,
-    /// The defines the current function was built with.
-    defines: Vec<(String, String)>,
+    /// The current plan's function and what it was built from.
+    function: Option<(BuildKey, CudaFunction)>,
     batch: Option<DeviceBatch>,
 }
 
@@ -88,7 +108,6 @@ impl StagedLaunch {
             gpu,
             arm,
             function: None,
-            defines: Vec::new(),
             batch: None,
         }
     }
@@ -113,17 +132,11 @@ impl StagedLaunch {
         entry: &str,
         dyn_smem: u32,
     ) -> Result<()> {
-        let defines_now: Vec<(String, String)> = defines
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.clone()))
-            .collect();
-        let stale = self.defines != defines_now
-            || self.function.as_ref().is_none_or(|(name, _)| name != entry);
-        if stale {
+        let wanted = BuildKey::new(entry, defines);
+        if self.function.as_ref().is_none_or(|(key, _)| *key != wanted) {
             let module = self.gpu.module(source, defines)?;
             let function = self.gpu.function(&module, entry)?;
-            self.function = Some((entry.to_string(), function));
-            self.defines = defines_now;
+            self.function = Some((wanted, function));
         }
         if dyn_smem > DEFAULT_DYN_SMEM {
             if let Some((_, f)) = &self.function {
@@ -137,11 +150,11 @@ impl StagedLaunch {
     /// and `dyn_smem` bytes of dynamic shared memory (the driver's occupancy
     /// calculator).
     pub fn resident_ctas_per_sm(&self, block: u32, dyn_smem: u32) -> Result<u64> {
-        let (name, function) = self.function.as_ref().ok_or_else(|| self.not_staged())?;
+        let (key, function) = self.function.as_ref().ok_or_else(|| self.not_staged())?;
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(block, dyn_smem as usize, None)
             .map_err(|e| GvrError::Kernel {
-                name: name.clone(),
+                name: key.entry.clone(),
                 message: format!("cuOccupancyMaxActiveBlocksPerMultiprocessor: {e:?}"),
             })?;
         Ok(u64::from(per_sm))
@@ -165,7 +178,7 @@ impl StagedLaunch {
     pub fn parts(&mut self) -> Result<(&str, &CudaFunction, &mut DeviceBatch)> {
         let not_staged = self.not_staged();
         match (&self.function, self.batch.as_mut()) {
-            (Some((name, function)), Some(batch)) => Ok((name.as_str(), function, batch)),
+            (Some((key, function)), Some(batch)) => Ok((key.entry.as_str(), function, batch)),
             _ => Err(not_staged),
         }
     }
@@ -209,6 +222,17 @@ mod tests {
     use super::*;
 
     const L2: u64 = 60 << 20;
+
+    #[test]
+    fn a_build_key_changes_with_the_entry_or_any_define() {
+        let on = [("SS_NEXT_WAVE_PREFETCH", "1".to_string())];
+        let off = [("SS_NEXT_WAVE_PREFETCH", "0".to_string())];
+        let base = BuildKey::new("ss_reg_b1024_v4", &on);
+        assert_eq!(base, BuildKey::new("ss_reg_b1024_v4", &on));
+        assert_ne!(base, BuildKey::new("ss_reg_b1024_v4", &off));
+        assert_ne!(base, BuildKey::new("ss_reg_b1024_v4", &[]));
+        assert_ne!(base, BuildKey::new("ss_reg_b512_v4", &on));
+    }
 
     #[test]
     fn only_a_non_default_next_wave_setting_marks_the_variant() {
