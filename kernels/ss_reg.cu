@@ -113,6 +113,13 @@ struct SsRegParams {
 #define SS_NEXT_WAVE_PREFETCH 1
 #endif
 
+// Emit forms compiled: 1 per-bin cursors only, 0 slots only (the `cur` word is
+// then ignored: both forms are exact), 2 both with `cur` picking. The host
+// builds one form per launch under GVR_SS_REG_EMIT_SPLIT (src/arms/ss_reg.rs).
+#ifndef SS_REG_EMIT_FORM
+#define SS_REG_EMIT_FORM 2
+#endif
+
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
     u32 wpre[32];  // per-warp inclusive totals of the block scan
@@ -481,7 +488,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             ci[slot] = (i32)idx;
         }
     };
-    if (p.cur != 0u) {  // CUR: one shared atomic per emitted element on its bin's cursor
+    const bool cursors = SS_REG_EMIT_FORM == 2 ? p.cur != 0u : SS_REG_EMIT_FORM == 1;
+    if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b > cb) {

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
-    plan_reg, SsRegArgs, NEXT_WAVE_DEFINE, REG_ENTRIES, STATIC_SMEM_BYTES,
+    plan_reg, SsRegArgs, EMIT_FORM_DEFINE, NEXT_WAVE_DEFINE, REG_ENTRIES, STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -51,25 +51,34 @@ const OVERSIZE: u32 = 1024;
 /// Build the emulator once per source version; `None` if g++ is missing.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+}
+
+/// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
+/// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is ignored.
+fn slots_only_emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            if !ss_support::gxx_available("ss_reg.cu") {
-                return None;
-            }
-            assert!(
-                SS_REG.code.contains(DYN_SMEM_DECL),
-                "dynamic smem declaration moved"
-            );
-            let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
-            Some(ss_support::kernel_emulator(
-                "ss-reg-emu",
-                false,
-                ("ss_reg.cu", kernel.as_str()),
-                ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
-                &[],
-            ))
-        })
+        .get_or_init(|| build_emulator(&[format!("-D{EMIT_FORM_DEFINE}=0")]))
         .as_deref()
+}
+
+fn build_emulator(defines: &[String]) -> Option<PathBuf> {
+    if !ss_support::gxx_available("ss_reg.cu") {
+        return None;
+    }
+    assert!(
+        SS_REG.code.contains(DYN_SMEM_DECL),
+        "dynamic smem declaration moved"
+    );
+    let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
+    Some(ss_support::kernel_emulator(
+        "ss-reg-emu",
+        false,
+        ("ss_reg.cu", kernel.as_str()),
+        ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
+        defines,
+    ))
 }
 
 /// One emulated launch.
@@ -373,6 +382,31 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
 }
 
 #[test]
+fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
+    // emu_check runs each launch with cur = 1 and cur = 0; in a slots-only
+    // build both take the slots emit, and both must be exact.
+    let Some(exe) = slots_only_emulator() else {
+        return;
+    };
+    for (id, n, k) in [
+        (0u32, 2049usize, 512usize),
+        (4, 16_387, 2048),
+        (5, 8_195, 1024),
+    ] {
+        let e = REG_ENTRIES[id as usize];
+        let n = n.min(e.capacity());
+        let b = adversarial_batch(n, k, id as usize, 4242 + id as u64);
+        let launch = RegEmu::forced(id, &b, b.rows);
+        emu_check(
+            exe,
+            &b,
+            &launch,
+            &format!("slots-only {} n={n} k={k}", e.name()),
+        );
+    }
+}
+
+#[test]
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -524,9 +558,17 @@ fn ss_reg_entries_compile_without_spills() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    // Both builds the host loads: with the next-wave prefetch and without it.
-    for value in ["1", "0"] {
-        let defines = [(NEXT_WAVE_DEFINE, value.to_string())];
+    // Every build the host loads: the next-wave prefetch in or out, times
+    // both emit forms or one.
+    for (prefetch, form) in [0u32, 1]
+        .into_iter()
+        .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
+    {
+        let defines = [
+            (NEXT_WAVE_DEFINE, prefetch.to_string()),
+            (EMIT_FORM_DEFINE, form.to_string()),
+        ];
+        let value = format!("{prefetch}, {EMIT_FORM_DEFINE}={form}");
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {
             let info = nvrtc_support::assert_entry_fits(

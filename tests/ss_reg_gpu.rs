@@ -166,11 +166,17 @@ fn every_entry_is_exact_on_the_h200() {
         .chain([(rows, n, k, Some(img))]);
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
-        for (use_hints, next_wave) in [(true, true), (false, true), (true, false)] {
+        // (hints, next-wave prefetch, one-emit-form builds)
+        for (use_hints, next_wave, emit_split) in [
+            (true, true, false),
+            (false, true, true),
+            (true, false, true),
+        ] {
             let mut arm = SsReg::new(gpu.clone())
                 .with_hints(use_hints)
                 .with_forced_entry(forced)
-                .with_next_wave(next_wave);
+                .with_next_wave(next_wave)
+                .with_emit_split(emit_split);
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",
                 arm.variant(&Shape::of(&b))

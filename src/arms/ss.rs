@@ -489,12 +489,8 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     })?;
     if mode == Mode::Routed {
         // `ss` hands each shape to the family the route picks.
-        let emit = super::ss_reg::emit_form_from_env()?;
-        let next_wave = super::staged::next_wave_from_env()?;
         return Ok(Box::new(
-            super::ss_routed::SsRouted::new(gpu)
-                .with_reg_emit_form(emit)
-                .with_next_wave(next_wave),
+            super::ss_routed::SsRouted::new(gpu).with_reg_env_tuning()?,
         ));
     }
     if !tuning.is_empty() {

@@ -12,9 +12,7 @@
 
 use std::sync::Arc;
 
-use super::staged::{
-    next_wave_ahead, next_wave_from_env, next_wave_suffix, StagedLaunch, NEXT_WAVE_DEFAULT,
-};
+use super::staged::{next_wave_ahead, StagedLaunch, EMIT_SPLIT, NEXT_WAVE};
 
 use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 
@@ -212,6 +210,13 @@ pub const EMIT_FORMS: [&str; 2] = ["slots", "cur"];
 /// default) or out of it (0, for launches whose `ahead` is 0).
 pub const NEXT_WAVE_DEFINE: &str = "SS_NEXT_WAVE_PREFETCH";
 
+/// The emit forms `kernels/ss_reg.cu` compiles: an index of [`EMIT_FORMS`]
+/// (that form only; the `cur` word is then ignored) or [`EMIT_FORM_BOTH`].
+pub const EMIT_FORM_DEFINE: &str = "SS_REG_EMIT_FORM";
+
+/// Both emit forms compiled, the `cur` word picking (the source's default).
+pub const EMIT_FORM_BOTH: u32 = 2;
+
 /// The emit form called `name` (its kernel code), or a usage error.
 pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
     EMIT_FORMS
@@ -266,6 +271,9 @@ pub struct RegLaunch {
     /// The next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`; variant `+wave` /
     /// `+nowave` when it is not the default).
     pub next_wave: bool,
+    /// A build with only this launch's emit form (`GVR_SS_REG_EMIT_SPLIT`;
+    /// variant `+split` / `+both` when it is not the default).
+    pub emit_split: bool,
 }
 
 impl RegLaunch {
@@ -276,13 +284,29 @@ impl RegLaunch {
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
         }
-        tail += next_wave_suffix(self.next_wave);
+        tail += NEXT_WAVE.suffix(self.next_wave);
+        tail += EMIT_SPLIT.suffix(self.emit_split);
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
             RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
             RegSource::Forced => format!("reg(forced)/{tail}"),
         }
+    }
+
+    /// The defines of the build this launch runs: the next-wave prefetch
+    /// compiled in (`prefetch`) or out, and with [`Self::emit_split`] only the
+    /// emit form of `args.cur` (else both, `cur` picking at run time).
+    pub fn build_defines(&self, prefetch: bool) -> Vec<(&'static str, String)> {
+        let form = if self.emit_split {
+            self.args.cur.to_string()
+        } else {
+            EMIT_FORM_BOTH.to_string()
+        };
+        vec![
+            (NEXT_WAVE_DEFINE, u32::from(prefetch).to_string()),
+            (EMIT_FORM_DEFINE, form),
+        ]
     }
 
     pub fn config(&self) -> LaunchConfig {
@@ -407,7 +431,8 @@ pub fn plan_reg_with(
         source,
         grid: (1, to_u32(shape.rows, "rows")?, 1),
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
-        next_wave: NEXT_WAVE_DEFAULT,
+        next_wave: NEXT_WAVE.default,
+        emit_split: EMIT_SPLIT.default,
     })
 }
 
@@ -427,12 +452,10 @@ pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
         }
         Err(_) => None,
     };
-    let emit = emit_form_from_env()?;
     Ok(Box::new(
         SsReg::new(gpu)
             .with_forced_entry(forced)
-            .with_emit_form(emit)
-            .with_next_wave(next_wave_from_env()?),
+            .with_env_tuning()?,
     ))
 }
 
@@ -448,6 +471,8 @@ pub struct SsReg {
     emit: Option<u32>,
     /// `GVR_SS_NEXT_WAVE`: the next-wave L2 prefetch.
     next_wave: bool,
+    /// `GVR_SS_REG_EMIT_SPLIT`: builds with one emit form each.
+    emit_split: bool,
 }
 
 impl SsReg {
@@ -459,13 +484,29 @@ impl SsReg {
             plan: None,
             forced: None,
             emit: None,
-            next_wave: NEXT_WAVE_DEFAULT,
+            next_wave: NEXT_WAVE.default,
+            emit_split: EMIT_SPLIT.default,
         }
+    }
+
+    /// This arm with the tuning switches the environment sets:
+    /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`.
+    pub fn with_env_tuning(self) -> Result<SsReg> {
+        Ok(self
+            .with_emit_form(emit_form_from_env()?)
+            .with_next_wave(NEXT_WAVE.from_env()?)
+            .with_emit_split(EMIT_SPLIT.from_env()?))
     }
 
     /// Prefetch the next wave's rows into L2 (`GVR_SS_NEXT_WAVE`).
     pub fn with_next_wave(mut self, on: bool) -> SsReg {
         self.next_wave = on;
+        self
+    }
+
+    /// Build each launch with only its emit form (`GVR_SS_REG_EMIT_SPLIT`).
+    pub fn with_emit_split(mut self, on: bool) -> SsReg {
+        self.emit_split = on;
         self
     }
 
@@ -501,6 +542,7 @@ impl SsReg {
             launch.args.cur = code;
         }
         launch.next_wave = self.next_wave;
+        launch.emit_split = self.emit_split;
         Ok(launch)
     }
 }
@@ -532,9 +574,12 @@ impl Arm for SsReg {
         // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
         // comes from that build; one CTA per SM stays one with the prefetch.
         let name = plan.entry.name();
-        let without = [(NEXT_WAVE_DEFINE, "0".to_string())];
-        self.staged
-            .load(&SS_REG, &without, &name, plan.dyn_smem_bytes)?;
+        self.staged.load(
+            &SS_REG,
+            &plan.build_defines(false),
+            &name,
+            plan.dyn_smem_bytes,
+        )?;
         if plan.next_wave {
             let per_sm = self
                 .staged
@@ -548,9 +593,12 @@ impl Arm for SsReg {
                 facts.l2_bytes,
             );
             if plan.args.ahead > 0 {
-                let with = [(NEXT_WAVE_DEFINE, "1".to_string())];
-                self.staged
-                    .load(&SS_REG, &with, &name, plan.dyn_smem_bytes)?;
+                self.staged.load(
+                    &SS_REG,
+                    &plan.build_defines(true),
+                    &name,
+                    plan.dyn_smem_bytes,
+                )?;
             }
         }
         self.staged.stage(batch)?;
@@ -606,6 +654,42 @@ mod tests {
             npad: n.div_ceil(64).max(1) * 64,
             k,
         }
+    }
+
+    #[test]
+    fn a_launch_builds_with_its_prefetch_and_emit_defines() {
+        let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
+        assert!(!launch.emit_split, "off until measured");
+        let both = EMIT_FORM_BOTH.to_string();
+        assert_eq!(
+            launch.build_defines(false),
+            [
+                (NEXT_WAVE_DEFINE, "0".to_string()),
+                (EMIT_FORM_DEFINE, both)
+            ]
+        );
+        launch.emit_split = true;
+        for cur in [0u32, 1] {
+            launch.args.cur = cur;
+            assert_eq!(
+                launch.build_defines(true),
+                [
+                    (NEXT_WAVE_DEFINE, "1".to_string()),
+                    (EMIT_FORM_DEFINE, cur.to_string())
+                ]
+            );
+        }
+        assert!(launch.variant().ends_with("+split"), "{}", launch.variant());
+        // The kernel source defaults both defines under these names.
+        for define in [NEXT_WAVE_DEFINE, EMIT_FORM_DEFINE] {
+            assert!(
+                SS_REG.code.contains(&format!("#ifndef {define}\n")),
+                "{define}"
+            );
+        }
+        assert!(SS_REG
+            .code
+            .contains(&format!("#define {EMIT_FORM_DEFINE} {EMIT_FORM_BOTH}\n")));
     }
 
     #[test]

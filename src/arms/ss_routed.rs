@@ -74,16 +74,11 @@ impl SsRouted {
         }
     }
 
-    /// The register delegate's forced emit form (`GVR_SS_REG_EMIT`).
-    pub fn with_reg_emit_form(mut self, code: Option<u32>) -> SsRouted {
-        self.reg = self.reg.with_emit_form(code);
-        self
-    }
-
-    /// The register delegate's next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`).
-    pub fn with_next_wave(mut self, on: bool) -> SsRouted {
-        self.reg = self.reg.with_next_wave(on);
-        self
+    /// The register delegate with the tuning switches the environment sets
+    /// ([`SsReg::with_env_tuning`]).
+    pub fn with_reg_env_tuning(mut self) -> Result<SsRouted> {
+        self.reg = self.reg.with_env_tuning()?;
+        Ok(self)
     }
 
     fn delegate(&mut self, which: Delegate) -> &mut dyn Arm {

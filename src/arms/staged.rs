@@ -14,40 +14,71 @@ use crate::grid::Batch;
 /// Above this much dynamic shared memory a kernel must opt in.
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 
-/// Tuning switch of the register family's launches: `GVR_SS_NEXT_WAVE=on|off`
-/// turns the next-wave L2 prefetch (`ss_prefetch_next_wave`,
-/// kernels/ss_common.cuh) on or off against [`NEXT_WAVE_DEFAULT`]; a launch
-/// that differs from the default says so in its variant (`+wave` / `+nowave`),
-/// so one device run compares both on the same inputs.
-pub const NEXT_WAVE_ENV: &str = "GVR_SS_NEXT_WAVE";
+/// An on/off tuning switch of the register family's launches, read from the
+/// environment (`on` / `off`) against a default. A launch whose setting is not
+/// the default names it in its variant, so one device run compares both on
+/// the same inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TuningSwitch {
+    pub env: &'static str,
+    pub default: bool,
+    /// Variant suffixes of a non-default setting, on and off.
+    pub on_suffix: &'static str,
+    pub off_suffix: &'static str,
+}
 
-/// The next-wave prefetch when `GVR_SS_NEXT_WAVE` is unset. On: issued after
-/// the histogram barrier it measured +4 to +9 % on the one-CTA-per-SM
-/// 1024 x 4 entry at B 256-1024 (kernels/TUNING.md, 2026-12-03f); where
-/// it would lose, [`next_wave_ahead`] keeps it off.
-pub const NEXT_WAVE_DEFAULT: bool = true;
+impl TuningSwitch {
+    /// The setting the environment asks for (unset: the default), or a usage
+    /// error naming the accepted values.
+    pub fn from_env(&self) -> Result<bool> {
+        match std::env::var(self.env) {
+            Err(_) => Ok(self.default),
+            Ok(v) => self.parse(&v),
+        }
+    }
 
-/// The variant suffix of a launch whose next-wave setting is not the default.
-pub fn next_wave_suffix(on: bool) -> &'static str {
-    match (on == NEXT_WAVE_DEFAULT, on) {
-        (true, _) => "",
-        (false, true) => "+wave",
-        (false, false) => "+nowave",
+    fn parse(&self, value: &str) -> Result<bool> {
+        match value {
+            "on" => Ok(true),
+            "off" => Ok(false),
+            v => Err(GvrError::Usage(format!(
+                "{}={v} is not a setting; use on or off",
+                self.env
+            ))),
+        }
+    }
+
+    /// The variant suffix of `on`: empty at the default.
+    pub fn suffix(&self, on: bool) -> &'static str {
+        match (on == self.default, on) {
+            (true, _) => "",
+            (false, true) => self.on_suffix,
+            (false, false) => self.off_suffix,
+        }
     }
 }
 
-/// The next-wave setting `GVR_SS_NEXT_WAVE` asks for (unset: the default),
-/// or a usage error naming the accepted values.
-pub fn next_wave_from_env() -> Result<bool> {
-    match std::env::var(NEXT_WAVE_ENV) {
-        Err(_) => Ok(NEXT_WAVE_DEFAULT),
-        Ok(v) if v == "on" => Ok(true),
-        Ok(v) if v == "off" => Ok(false),
-        Ok(v) => Err(GvrError::Usage(format!(
-            "{NEXT_WAVE_ENV}={v} is not a setting; use on or off"
-        ))),
-    }
-}
+/// The next-wave L2 prefetch (`ss_prefetch_next_wave`, kernels/ss_common.cuh).
+/// On by default: issued after the histogram barrier it measured +4 to +9 %
+/// on the one-CTA-per-SM 1024 x 4 entry at B 256-1024 (kernels/TUNING.md,
+/// 2026-12-03f); where it would lose, [`next_wave_ahead`] keeps it off.
+pub const NEXT_WAVE: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_NEXT_WAVE",
+    default: true,
+    on_suffix: "+wave",
+    off_suffix: "+nowave",
+};
+
+/// Each launch built with only the emit form it runs (`SS_REG_EMIT_FORM`),
+/// instead of both forms behind the runtime `cur` word. Off by default until
+/// measured: compiled-in code a launch never runs cost the one-wave reg
+/// launches 1-3 % in the case of the next-wave prefetch (2026-12-03f).
+pub const EMIT_SPLIT: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_EMIT_SPLIT",
+    default: false,
+    on_suffix: "+split",
+    off_suffix: "+both",
+};
 
 /// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
 /// the rows of the running wave stream through the rest).
@@ -235,17 +266,32 @@ mod tests {
     }
 
     #[test]
-    fn only_a_non_default_next_wave_setting_marks_the_variant() {
-        assert_eq!(next_wave_suffix(NEXT_WAVE_DEFAULT), "");
-        let other = next_wave_suffix(!NEXT_WAVE_DEFAULT);
-        assert_eq!(
-            other,
-            if NEXT_WAVE_DEFAULT {
-                "+nowave"
+    fn only_a_non_default_setting_marks_the_variant() {
+        for switch in [NEXT_WAVE, EMIT_SPLIT] {
+            assert_eq!(switch.suffix(switch.default), "");
+            let other = switch.suffix(!switch.default);
+            let expected = if switch.default {
+                switch.off_suffix
             } else {
-                "+wave"
-            }
-        );
+                switch.on_suffix
+            };
+            assert_eq!(other, expected, "{}", switch.env);
+            assert!(!other.is_empty());
+        }
+        assert_ne!(NEXT_WAVE.on_suffix, EMIT_SPLIT.on_suffix);
+    }
+
+    #[test]
+    fn a_switch_takes_on_or_off_only() {
+        assert!(EMIT_SPLIT.parse("on").unwrap());
+        assert!(!EMIT_SPLIT.parse("off").unwrap());
+        for bad in ["ON", "1", "true", ""] {
+            let err = EMIT_SPLIT.parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("GVR_SS_REG_EMIT_SPLIT") && err.contains("use on or off"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
