@@ -50,13 +50,26 @@ impl VarlenTopK {
     /// Compile the plan's entry point and allocate its workspace. Do this
     /// before capturing a graph: it allocates and may compile.
     pub fn new(gpu: &Arc<Gpu>, plan: VarlenPlan) -> Result<VarlenTopK> {
-        let (source, entry, smem) = match &plan.launch {
-            FamilyLaunch::Main(p) => (SS_MAIN, p.entry.clone(), p.dyn_smem_bytes),
-            FamilyLaunch::Reg(p) => (SS_REG, p.entry.name(), p.dyn_smem_bytes),
-            FamilyLaunch::Clus(p) => (SS_CLUS_STREAM, p.entry.clone(), p.dyn_smem_bytes),
-            FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes),
+        // Varlen register launches never prefetch the next wave (ahead = 0;
+        // the kernel's prefetch takes per-row lengths only): they run the
+        // build without it, as `ss-reg` does for such launches.
+        let (source, entry, smem, defines) = match &plan.launch {
+            FamilyLaunch::Main(p) => (SS_MAIN, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
+            FamilyLaunch::Reg(p) => (
+                SS_REG,
+                p.entry.name(),
+                p.dyn_smem_bytes,
+                p.build_defines(false),
+            ),
+            FamilyLaunch::Clus(p) => (
+                SS_CLUS_STREAM,
+                p.entry.clone(),
+                p.dyn_smem_bytes,
+                Vec::new(),
+            ),
+            FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
         };
-        let module = gpu.module(&source, &[])?;
+        let module = gpu.module(&source, &defines)?;
         let function = gpu.function(&module, &entry)?;
         if smem > 48 * 1024 {
             gpu.set_max_dynamic_smem(&function, smem as usize)?;

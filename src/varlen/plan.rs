@@ -180,6 +180,8 @@ mod tests {
                         (r.args.next_n, r.args.cr_shift, r.args.use_hints),
                         (2, 2, 0)
                     );
+                    // Never a next-wave prefetch: the launcher loads the build without it.
+                    assert_eq!(r.args.ahead, 0);
                 }
                 FamilyLaunch::Clus(c) => {
                     seen[3] = true;
