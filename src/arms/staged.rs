@@ -89,10 +89,11 @@ const NEXT_WAVE_L2_SHARE: u64 = 2;
 /// CTA, the launch has a later wave and one wave of `row_bytes` rows fits in
 /// its share of an `l2_bytes` L2; else 0 (no prefetch).
 ///
-/// One CTA per SM: while that CTA runs its in-SM chain (bracket, histogram,
-/// scan, emit) the SM's loads idle and the prefetch fills them; a second
-/// resident CTA already fills them with its own row, and there the prefetch
-/// measured 3-4 % slower (2026-12-03f: the 512-thread entries at B 1024).
+/// Measured (2026-12-03f): +4 to +9 % on the one-CTA-per-SM entry, 3-4 %
+/// slower on the 512-thread entries (two or more per SM) at B 1024. The
+/// likely reason, not profiled: one CTA leaves the SM's loads idle through its
+/// in-SM chain (bracket, histogram, scan, emit), which the prefetch fills,
+/// while a co-resident CTA already fills them with its own row.
 pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
     let resident = per_sm.saturating_mul(sms);
     let fits = resident.saturating_mul(row_bytes) <= l2_bytes / NEXT_WAVE_L2_SHARE;
