@@ -106,3 +106,22 @@ extern "C" __global__ void __launch_bounds__(1024, 2) hot_spill(float* out, cons
     let err = compile_report(&broken, &[], DEFAULT_ARCH).expect_err("must not compile");
     assert!(err.to_string().contains("broken.cu"), "{err}");
 }
+
+#[test]
+#[should_panic(expected = "spill in demo.cu")]
+fn a_spilling_function_in_the_log_fails_the_spill_gate() {
+    nvrtc_support::assert_no_spill_in_log(
+        "ptxas info    : Function properties for ss_narrow_emit\n\
+         \x20   16 bytes stack frame, 12 bytes spill stores, 8 bytes spill loads\n",
+        "demo.cu",
+    );
+}
+
+#[test]
+fn a_log_without_spills_passes_the_spill_gate() {
+    nvrtc_support::assert_no_spill_in_log(
+        "ptxas info    : Function properties for ss_narrow_emit\n\
+         \x20   0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n",
+        "demo.cu",
+    );
+}

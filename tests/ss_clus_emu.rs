@@ -2,8 +2,10 @@
 //! thread-block clusters emulated (tests/ss_emu/cluster.cuh), and checks it
 //! exact; plus the NVRTC spill gate for its entry points.
 
-use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
+use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_CLUS};
+
+mod nvrtc_support;
 
 #[test]
 fn ss_clus_entries_compile_without_spills_or_stack() {
@@ -14,11 +16,7 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
             "{name} not declared: {declared:?}"
         );
     }
-    if !nvrtc_available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("libnvrtc not found but CI is set: {NVRTC_INSTALL_HINT}");
-        }
-        println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
+    if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
     let report = compile_report(&SS_CLUS, &[], DEFAULT_ARCH).expect("ss_clus.cu compiles");
@@ -36,15 +34,7 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
             entry.registers
         );
     }
-    for line in report.log.lines() {
-        if line.contains("spill stores") {
-            assert!(
-                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
-                "spill in ss_clus.cu: {line}\n{}",
-                report.log
-            );
-        }
-    }
+    nvrtc_support::assert_no_spill_in_log(&report.log, "ss_clus.cu");
 }
 
 mod ss_support;

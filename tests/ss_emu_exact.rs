@@ -58,23 +58,14 @@ fn emulator_base() -> Option<&'static Path> {
 /// flags: cached under cargo's test temp dir, keyed by a hash of both);
 /// `None` if g++ is missing.
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
-    if !ss_support::gxx_available("ss_main.cu") {
-        return None;
-    }
-    assert!(
-        SS_MAIN.code.contains(DYN_SMEM_DECL),
-        "dynamic smem declaration moved"
-    );
-    // The one line g++ cannot take: dynamic shared memory becomes a
-    // pointer the driver sets per CTA.
-    let kernel = SS_MAIN.code.replace(DYN_SMEM_DECL, "u64* ss_dyn;");
-    Some(ss_support::kernel_emulator(
+    ss_support::dyn_smem_kernel_emulator(
         "ss-emu",
-        false,
-        ("ss_main.cu", kernel.as_str()),
+        ("ss_main.cu", SS_MAIN.code),
+        DYN_SMEM_DECL,
+        "u64* ss_dyn;",
         ("main.cpp", include_str!("ss_emu/main.cpp")),
         defines,
-    ))
+    )
 }
 
 /// Entry id of a (BLK, U, SPLIT) shape in main.cpp's table.

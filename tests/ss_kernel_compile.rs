@@ -4,8 +4,10 @@
 //! Skips (passes with a note) without libnvrtc unless `CI` is set.
 
 use gvr_bench::arms::ss::{entry_name, kernel_defines, Mode, ENTRY_SHAPES};
-use gvr_bench::gpu::nvrtc::{compile_report, nvrtc_available, DEFAULT_ARCH, NVRTC_INSTALL_HINT};
+use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_MAIN};
+
+mod nvrtc_support;
 
 #[test]
 fn ss_main_entries_exist_and_nothing_spills() {
@@ -20,11 +22,7 @@ fn ss_main_entries_exist_and_nothing_spills() {
     }
     assert_eq!(declared.len(), ENTRY_SHAPES.len(), "{declared:?}");
 
-    if !nvrtc_available() {
-        if std::env::var_os("CI").is_some() {
-            panic!("libnvrtc not found but CI is set: {NVRTC_INSTALL_HINT}");
-        }
-        println!("SKIPPED: libnvrtc not found ({NVRTC_INSTALL_HINT})");
+    if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
     // Every build an arm launches: the default (pipelined) pass and the
@@ -45,18 +43,7 @@ fn ss_main_entries_exist_and_nothing_spills() {
                 entry.registers
             );
         }
-        // Device functions kept out of line (`__noinline__`) report their own
-        // spills under "Function properties for ..."; the entry gate does not
-        // see them, so check every such line here.
-        for line in report.log.lines() {
-            if line.contains("spill stores") {
-                assert!(
-                    line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
-                    "spill in ss_main.cu {defines:?}: {line}\n{}",
-                    report.log
-                );
-            }
-        }
+        nvrtc_support::assert_no_spill_in_log(&report.log, &format!("ss_main.cu {defines:?}"));
     }
 }
 

@@ -64,21 +64,14 @@ fn slots_only_emulator() -> Option<&'static Path> {
 }
 
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
-    if !ss_support::gxx_available("ss_reg.cu") {
-        return None;
-    }
-    assert!(
-        SS_REG.code.contains(DYN_SMEM_DECL),
-        "dynamic smem declaration moved"
-    );
-    let kernel = SS_REG.code.replace(DYN_SMEM_DECL, "u32* ss_reg_dyn;");
-    Some(ss_support::kernel_emulator(
+    ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
-        false,
-        ("ss_reg.cu", kernel.as_str()),
+        ("ss_reg.cu", SS_REG.code),
+        DYN_SMEM_DECL,
+        "u32* ss_reg_dyn;",
         ("main.cpp", include_str!("ss_emu/reg_main.cpp")),
         defines,
-    ))
+    )
 }
 
 /// One emulated launch.
@@ -587,15 +580,10 @@ fn ss_reg_entries_compile_without_spills() {
             );
         }
         // Out-of-line device functions (ss_narrow_emit) report their own spills.
-        for line in report.log.lines() {
-            if line.contains("spill stores") {
-                assert!(
-                    line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
-                    "spill in ss_reg.cu ({NEXT_WAVE_DEFINE}={value}): {line}\n{}",
-                    report.log
-                );
-            }
-        }
+        nvrtc_support::assert_no_spill_in_log(
+            &report.log,
+            &format!("ss_reg.cu ({NEXT_WAVE_DEFINE}={value})"),
+        );
     }
 }
 

@@ -56,3 +56,17 @@ pub fn assert_entry_fits<'r>(
     );
     info
 }
+
+/// Assert that nothing in a ptxas log spills. Device functions kept out of
+/// line (`__noinline__`) report their own spills under "Function properties
+/// for ...", which [`assert_entry_fits`] does not see.
+pub fn assert_no_spill_in_log(log: &str, label: &str) {
+    for line in log.lines() {
+        if line.contains("spill stores") {
+            assert!(
+                line.contains(" 0 bytes spill stores") && line.contains(" 0 bytes spill loads"),
+                "spill in {label}: {line}\n{log}"
+            );
+        }
+    }
+}

@@ -405,6 +405,35 @@ pub fn kernel_emulator(
     compile_emulator(prefix, &sources, driver.0, defines)
 }
 
+/// The emulator of a kernel source without clusters whose dynamic shared
+/// memory declaration `decl` (the one line g++ cannot take) becomes
+/// `replacement`, a pointer the driver sets per CTA; `None` without g++.
+pub fn dyn_smem_kernel_emulator(
+    prefix: &str,
+    kernel: (&str, &str),
+    decl: &str,
+    replacement: &str,
+    driver: (&str, &str),
+    defines: &[String],
+) -> Option<std::path::PathBuf> {
+    let (name, code) = kernel;
+    if !gxx_available(name) {
+        return None;
+    }
+    assert!(
+        code.contains(decl),
+        "{name}: dynamic smem declaration moved"
+    );
+    let code = code.replace(decl, replacement);
+    Some(kernel_emulator(
+        prefix,
+        false,
+        (name, code.as_str()),
+        driver,
+        defines,
+    ))
+}
+
 /// The `ss_common.cuh` text the kernels are compiled with (an NVRTC header).
 pub fn ss_common_header() -> &'static str {
     gvr_bench::gpu::sources::HEADERS
