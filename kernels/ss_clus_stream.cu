@@ -210,8 +210,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
         for (int u = 0; u < U; ++u) {
             const u32 i = tb + (u32)u * BLK + t;
             const float4 v = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
-            const u32 bits = (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) |
-                             (v.w >= tf ? 8u : 0u);
+            const u32 bits = ss_admit_bits(v, tf);
             mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
         }
         if (CL_L2_NEXT && lane_id() == 0u) {  // next owned chunk toward L2 (one bulk request per warp)
