@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One H200 device call of tuning experiments: each line of $EXPERIMENTS is
-#   label|ENV=VAL ENV2=VAL2|gvr-bench arguments
+#   label|ENV=VAL ENV2=VAL2|gvr-bench arguments[|binary]
 # and runs `gvr-bench <arguments>` with that environment (`-` for none),
-# `--out runs/<label>` appended to `grid` runs. Logs and run directories are
+# `--out runs/<label>` appended to `grid` runs; the optional fourth field
+# names another gvr-bench binary for that line (a same-run A/B of two
+# commits when a change has no knob), else $GVR_BIN. Logs and run directories are
 # packed into $OUT/experiments.tgz, also when the call runs out of time
 # (BUDGET_S, default 560 s: later experiments are skipped, not cut short).
 #
@@ -21,16 +23,17 @@ pack() { tar czf "$OUT/experiments.tgz" -C "$W" .; }
 trap pack EXIT
 echo "date $(date -u +%FT%TZ) $("$BIN" --version) $(nvidia-smi --query-gpu=name,uuid --format=csv,noheader)" | tee "$LOG"
 [ -f "$CAPS/manifest.json" ] || "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 > "$W/logs/synth.log" 2>&1
-while IFS='|' read -r label envs args; do
+while IFS='|' read -r label envs args line_bin; do
   [ -n "$label" ] || continue
   left=$((BUDGET_S - SECONDS))
   if [ "$left" -lt 20 ]; then echo "== $label: skipped ($left s left)" | tee -a "$LOG"; continue; fi
   [ "$envs" = "-" ] && envs=""
   extra=""; case "$args" in grid*) extra="--out $W/runs/$label --no-report";; esac
   t0=$SECONDS
-  echo "== $label: $envs gvr-bench $args" | tee -a "$LOG"
+  bin="${line_bin:-$BIN}"
+  echo "== $label: $envs gvr-bench $args ($("$bin" --version))" | tee -a "$LOG"
   # shellcheck disable=SC2086  # word splitting of the argument list is intended
-  env $envs timeout "$left" "$BIN" $args --captures "$CAPS" $extra > "$W/logs/$label.log" 2>&1
+  env $envs timeout "$left" "$bin" $args --captures "$CAPS" $extra > "$W/logs/$label.log" 2>&1
   echo "   rc=$? in $((SECONDS - t0)) s" | tee -a "$LOG"
   tail -n 8 "$W/logs/$label.log" >> "$LOG"
 done <<< "${EXPERIMENTS:-}"
