@@ -3,6 +3,7 @@
 normalised by the radix time of its own run, so run-to-run clock drift cancels.
 
     scripts/ab_compare.py [--by FIELD,FIELD] RUNS_DIR BASE:CAND1,CAND2:ARM [BASE:CAND:ARM ...]
+    scripts/ab_compare.py RUNS_DIR RUN:RUN:ss/ss-main     # two arms of one run
 
 RUNS_DIR holds <label>/results.jsonl or <label>.jsonl.gz. For each spec it
 prints the geomean of radix/ARM over BASE's exact cases, then for each
@@ -11,6 +12,8 @@ candidate its geomean on the common cases and the geomean, min and max of
 Cases that are not exact in either run are left out and listed as INEXACT
 (`unsupported` ones silently). --by splits each candidate line by record
 fields (e.g. `--by model,n,b` or `--by variant`), one line per group.
+ARM may be BASE_ARM/CAND_ARM: the base run's BASE_ARM against each candidate
+run's CAND_ARM (a forced family against the routed `ss`, in the same run or not).
 """
 import gzip
 import json
@@ -57,15 +60,17 @@ def main(argv):
         sys.exit(__doc__)
     root = argv[1]
     for spec in argv[2:]:
-        base, cands, arm = spec.split(":")
+        base, cands, arms = spec.split(":")
+        arm, _, cand_arm = arms.partition("/")
+        cand_arm = cand_arm or arm
         base_records = {}
         b = speedups(root, base, arm, base_records)
         print(f"{base}: {len(b)} cases, geomean radix/{arm} {geomean(b.values()):.3f}")
         for cand in cands.split(","):
-            c = speedups(root, cand, arm)
+            c = speedups(root, cand, cand_arm)
             common = [k for k in b if k in c]
             rel = [c[k] / b[k] for k in common]
-            print(f"   {cand}: {geomean(c[k] for k in common):.3f} on {len(common)};"
+            print(f"   {cand} {cand_arm}: {geomean(c[k] for k in common):.3f} on {len(common)};"
                   f" speed vs {base} {geomean(rel):.3f} (min {min(rel):.3f}, max {max(rel):.3f})")
             if by:
                 split = {}
