@@ -14,7 +14,7 @@ use crate::grid::Batch;
 /// Above this much dynamic shared memory a kernel must opt in.
 const DEFAULT_DYN_SMEM: u32 = 48 * 1024;
 
-/// An on/off tuning switch of the register family's launches, read from the
+/// An on/off tuning switch of a family's launches, read from the
 /// environment (`on` / `off`) against a default. A launch whose setting is not
 /// the default names it in its variant, so one device run compares both on
 /// the same inputs.
@@ -56,51 +56,6 @@ impl TuningSwitch {
             (false, false) => self.off_suffix,
         }
     }
-}
-
-/// The next-wave L2 prefetch (`ss_prefetch_next_wave`, kernels/ss_common.cuh).
-/// On by default: issued after the histogram barrier it measured +4 to +9 %
-/// on the one-CTA-per-SM 1024 x 4 entry at B 256-1024 (kernels/TUNING.md,
-/// 2026-12-03f); where it would lose, [`next_wave_ahead`] keeps it off.
-pub const NEXT_WAVE: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_NEXT_WAVE",
-    default: true,
-    on_suffix: "+wave",
-    off_suffix: "+nowave",
-};
-
-/// Each launch built with only the emit form it runs (`SS_REG_EMIT_FORM`),
-/// instead of both forms behind the runtime `cur` word. Off by default until
-/// measured: compiled-in code a launch never runs cost the one-wave reg
-/// launches 1-3 % in the case of the next-wave prefetch (2026-12-03f).
-pub const EMIT_SPLIT: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_EMIT_SPLIT",
-    default: false,
-    on_suffix: "+split",
-    off_suffix: "+both",
-};
-
-/// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
-/// the rows of the running wave stream through the rest).
-const NEXT_WAVE_L2_SHARE: u64 = 2;
-
-/// The `ahead` kernel scalar of a one-CTA-per-row launch: the CTAs the
-/// device holds at once (`sms` SMs of `per_sm` each) when each SM holds one
-/// CTA, the launch has a later wave and one wave of `row_bytes` rows fits in
-/// its share of an `l2_bytes` L2; else 0 (no prefetch).
-///
-/// Measured (2026-12-03f): +4 to +9 % on the one-CTA-per-SM entry, 3-4 %
-/// slower on the 512-thread entries (two or more per SM) at B 1024. The
-/// likely reason, not profiled: one CTA leaves the SM's loads idle through its
-/// in-SM chain (bracket, histogram, scan, emit), which the prefetch fills,
-/// while a co-resident CTA already fills them with its own row.
-pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
-    let resident = per_sm.saturating_mul(sms);
-    let fits = resident.saturating_mul(row_bytes) <= l2_bytes / NEXT_WAVE_L2_SHARE;
-    if per_sm != 1 || rows <= resident || !fits {
-        return 0;
-    }
-    u32::try_from(resident).unwrap_or(0)
 }
 
 /// What a loaded function was built from: its entry point and the defines of
@@ -253,8 +208,6 @@ impl StagedLaunch {
 mod tests {
     use super::*;
 
-    const L2: u64 = 60 << 20;
-
     #[test]
     fn a_build_key_changes_with_the_entry_or_any_define() {
         let on = [("SS_NEXT_WAVE_PREFETCH", "1".to_string())];
@@ -266,61 +219,23 @@ mod tests {
         assert_ne!(base, BuildKey::new("ss_reg_b512_v4", &on));
     }
 
-    #[test]
-    fn only_a_non_default_setting_marks_the_variant() {
-        for switch in [NEXT_WAVE, EMIT_SPLIT] {
-            assert_eq!(switch.suffix(switch.default), "");
-            let other = switch.suffix(!switch.default);
-            let expected = if switch.default {
-                switch.off_suffix
-            } else {
-                switch.on_suffix
-            };
-            assert_eq!(other, expected, "{}", switch.env);
-            assert!(!other.is_empty());
-        }
-        assert_ne!(NEXT_WAVE.on_suffix, EMIT_SPLIT.on_suffix);
-    }
+    const DEMO: TuningSwitch = TuningSwitch {
+        env: "GVR_DEMO_SWITCH",
+        default: false,
+        on_suffix: "+demo",
+        off_suffix: "+nodemo",
+    };
 
     #[test]
     fn a_switch_takes_on_or_off_only() {
-        assert!(EMIT_SPLIT.parse("on").unwrap());
-        assert!(!EMIT_SPLIT.parse("off").unwrap());
+        assert!(DEMO.parse("on").unwrap());
+        assert!(!DEMO.parse("off").unwrap());
         for bad in ["ON", "1", "true", ""] {
-            let err = EMIT_SPLIT.parse(bad).unwrap_err().to_string();
+            let err = DEMO.parse(bad).unwrap_err().to_string();
             assert!(
-                err.contains("GVR_SS_REG_EMIT_SPLIT") && err.contains("use on or off"),
+                err.contains("GVR_DEMO_SWITCH") && err.contains("use on or off"),
                 "{err}"
             );
         }
-    }
-
-    #[test]
-    fn next_wave_ahead_is_the_resident_count_only_when_a_later_wave_exists() {
-        assert_eq!(next_wave_ahead(256, 1, 132, 65_536, L2), 132);
-        assert_eq!(next_wave_ahead(133, 1, 132, 65_536, L2), 132);
-        assert_eq!(next_wave_ahead(132, 1, 132, 65_536, L2), 0, "one wave");
-        assert_eq!(next_wave_ahead(1, 1, 132, 65_536, L2), 0);
-        assert_eq!(
-            next_wave_ahead(256, 0, 132, 65_536, L2),
-            0,
-            "nothing resident"
-        );
-    }
-
-    #[test]
-    fn next_wave_ahead_stays_off_where_a_second_cta_shares_the_sm() {
-        assert_eq!(next_wave_ahead(1024, 2, 132, 16_384, L2), 0);
-        assert_eq!(next_wave_ahead(1024, 4, 132, 16_384, L2), 0);
-        assert_eq!(next_wave_ahead(1024, 1, 132, 16_384, L2), 132);
-    }
-
-    #[test]
-    fn next_wave_ahead_stays_off_when_a_wave_of_rows_overfills_its_l2_share() {
-        // 132 resident rows of 256K floats (138 MB) cannot wait in a 60 MiB L2.
-        assert_eq!(next_wave_ahead(1024, 1, 132, 1 << 20, L2), 0);
-        // At exactly half the L2 it still prefetches.
-        assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132, L2), 132);
-        assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132 + 1, L2), 0);
     }
 }
