@@ -218,12 +218,14 @@ pub const NEXT_WAVE: TuningSwitch = TuningSwitch {
 };
 
 /// Each launch built with only the emit form it runs (`SS_REG_EMIT_FORM`),
-/// instead of both forms behind the runtime `cur` word. Off by default until
-/// measured: compiled-in code a launch never runs cost the one-wave reg
-/// launches 1-3 % in the case of the next-wave prefetch (2026-12-03f).
+/// instead of both forms behind the runtime `cur` word: compiled-in code a
+/// launch never runs cost the one-wave reg launches 1-3 % in the case of the
+/// next-wave prefetch (2026-12-03f). Measured on the H200 (reports/h200/
+/// 2026-12-03g, 700 cases N <= 17.5K, two interleaved pairs, radix-normalised):
+/// on vs off 1.005 / 1.006, every family variant 0.998-1.011.
 pub const EMIT_SPLIT: TuningSwitch = TuningSwitch {
     env: "GVR_SS_REG_EMIT_SPLIT",
-    default: false,
+    default: true,
     on_suffix: "+split",
     off_suffix: "+both",
 };
