@@ -16,7 +16,7 @@
 //   3. BRL bins: bin = min(sat_u32(fma(x, SC, CQ)), NBH−1) with bin 0 the
 //      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
 //      so bins > B are winners whatever the bracket was;
-//   4. histogram of the elements in bins >= 1, one block scan that finds the
+//   4. histogram of every valid element, one block scan that finds the
 //      crossing of k and leaves after(j) cursors in the histogram;
 //   5. emit: bins > B straight to the output, bin B either whole to the
 //      output or to the candidate list ck/ci (keys, indices); per-bin cursors
@@ -27,9 +27,9 @@
 //      the k-th largest key, then a two-predicate ballot emit. Taken when the
 //      bracket is rejected, the crossing lies in the trash bin (the top k
 //      reach below Tv) or the crossing bin exceeds CMP.
-// Exactness never depends on the bracket: B ≥ 1 means the bins above B hold
-// fewer than k elements and bin B completes them; when bins >= 1 hold fewer
-// than k elements in all, the scan pins bin 0 and the escape selects.
+// Exactness never depends on the bracket: the histogram counts every valid
+// element, so its total is n > k and the crossing is always real; B ≥ 1
+// means the bins above B hold fewer than k elements and bin B completes them.
 //
 // Short rows (n ≤ k): identity then −1. A row longer than the compiled
 // register capacity (only possible through a bad per-row n) is selected by
@@ -459,13 +459,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
-    // The trash bin is not counted: with a hint bracket most of the row lands
-    // there, and its increments would serialize on one shared word. Nothing
-    // needs its count (a crossing in bin 0, fake or real, takes the escape).
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-        if (b != 0u) red_shared_add(hist + b, 1u);
-    });
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
     // behind this row's loads it cost up to 5 % (measured; the likely reason:
