@@ -753,16 +753,10 @@ mod tests {
     #[test]
     fn a_launch_builds_with_its_prefetch_and_emit_defines() {
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
-        assert!(!launch.emit_split, "off until measured");
-        let both = EMIT_FORM_BOTH.to_string();
-        assert_eq!(
-            launch.build_defines(false),
-            [
-                (NEXT_WAVE_DEFINE, "0".to_string()),
-                (EMIT_FORM_DEFINE, both)
-            ]
+        assert!(
+            launch.emit_split,
+            "one form per build by default (measured)"
         );
-        launch.emit_split = true;
         for cur in [0u32, 1] {
             launch.args.cur = cur;
             assert_eq!(
@@ -773,7 +767,17 @@ mod tests {
                 ]
             );
         }
-        assert!(launch.variant().ends_with("+split"), "{}", launch.variant());
+        assert!(!launch.variant().contains('+'), "{}", launch.variant());
+        launch.emit_split = false;
+        let both = EMIT_FORM_BOTH.to_string();
+        assert_eq!(
+            launch.build_defines(false),
+            [
+                (NEXT_WAVE_DEFINE, "0".to_string()),
+                (EMIT_FORM_DEFINE, both)
+            ]
+        );
+        assert!(launch.variant().ends_with("+both"), "{}", launch.variant());
         // The kernel source defaults both defines under these names.
         for define in [NEXT_WAVE_DEFINE, EMIT_FORM_DEFINE] {
             assert!(
