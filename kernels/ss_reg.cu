@@ -490,12 +490,16 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     };
     const bool cursors = SS_REG_EMIT_FORM == 2 ? p.cur != 0u : SS_REG_EMIT_FORM == 1;
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
+        // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            if (b > cb) {
-                O[atomicAdd(hist + b, 1u)] = (i32)idx;
-            } else if (b == cb) {
-                put_cross(x, idx, atomicAdd(hist + b, 1u) - above);
+            if (b >= cb) {
+                const u32 slot = atomicAdd(hist + b, 1u);
+                if (b > cb) {
+                    O[slot] = (i32)idx;
+                } else {
+                    put_cross(x, idx, slot - above);
+                }
             }
         });
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
@@ -509,10 +513,12 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            if (b > cb) {
-                O[win_slot++] = (i32)idx;
-            } else if (b == cb) {
-                put_cross(x, idx, cross_slot++);
+            if (b >= cb) {
+                if (b > cb) {
+                    O[win_slot++] = (i32)idx;
+                } else {
+                    put_cross(x, idx, cross_slot++);
+                }
             }
         });
     }
