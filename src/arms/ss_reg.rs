@@ -757,6 +757,7 @@ mod tests {
             launch.emit_split,
             "one form per build by default (measured)"
         );
+        let planned_cur = launch.args.cur;
         for cur in [0u32, 1] {
             launch.args.cur = cur;
             assert_eq!(
@@ -767,6 +768,7 @@ mod tests {
                 ]
             );
         }
+        launch.args.cur = planned_cur;
         assert!(!launch.variant().contains('+'), "{}", launch.variant());
         launch.emit_split = false;
         let both = EMIT_FORM_BOTH.to_string();
