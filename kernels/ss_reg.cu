@@ -115,7 +115,8 @@ struct SsRegParams {
 
 // Emit forms compiled: 1 per-bin cursors only, 0 slots only (the `cur` word is
 // then ignored: both forms are exact), 2 both with `cur` picking. The host
-// builds one form per launch under GVR_SS_REG_EMIT_SPLIT (src/arms/ss_reg.rs).
+// builds one form per launch (GVR_SS_REG_EMIT_SPLIT, on by default;
+// src/arms/ss_reg.rs).
 #ifndef SS_REG_EMIT_FORM
 #define SS_REG_EMIT_FORM 2
 #endif

@@ -8,7 +8,8 @@ SASS_CSV is the `--page source --csv --print-source sass` export that
 scripts/h200_ncu.sh writes (`<label>.sass.csv`, gzipped in reports/). With
 --marks it lists the executed loads, barriers, calls and exits (row index,
 executions, samples), from which the region cuts are chosen; otherwise it
-prints each region [cut_i, cut_i+1)'s share of all warp stall samples, then
+prints each region [cut_i, cut_i+1)'s share of all warp stall samples and of
+the executed warp instructions, then
 each listed row's own share and instruction. Shares of samples approximate
 shares of warp time; they are not kernel time.
 """
@@ -47,8 +48,11 @@ def main(argv):
     bounds = [0] + cuts + [len(rows)]
     if len(names) != len(bounds) - 1:
         sys.exit(f"{len(cuts)} cuts make {len(bounds) - 1} regions, {len(names)} names given")
+    executed = [int(r[exec_col] or 0) for r in rows]
+    total_executed = sum(executed)
     for name, a, b in zip(names, bounds, bounds[1:]):
-        print(f"{name:12s} [{a}, {b}) {sum(samples[a:b]):6d} = {100 * sum(samples[a:b]) / total:5.1f} %")
+        print(f"{name:12s} [{a}, {b}) {sum(samples[a:b]):6d} = {100 * sum(samples[a:b]) / total:5.1f} %"
+              f" of samples, {100 * sum(executed[a:b]) / total_executed:5.1f} % of executed warp instructions")
     for line in argv[4].split(",") if len(argv) > 4 else []:
         i = int(line)
         print(f"  row {i:5d}: {samples[i]:5d} = {100 * samples[i] / total:4.1f} %  {rows[i][1].strip()[:60]}")
