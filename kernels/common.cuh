@@ -171,6 +171,18 @@ __device__ __forceinline__ void find_crossing(const u32* hist, u32 t, u32* scrat
     __syncthreads();
 }
 
+// A global-memory pointer whose value the compiler cannot see through.
+// `out + row * k` kept visible lets it fold the row offset into every later
+// `O[slot]`, so each store recomputed a 64-bit address (IADD3, IMAD.X, LEA,
+// LEA.HI.X and a constant reload); behind this, `O[slot]` is one
+// IMAD.WIDE.U32. The assumption keeps the stores STG rather than generic.
+template <class T>
+__device__ __forceinline__ T* opaque_global_ptr(T* p) {
+    asm("" : "+l"(p));
+    __builtin_assume(__isGlobal(p));
+    return p;
+}
+
 // ---------------------------------------------------------------------------
 // Result-less shared / global reductions (RED instead of ATOM).
 // ---------------------------------------------------------------------------

@@ -331,6 +331,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
 
     // Emit: winners to the output, crossing candidates striped over the ranks.
     const u32 lim = whole ? k : above;
+    i32* const out_emit = opaque_global_ptr(out_row);  // one IMAD.WIDE per winner (see opaque_global_ptr)
     RcSrcStriped src;
     src.ck = sm + RC_CK;
     src.ci = sm + RC_CK + CAP;
@@ -353,7 +354,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
             if (b >= cbin) {  // cbin ≥ 1: fill and tail-less slots (bin 0) never pass
                 const u32 pos = atomicAdd(mrg + b, 1u);
                 if (pos < lim) {
-                    out_row[pos] = (i32)idx;
+                    out_emit[pos] = (i32)idx;
                 } else {
                     src.put(pos - above, fkey(x), idx);
                 }

@@ -480,10 +480,11 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
 
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
+    i32* const OE = opaque_global_ptr(O);  // one IMAD.WIDE per emitted index (see opaque_global_ptr)
     // Element `slot` of the crossing bin: to the output when the bin is needed whole, else a candidate.
     const auto put_cross = [&](float x, u32 idx, u32 slot) {
         if (whole) {
-            O[above + slot] = (i32)idx;
+            OE[above + slot] = (i32)idx;
         } else {
             ck[slot] = fkey(x);  // slot < m <= cmp
             ci[slot] = (i32)idx;
@@ -497,7 +498,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (b >= cb) {
                 const u32 slot = atomicAdd(hist + b, 1u);
                 if (b > cb) {
-                    O[slot] = (i32)idx;
+                    OE[slot] = (i32)idx;
                 } else {
                     put_cross(x, idx, slot - above);
                 }
@@ -516,7 +517,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b >= cb) {
                 if (b > cb) {
-                    O[win_slot++] = (i32)idx;
+                    OE[win_slot++] = (i32)idx;
                 } else {
                     put_cross(x, idx, cross_slot++);
                 }

@@ -4,6 +4,7 @@ kernel refactor changes no code: dump before and after, then `cmp`.
 
     LD_LIBRARY_PATH=<dir of libnvrtc.so.13> scripts/ptx_dump.py OUT_DIR ss_main ss_reg ...
     LD_LIBRARY_PATH=... scripts/ptx_dump.py --text-sizes ss_reg ...
+    LD_LIBRARY_PATH=... scripts/ptx_dump.py --cubin OUT_DIR ss_reg ...
 
 Compiles kernels/<name>.cu with the in-memory headers common.cuh and
 ss_common.cuh for compute_90a, with the build's -std/--fmad options and no
@@ -14,6 +15,10 @@ via PTX_DEFINES="A=1 B=2". Identical PTX means identical SASS.
 SASS instruction count (its `.text.<entry>` section size / 16 bytes): a
 static count, for comparing two versions of a kernel without a disassembler
 (it says nothing about how often each instruction runs).
+
+--cubin writes OUT_DIR/<name>.cubin (sm_90a) instead, for a disassembler
+without a GPU: `pip install nvidia-cuda-nvdisasm` gives nvdisasm
+(`nvdisasm -c -fun ENTRY OUT_DIR/ss_reg.cubin`).
 """
 import ctypes
 import ctypes.util
@@ -100,15 +105,24 @@ def main():
             for entry, count in sorted(text_sizes(lib, name, defines).items()):
                 print(f"{name}.cu {entry} {count}")
         return
+    cubin = args[:1] == ["--cubin"]
+    if cubin:
+        args = args[1:]
     if len(args) < 2:
         sys.exit(__doc__)
     out, names = args[0], args[1:]
     os.makedirs(out, exist_ok=True)
     lib = nvrtc()
     for name in names:
-        with open(os.path.join(out, name + ".ptx"), "w") as f:
-            f.write(ptx(lib, name, defines))
-        print(f"{out}/{name}.ptx")
+        if cubin:
+            path = os.path.join(out, name + ".cubin")
+            with open(path, "wb") as f:
+                f.write(output(lib, compiled(lib, name, defines, "sm_90a"), "CUBIN"))
+        else:
+            path = os.path.join(out, name + ".ptx")
+            with open(path, "w") as f:
+                f.write(ptx(lib, name, defines))
+        print(path)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,8 @@ inline u32 warp_reserve(bool pred, u32* counter) {
     return pred ? base + (u32)__popc(ballot & lanemask_lt()) : 0xffffffffu;
 }
 inline void red_shared_add(u32* p, u32 v) { *p += v; }
+template <class T>
+inline T* opaque_global_ptr(T* p) { return p; }  // a compiler barrier on the GPU only
 
 // Loads are bounds-checked against the registered buffers: a read outside
 // them (or at a position >= n of its row, see emu::row_guard) aborts.
