@@ -235,6 +235,23 @@ __device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) 
     __syncthreads();
 }
 
+// ss_block_minmax with one barrier instead of three: every warp reduces the
+// per-warp partials itself. `red` (64 words) is read after the barrier, so
+// the caller may not write it again before a later barrier.
+template <int BLK>
+__device__ __forceinline__ void ss_block_minmax_once(u32* kmin, u32* kmax, u32* red) {
+    const u32 NW = BLK / 32;
+    const u32 a = warp_min(*kmin), b = warp_max(*kmax);
+    if (lane_id() == 0u) {
+        red[warp_id()] = a;
+        red[32 + warp_id()] = b;
+    }
+    __syncthreads();
+    const u32 l = lane_id();
+    *kmin = warp_min(l < NW ? red[l] : 0xffffffffu);
+    *kmax = warp_max(l < NW ? red[32 + l] : 0u);
+}
+
 // Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
 // [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
 // sentinels in hint-free mode (hint_row == nullptr). Block-uniform (in a

@@ -390,7 +390,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;
-    if (!deg && p.use_hints != 0u && hints != nullptr) {
+    const bool hinted = !deg && p.use_hints != 0u && hints != nullptr;
+    if (hinted) {
         // IMG: the row image in shared memory (aliasing ck/ci, which are
         // only used after the scan) serves the hint gather instead of
         // scattered global loads.
@@ -405,7 +406,27 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             __syncthreads();
         }
         const i32* H = ss_hint_row(hints, row, p.next_n, k);  // formed here: no register held across the row load
-        for (u32 j = t; j < k; j += BLK) {
+        // The thread's first HG hints as one batch: the index loads, then the
+        // value loads, each wait one round trip instead of one per BLK hints.
+        constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
+        u32 hb[HG];
+#pragma unroll
+        for (int i = 0; i < HG; ++i) {
+            const u32 j = t + (u32)i * BLK;
+            hb[i] = j < k ? (u32)H[j] : n;  // n: no element
+        }
+        float xb[HG];
+#pragma unroll
+        for (int i = 0; i < HG; ++i) xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
+#pragma unroll
+        for (int i = 0; i < HG; ++i) {
+            if (ss_reg_finite(xb[i])) {
+                const u32 key = fkey(xb[i]);
+                kmin = kmin < key ? kmin : key;
+                kmax = kmax > key ? kmax : key;
+            }
+        }
+        for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
             const u32 h = (u32)H[j];
             if (h < n) {
                 const float x = IMG ? img[h] : ldg_nc_f(X + h);
@@ -416,7 +437,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 }
             }
         }
-        ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+        // (also publishes the zeroed histogram) One barrier, not three, except
+        // in the 32-register 512/2 entry, where ptxas then spilled 8 bytes.
+        if (BLK == 512 && VPT == 2) {
+            ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+        } else {
+            ss_block_minmax_once<BLK>(&kmin, &kmax, s.red);
+        }
         lo = invkey(kmin);
         hi = invkey(kmax);
         have = kmin < kmax;  // NaN patterns of the empty identities fail this too
@@ -433,7 +460,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 kmax = kmax > key ? kmax : key;
             }
         });
-        ss_block_minmax<BLK>(&kmin, &kmax, s.red);
+        if (hinted) __syncthreads();  // the hint bracket's reads of s.red are done
+        ss_block_minmax_once<BLK>(&kmin, &kmax, s.red);
         lo = invkey(kmin);
         hi = invkey(kmax);
         have = kmin < kmax;
