@@ -318,14 +318,26 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 // row when that row is longer than `hint_min_n` (the caller reads hints only
 // then). Rows are blockIdx.y, gridDim.y of them; launches with per-row
 // lengths only (next_n = 0).
-template <int BLK>
-__device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const i32* row_n, const i32* hints,
-                                                      u32 hint_min_n, u32 ahead, u32 next_n, u32 npad, u32 k) {
+//
+// Two steps: the next row's length is loaded with the CTA's own row (its
+// round trip then overlaps that row's; loaded just before the prefetch, every
+// warp waited for it), the prefetch itself goes out once the row has arrived.
+
+// The length of row blockIdx.y + ahead for this warp's prefetch, or 0 when
+// this thread sends nothing.
+__device__ __forceinline__ u32 ss_next_wave_len(const i32* row_n, u32 ahead, u32 next_n, u32 npad) {
     const u32 next = blockIdx.y + ahead;
     // Per-row lengths only (the varlen form's row arithmetic costs the 32-register entries a spill).
-    if (ahead == 0u || next_n != 0u || lane_id() != 0u || next >= gridDim.y || next < ahead) return;
-    const u32 n = clamp_row_len(row_n[next], npad);
-    if (n <= k) return;  // short rows are written without reading the row
+    if (ahead == 0u || next_n != 0u || lane_id() != 0u || next >= gridDim.y || next < ahead) return 0u;
+    return clamp_row_len(row_n[next], npad);
+}
+
+// The prefetch of row blockIdx.y + ahead, of length `n` from ss_next_wave_len.
+template <int BLK>
+__device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const i32* hints, u32 hint_min_n, u32 ahead,
+                                                      u32 npad, u32 k, u32 n) {
+    if (n <= k) return;  // nothing to send (0), or a short row, written without reading it
+    const u32 next = blockIdx.y + ahead;
     const u32 f1 = n >> 2;
     const u32 nw = (u32)(BLK / 32);
     u32 chunk = (f1 + nw - 1u) / nw;

@@ -383,6 +383,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
     r.tail = NEG_INF;
     if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
+#if SS_NEXT_WAVE_PREFETCH
+    const u32 next_len = ss_next_wave_len(row_n, p.ahead, p.next_n, p.npad);
+#endif
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
     // ---- 2. bracket (finite values only) ----
@@ -494,8 +497,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // behind this row's loads it cost up to 5 % (measured; the likely reason:
     // it competed with the wave's own loads).
 #if SS_NEXT_WAVE_PREFETCH
-    ss_prefetch_next_wave<BLK>(logits, row_n, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.next_n,
-                               p.npad, k);
+    ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
+                               next_len);
 #endif
     ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
