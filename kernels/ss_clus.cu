@@ -245,8 +245,9 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
                 kmax = kmax > key ? kmax : key;
             }
         }
-        ss_block_minmax<BLK>(&kmin, &kmax, sm + RC_RED);
+        ss_block_minmax_once<BLK>(&kmin, &kmax, sm + RC_RED);  // one barrier, not three
         first_k = !rc_bracket_ok(kmin, kmax);
+        if (first_k) __syncthreads();  // every warp has read RC_RED
     }
     if (first_k) {
         RC_TRACE(RC_TR_FIRSTK);
