@@ -191,14 +191,11 @@ __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared
     const u32 incl = warp_incl_scan(span);
     if (lane_id() == 31u) s.wpre[warp_id()] = incl;
     __syncthreads();
-    if (warp_id() == 0u) {
-        const u32 w = lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u;
-        const u32 ws = warp_incl_scan(w);
-        if (lane_id() < (u32)NW) s.wpre[lane_id()] = ws;
-    }
-    __syncthreads();
-    const u32 total = s.wpre[NW - 1];
-    const u32 below = (warp_id() == 0u ? 0u : s.wpre[warp_id() - 1u]) + incl;
+    // Every warp scans the per-warp totals itself: one barrier, not two.
+    const u32 ws = warp_incl_scan(lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u);
+    const u32 total = __shfl_sync(GVR_FULL_MASK, ws, NW - 1);
+    const u32 before = __shfl_sync(GVR_FULL_MASK, ws, (warp_id() + 31u) & 31u);
+    const u32 below = (warp_id() == 0u ? 0u : before) + incl;
     const u32 after_mine = total - below;  // elements in bins of higher threads
     // Unique owner (after_mine is non-increasing in the thread index); thread
     // 0 also takes a fake crossing (total < k), which callers never trust.
