@@ -175,7 +175,13 @@ __device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShare
 // Crossing of `k` over NBH bins and cursor rewrite (§2.2): each thread owns
 // NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
 // (ends with a barrier). The total is the number of counted elements.
-template <int NBH, int BLK>
+//
+// ONE_BARRIER: every warp scans the per-warp totals itself, one barrier
+// instead of two and warp 0's serial step. Measured (2026-12-03h): +1.6 % on
+// the entry that holds one CTA per SM, where nothing covers a barrier's wait;
+// 1-3 % slower on entries that share an SM, where the 31 extra warp scans
+// compete for issue and a co-resident CTA covers the wait.
+template <int NBH, int BLK, bool ONE_BARRIER>
 __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
     static_assert(NBH % BLK == 0, "every thread owns whole bins");
     const int SPAN = NBH / BLK;
@@ -191,11 +197,22 @@ __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared
     const u32 incl = warp_incl_scan(span);
     if (lane_id() == 31u) s.wpre[warp_id()] = incl;
     __syncthreads();
-    // Every warp scans the per-warp totals itself: one barrier, not two.
-    const u32 ws = warp_incl_scan(lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u);
-    const u32 total = __shfl_sync(GVR_FULL_MASK, ws, NW - 1);
-    const u32 before = __shfl_sync(GVR_FULL_MASK, ws, (warp_id() + 31u) & 31u);
-    const u32 below = (warp_id() == 0u ? 0u : before) + incl;
+    u32 total, below;
+    if (ONE_BARRIER) {
+        const u32 ws = warp_incl_scan(lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u);
+        total = __shfl_sync(GVR_FULL_MASK, ws, NW - 1);
+        const u32 before = __shfl_sync(GVR_FULL_MASK, ws, (warp_id() + 31u) & 31u);
+        below = (warp_id() == 0u ? 0u : before) + incl;
+    } else {
+        if (warp_id() == 0u) {
+            const u32 w = lane_id() < (u32)NW ? s.wpre[lane_id()] : 0u;
+            const u32 ws = warp_incl_scan(w);
+            if (lane_id() < (u32)NW) s.wpre[lane_id()] = ws;
+        }
+        __syncthreads();
+        total = s.wpre[NW - 1];
+        below = (warp_id() == 0u ? 0u : s.wpre[warp_id() - 1u]) + incl;
+    }
     const u32 after_mine = total - below;  // elements in bins of higher threads
     // Unique owner (after_mine is non-increasing in the thread index); thread
     // 0 also takes a fake crossing (total < k), which callers never trust.
@@ -327,11 +344,13 @@ struct SsRegSrcFor<Src, true> {
     typedef SsRegOwnSrc<Src> type;
 };
 
-template <int BLK, int VPT, int NBH, bool IMG>
+// MINB: the CTAs per SM of the entry's __launch_bounds__.
+template <int BLK, int VPT, int NBH, bool IMG, int MINB>
 __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                             const i32* __restrict__ hints, i32* __restrict__ out,
                                             const SsRegParams p) {
     __shared__ __align__(16) SsRegShared s;
+    constexpr bool LONE_CTA = MINB == 1;  // nothing else on the SM covers a barrier's wait
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
     const u32 k = p.k;
@@ -497,7 +516,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
                                next_len);
 #endif
-    ss_reg_scan_cursor<NBH, BLK>(hist, k, s);
+    ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
     const bool whole = need >= m;
@@ -602,23 +621,23 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 #define SS_REG_PASS logits, row_n, hints, out, p
 
 extern "C" __global__ void __launch_bounds__(256, 8) ss_reg_b256_v1(SS_REG_ARGS) {
-    ss_reg_body<256, 1, 1024, false>(SS_REG_PASS);
+    ss_reg_body<256, 1, 1024, false, 8>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(512, 4) ss_reg_b512_v1(SS_REG_ARGS) {
-    ss_reg_body<512, 1, 1024, false>(SS_REG_PASS);
+    ss_reg_body<512, 1, 1024, false, 4>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_reg_b1024_v1(SS_REG_ARGS) {
-    ss_reg_body<1024, 1, 2048, false>(SS_REG_PASS);
+    ss_reg_body<1024, 1, 2048, false, 2>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(512, 4) ss_reg_b512_v2(SS_REG_ARGS) {
-    ss_reg_body<512, 2, 1024, false>(SS_REG_PASS);
+    ss_reg_body<512, 2, 1024, false, 4>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1) ss_reg_b1024_v4(SS_REG_ARGS) {
-    ss_reg_body<1024, 4, 2048, false>(SS_REG_PASS);
+    ss_reg_body<1024, 4, 2048, false, 1>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v4(SS_REG_ARGS) {
-    ss_reg_body<512, 4, 2048, false>(SS_REG_PASS);
+    ss_reg_body<512, 4, 2048, false, 2>(SS_REG_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
-    ss_reg_body<1024, 1, 2048, true>(SS_REG_PASS);
+    ss_reg_body<1024, 1, 2048, true, 2>(SS_REG_PASS);
 }
