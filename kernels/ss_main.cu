@@ -62,9 +62,6 @@
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
-#ifndef SS_EMIT_PAIRS
-#define SS_EMIT_PAIRS 0  // 1: the cursor emit loads two list items before either one's atomic (not measured yet)
-#endif
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
@@ -360,10 +357,13 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
 template <int BLK, class Src>
 __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
                                             u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
-    const auto emit = [&](float x, u32 idx) {
-        if (!(x >= tf)) return;
+    for (u32 i = threadIdx.x; i < count; i += BLK) {
+        float x;
+        u32 idx;
+        src.get(i, &x, &idx);
+        if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
-        if (bin < cross_bin) return;  // certain loser
+        if (bin < cross_bin) continue;  // certain loser
         const u32 slot = atomicAdd(hist + bin, 1u);
         if (slot < lim1) {
             out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
@@ -371,26 +371,6 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
             const u32 q = slot - above;
             if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
         }
-    };
-    u32 i = threadIdx.x;
-#if SS_EMIT_PAIRS
-    // Two items a step, both loaded before either one's atomic: the compiler
-    // may not move a load of the list above an atomic on the same shared
-    // memory, and with two CTAs per SM little else covers the round trips.
-    for (; i + (u32)BLK < count; i += 2u * BLK) {
-        float x0, x1;
-        u32 idx0, idx1;
-        src.get(i, &x0, &idx0);
-        src.get(i + BLK, &x1, &idx1);
-        emit(x0, idx0);
-        emit(x1, idx1);
-    }
-#endif
-    for (; i < count; i += BLK) {
-        float x;
-        u32 idx;
-        src.get(i, &x, &idx);
-        emit(x, idx);
     }
 }
 

@@ -849,7 +849,11 @@ mod tests {
         for e in REG_ENTRIES {
             let decl = format!("__launch_bounds__({}, {}) {}(", e.blk, e.minb, e.name());
             assert!(code.contains(&decl), "missing `{decl}`");
-            let body = format!("ss_reg_body<{}, {}, {}, {}>", e.blk, e.vpt, e.nbh, e.img);
+            // The body's MINB (its barrier choices) is the launch bound's.
+            let body = format!(
+                "ss_reg_body<{}, {}, {}, {}, {}>",
+                e.blk, e.vpt, e.nbh, e.img, e.minb
+            );
             assert!(code.contains(&body), "missing `{body}`");
         }
     }
