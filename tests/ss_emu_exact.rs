@@ -281,16 +281,6 @@ fn the_start_prefetch_variants_stay_exact() {
     }
 }
 
-#[test]
-fn the_paired_cursor_emit_stays_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_EMIT_PAIRS=1: the sweep reaches the emit over
-    // the staging buffer, the SPLIT slab and the overflow re-sweep of the row.
-    let Some(exe) = build_emulator(&["-DSS_EMIT_PAIRS=1".to_string()]) else {
-        return;
-    };
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-}
-
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
