@@ -445,6 +445,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 kmax = kmax > key ? kmax : key;
             }
         }
+        // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048
+        // elsewhere). One loop of HG-batches for both made ptxas spill in 512/2
+        // (2026-12-03h).
         for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
             const u32 h = (u32)H[j];
             if (h < n) {
