@@ -208,20 +208,25 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
     return total;
 }
 
-// Block-wide (min, max) of keys. `red` needs 64 u32 of shared memory. Every
-// thread gets the result; ends with a barrier so `red` may be reused.
-template <int BLK>
-__device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) {
-    const int NW = BLK / 32;
-    u32 a = warp_min(*kmin), b = warp_max(*kmax);
+// Each warp's min / max to red[warp] / red[32 + warp], then a barrier.
+__device__ __forceinline__ void ss_publish_warp_minmax(u32 kmin, u32 kmax, u32* red) {
+    const u32 a = warp_min(kmin), b = warp_max(kmax);
     if (lane_id() == 0u) {
         red[warp_id()] = a;
         red[32 + warp_id()] = b;
     }
     __syncthreads();
+}
+
+// Block-wide (min, max) of keys. `red` needs 64 u32 of shared memory. Every
+// thread gets the result; ends with a barrier so `red` may be reused.
+template <int BLK>
+__device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) {
+    const u32 NW = BLK / 32;
+    ss_publish_warp_minmax(*kmin, *kmax, red);
     if (warp_id() == 0u) {
-        a = (lane_id() < (u32)NW) ? red[lane_id()] : 0xffffffffu;
-        b = (lane_id() < (u32)NW) ? red[32 + lane_id()] : 0u;
+        u32 a = (lane_id() < NW) ? red[lane_id()] : 0xffffffffu;
+        u32 b = (lane_id() < NW) ? red[32 + lane_id()] : 0u;
         a = warp_min(a);
         b = warp_max(b);
         if (lane_id() == 0u) {
@@ -241,12 +246,7 @@ __device__ __forceinline__ void ss_block_minmax(u32* kmin, u32* kmax, u32* red) 
 template <int BLK>
 __device__ __forceinline__ void ss_block_minmax_once(u32* kmin, u32* kmax, u32* red) {
     const u32 NW = BLK / 32;
-    const u32 a = warp_min(*kmin), b = warp_max(*kmax);
-    if (lane_id() == 0u) {
-        red[warp_id()] = a;
-        red[32 + warp_id()] = b;
-    }
-    __syncthreads();
+    ss_publish_warp_minmax(*kmin, *kmax, red);
     const u32 l = lane_id();
     *kmin = warp_min(l < NW ? red[l] : 0xffffffffu);
     *kmax = warp_max(l < NW ? red[32 + l] : 0u);

@@ -409,6 +409,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     u32 kmin = 0xffffffffu, kmax = 0u;
     float lo = 0.f, hi = 0.f;
     bool have = false;
+    const auto fold_finite = [&](float x) {  // the bracket counts finite values only
+        if (ss_reg_finite(x)) {
+            const u32 key = fkey(x);
+            kmin = kmin < key ? kmin : key;
+            kmax = kmax > key ? kmax : key;
+        }
+    };
     const bool hinted = !deg && p.use_hints != 0u && hints != nullptr;
     if (hinted) {
         // IMG: the row image in shared memory (aliasing ck/ci, which are
@@ -438,26 +445,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 #pragma unroll
         for (int i = 0; i < HG; ++i) xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
 #pragma unroll
-        for (int i = 0; i < HG; ++i) {
-            if (ss_reg_finite(xb[i])) {
-                const u32 key = fkey(xb[i]);
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
-            }
-        }
+        for (int i = 0; i < HG; ++i) fold_finite(xb[i]);
         // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048
         // elsewhere). One loop of HG-batches for both made ptxas spill in 512/2
         // (2026-12-03h).
         for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
             const u32 h = (u32)H[j];
-            if (h < n) {
-                const float x = IMG ? img[h] : ldg_nc_f(X + h);
-                if (ss_reg_finite(x)) {
-                    const u32 key = fkey(x);
-                    kmin = kmin < key ? kmin : key;
-                    kmax = kmax > key ? kmax : key;
-                }
-            }
+            if (h < n) fold_finite(IMG ? img[h] : ldg_nc_f(X + h));
         }
         // (also publishes the zeroed histogram) One barrier, not three, except
         // in the 32-register 512/2 entry, where ptxas then spilled 8 bytes.
@@ -476,11 +470,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (!have) {
         const u32 lim = deg ? n : k;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            if (idx < lim && ss_reg_finite(x)) {
-                const u32 key = fkey(x);
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
-            }
+            if (idx < lim) fold_finite(x);
         });
         if (hinted) __syncthreads();  // the hint bracket's reads of s.red are done
         ss_block_minmax_once<BLK>(&kmin, &kmax, s.red);
