@@ -121,6 +121,14 @@ struct SsRegParams {
 #define SS_REG_EMIT_FORM 2
 #endif
 
+// 1: the first hint indices load ahead of the row length and the row (see
+// ss_reg_body). The host builds it for launches of B >= 64 rows that can be
+// hinted (npad > 4k + 64; src/route/dispatch.rs `reg_hints_first`): measured
+// +2.5 to +4 % on 1024/4 at B >= 128 and 1-2 % slower at B 4-32 (2026-12-03i).
+#ifndef SS_REG_HINTS_FIRST
+#define SS_REG_HINTS_FIRST 0
+#endif
+
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
     u32 wpre[32];  // per-warp inclusive totals of the block scan
@@ -354,6 +362,24 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
     const u32 k = p.k;
+    // The thread's first HG hints are gathered as one batch (step 2).
+    // HINTS_FIRST: their index loads go out first, ahead of the row length and
+    // the row: they depend on neither, so their round trip overlaps the row's
+    // instead of following it (the 1024/4 profile waited 15.6 % of its warp
+    // samples on them, 2026-12-03h). Only rows that can be hinted at all
+    // (npad > 4k + 64) issue them.
+    constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
+    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && !IMG;
+    u32 hint_first[HG];  // 0xffffffff: no element
+    if (HINTS_FIRST) {
+        const bool early = p.use_hints != 0u && hints != nullptr && p.npad > 4u * k + 64u;
+        const i32* H = ss_hint_row(hints, row, p.next_n, k);
+#pragma unroll
+        for (int i = 0; i < HG; ++i) {
+            const u32 j = t + (u32)i * BLK;
+            hint_first[i] = early && j < k ? (u32)H[j] : 0xffffffffu;
+        }
+    }
     const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
     i32* O = out + (u64)row * k;
     if (n <= k) {
@@ -432,14 +458,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             __syncthreads();
         }
         const i32* H = ss_hint_row(hints, row, p.next_n, k);  // formed here: no register held across the row load
-        // The thread's first HG hints as one batch: the index loads, then the
-        // value loads, each wait one round trip instead of one per BLK hints.
-        constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
+        // The first HG hints as one batch: the index loads, then the value
+        // loads, each wait one round trip instead of one per BLK hints. (A
+        // hinted row has n > 4k + 64, so HINTS_FIRST loaded them.)
         u32 hb[HG];
 #pragma unroll
         for (int i = 0; i < HG; ++i) {
             const u32 j = t + (u32)i * BLK;
-            hb[i] = j < k ? (u32)H[j] : n;  // n: no element
+            hb[i] = HINTS_FIRST ? hint_first[i] : j < k ? (u32)H[j] : n;  // >= n: no element
         }
         float xb[HG];
 #pragma unroll

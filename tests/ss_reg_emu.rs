@@ -23,7 +23,8 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
-    plan_reg, SsRegArgs, EMIT_FORM_DEFINE, NEXT_WAVE_DEFINE, REG_ENTRIES, STATIC_SMEM_BYTES,
+    plan_reg, SsRegArgs, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE, NEXT_WAVE_DEFINE, REG_ENTRIES,
+    STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -49,13 +50,19 @@ const NARROW: u32 = 512;
 const OVERSIZE: u32 = 1024;
 
 /// Build the emulator once per source version; `None` if g++ is missing.
+/// Built with the hint indices loaded ahead of the row (`SS_REG_HINTS_FIRST=1`,
+/// as the host builds large hinted launches): every test on this build
+/// covers that load order; the build without it is the slots-only one below.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+    BUILT
+        .get_or_init(|| build_emulator(&[format!("-D{HINTS_FIRST_DEFINE}=1")]))
+        .as_deref()
 }
 
 /// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
-/// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is ignored.
+/// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is
+/// ignored. The hint indices load after the row here (the source's default).
 fn slots_only_emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
@@ -552,16 +559,18 @@ fn ss_reg_entries_compile_without_spills() {
         return;
     }
     // Every build the host loads: the next-wave prefetch in or out, times
-    // both emit forms or one.
-    for (prefetch, form) in [0u32, 1]
+    // both emit forms or one, times the hint indices ahead of the row or not.
+    for (prefetch, form, first) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
+        .flat_map(|(p, f)| [(p, f, 0u32), (p, f, 1)])
     {
         let defines = [
             (NEXT_WAVE_DEFINE, prefetch.to_string()),
             (EMIT_FORM_DEFINE, form.to_string()),
+            (HINTS_FIRST_DEFINE, first.to_string()),
         ];
-        let value = format!("{prefetch}, {EMIT_FORM_DEFINE}={form}");
+        let value = format!("{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}");
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {
             let info = nvrtc_support::assert_entry_fits(

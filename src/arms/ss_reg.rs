@@ -22,6 +22,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_REG;
 use crate::gpu::Gpu;
 use crate::grid::Batch;
+use crate::route::dispatch::reg_hints_first;
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
 /// One compiled entry point of `ss_reg.cu`.
@@ -230,6 +231,15 @@ pub const EMIT_SPLIT: TuningSwitch = TuningSwitch {
     off_suffix: "+both",
 };
 
+/// The first hint indices loaded ahead of the row where
+/// [`reg_hints_first`] says so (`SS_REG_HINTS_FIRST`); off: never.
+pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_HINTS_FIRST",
+    default: true,
+    on_suffix: "+hintsfirst",
+    off_suffix: "+nohintsfirst",
+};
+
 /// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
 /// the rows of the running wave stream through the rest).
 const NEXT_WAVE_L2_SHARE: u64 = 2;
@@ -260,6 +270,10 @@ pub const NEXT_WAVE_DEFINE: &str = "SS_NEXT_WAVE_PREFETCH";
 /// The emit forms `kernels/ss_reg.cu` compiles: an index of [`EMIT_FORMS`]
 /// (that form only; the `cur` word is then ignored) or [`EMIT_FORM_BOTH`].
 pub const EMIT_FORM_DEFINE: &str = "SS_REG_EMIT_FORM";
+
+/// 1: the kernel loads its first hint indices ahead of the row length and
+/// the row (the source's default is 0).
+pub const HINTS_FIRST_DEFINE: &str = "SS_REG_HINTS_FIRST";
 
 /// Both emit forms compiled, the `cur` word picking (the source's default).
 pub const EMIT_FORM_BOTH: u32 = 2;
@@ -321,6 +335,9 @@ pub struct RegLaunch {
     /// A build with only this launch's emit form (`GVR_SS_REG_EMIT_SPLIT`;
     /// variant `+split` / `+both` when it is not the default).
     pub emit_split: bool,
+    /// The hint indices ahead of the row where the rule says so
+    /// (`GVR_SS_REG_HINTS_FIRST`; see [`RegLaunch::hints_first`]).
+    pub hints_first_rule: bool,
 }
 
 impl RegLaunch {
@@ -333,6 +350,7 @@ impl RegLaunch {
         }
         tail += NEXT_WAVE.suffix(self.next_wave);
         tail += EMIT_SPLIT.suffix(self.emit_split);
+        tail += HINTS_FIRST.suffix(self.hints_first_rule);
         match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -341,9 +359,25 @@ impl RegLaunch {
         }
     }
 
+    /// Whether the kernel loads the first hint indices ahead of the row:
+    /// the rule is on, the launch reads hints, its entry holds the row in
+    /// registers only (the image entry gathers from shared memory) and
+    /// [`reg_hints_first`] holds for its rows.
+    pub fn hints_first(&self) -> bool {
+        self.hints_first_rule
+            && self.args.use_hints != 0
+            && !self.entry.img
+            && reg_hints_first(
+                self.grid.1 as usize,
+                self.args.npad as usize,
+                self.args.k as usize,
+            )
+    }
+
     /// The defines of the build this launch runs: the next-wave prefetch
-    /// compiled in (`prefetch`) or out, and with [`Self::emit_split`] only the
-    /// emit form of `args.cur` (else both, `cur` picking at run time).
+    /// compiled in (`prefetch`) or out, with [`Self::emit_split`] only the
+    /// emit form of `args.cur` (else both, `cur` picking at run time), and
+    /// [`Self::hints_first`].
     pub fn build_defines(&self, prefetch: bool) -> Vec<(&'static str, String)> {
         let form = if self.emit_split {
             self.args.cur.to_string()
@@ -353,6 +387,10 @@ impl RegLaunch {
         vec![
             (NEXT_WAVE_DEFINE, u32::from(prefetch).to_string()),
             (EMIT_FORM_DEFINE, form),
+            (
+                HINTS_FIRST_DEFINE,
+                u32::from(self.hints_first()).to_string(),
+            ),
         ]
     }
 
@@ -480,6 +518,7 @@ pub fn plan_reg_with(
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
         next_wave: NEXT_WAVE.default,
         emit_split: EMIT_SPLIT.default,
+        hints_first_rule: HINTS_FIRST.default,
     })
 }
 
@@ -520,6 +559,8 @@ pub struct SsReg {
     next_wave: bool,
     /// `GVR_SS_REG_EMIT_SPLIT`: builds with one emit form each.
     emit_split: bool,
+    /// `GVR_SS_REG_HINTS_FIRST`: hint indices ahead of the row by the rule.
+    hints_first: bool,
 }
 
 impl SsReg {
@@ -533,16 +574,26 @@ impl SsReg {
             emit: None,
             next_wave: NEXT_WAVE.default,
             emit_split: EMIT_SPLIT.default,
+            hints_first: HINTS_FIRST.default,
         }
     }
 
     /// This arm with the tuning switches the environment sets:
-    /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`.
+    /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
+    /// `GVR_SS_REG_HINTS_FIRST`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
         Ok(self
             .with_emit_form(emit_form_from_env()?)
             .with_next_wave(NEXT_WAVE.from_env()?)
-            .with_emit_split(EMIT_SPLIT.from_env()?))
+            .with_emit_split(EMIT_SPLIT.from_env()?)
+            .with_hints_first(HINTS_FIRST.from_env()?))
+    }
+
+    /// Load the first hint indices ahead of the row where the rule says so
+    /// (`GVR_SS_REG_HINTS_FIRST`).
+    pub fn with_hints_first(mut self, on: bool) -> SsReg {
+        self.hints_first = on;
+        self
     }
 
     /// Prefetch the next wave's rows into L2 (`GVR_SS_NEXT_WAVE`).
@@ -590,6 +641,7 @@ impl SsReg {
         }
         launch.next_wave = self.next_wave;
         launch.emit_split = self.emit_split;
+        launch.hints_first_rule = self.hints_first;
         Ok(launch)
     }
 }
@@ -764,7 +816,8 @@ mod tests {
                 launch.build_defines(true),
                 [
                     (NEXT_WAVE_DEFINE, "1".to_string()),
-                    (EMIT_FORM_DEFINE, cur.to_string())
+                    (EMIT_FORM_DEFINE, cur.to_string()),
+                    (HINTS_FIRST_DEFINE, "1".to_string())
                 ]
             );
         }
@@ -772,16 +825,18 @@ mod tests {
         assert!(!launch.variant().contains('+'), "{}", launch.variant());
         launch.emit_split = false;
         let both = EMIT_FORM_BOTH.to_string();
+        launch.args.use_hints = 0; // hint-free: nothing to load ahead
         assert_eq!(
             launch.build_defines(false),
             [
                 (NEXT_WAVE_DEFINE, "0".to_string()),
-                (EMIT_FORM_DEFINE, both)
+                (EMIT_FORM_DEFINE, both),
+                (HINTS_FIRST_DEFINE, "0".to_string())
             ]
         );
         assert!(launch.variant().ends_with("+both"), "{}", launch.variant());
-        // The kernel source defaults both defines under these names.
-        for define in [NEXT_WAVE_DEFINE, EMIT_FORM_DEFINE] {
+        // The kernel source defaults every define under these names.
+        for define in [NEXT_WAVE_DEFINE, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE] {
             assert!(
                 SS_REG.code.contains(&format!("#ifndef {define}\n")),
                 "{define}"
@@ -790,6 +845,28 @@ mod tests {
         assert!(SS_REG
             .code
             .contains(&format!("#define {EMIT_FORM_DEFINE} {EMIT_FORM_BOTH}\n")));
+        assert!(SS_REG
+            .code
+            .contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n")));
+    }
+
+    #[test]
+    fn hints_first_follows_the_rule_the_switch_and_the_hint_mode() {
+        let dev = DeviceProfile::h200();
+        let mut launch = plan_reg(&shape(256, 16_387, 2048), &dev).unwrap();
+        assert!(launch.hints_first());
+        launch.hints_first_rule = false;
+        assert!(!launch.hints_first());
+        assert!(
+            launch.variant().ends_with("+nohintsfirst"),
+            "{}",
+            launch.variant()
+        );
+        // Below the row threshold, and for rows that cannot be hinted.
+        for (rows, n, k) in [(32, 16_387, 2048), (256, 8_207, 2048)] {
+            let launch = plan_reg(&shape(rows, n, k), &dev).unwrap();
+            assert!(!launch.hints_first(), "rows {rows} n {n} k {k}");
+        }
     }
 
     #[test]

@@ -124,19 +124,42 @@ pub const fn reg_capacity(blk: u32, vpt: u32) -> usize {
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
 /// where many elements are emitted under contention — K = 2048 rows of at most
-/// 2K + 64 values at every batch size (half the row is emitted), and K ≥ 1024
-/// rows of at most 4K + 64 values in batches beyond one row per SM — and lose
-/// up to 14 % elsewhere (few emitted: the second visit and the warp scan are
+/// 2K + 64 values at every batch size (half the row is emitted), K ≥ 1024
+/// rows of at most K + 64 values at every batch size (nearly all of it), K ≥
+/// 1024 rows of at most 4K + 64 values in batches beyond one row per SM
+/// except K = 1024 rows of more than 2K + 64 values beyond four rows per SM
+/// (4K + 3 at B = 1024: CUR +4 %), and K ≥ 512 rows of at most 2K + 64
+/// values beyond two rows per SM (+5 to +8 %, 2026-12-03i) — and lose up to
+/// 14 % elsewhere (few emitted: the second visit and the warp scan are
 /// latency).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
-    let beyond_one_row_per_sm = b > dev.sms as usize;
+    let sms = dev.sms as usize;
+    let beyond_one_row_per_sm = b > sms;
     if dev.measured_reg_emit {
+        let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
         let slots = (k >= 2048 && n <= 2 * k + 64)
-            || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm);
+            || (k >= 1024 && n <= k + 64)
+            || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm && !quarter_emitted_cur)
+            || (k >= 512 && n <= 2 * k + 64 && b > 2 * sms);
         !slots
     } else {
         !(n < 2 * k && beyond_one_row_per_sm)
     }
+}
+
+/// Rows a reg launch needs before its first hint indices load ahead of the
+/// row (`SS_REG_HINTS_FIRST` of kernels/ss_reg.cu). Measured on the H200
+/// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry): +2.5 to +4 % at
+/// B >= 128, +0.5 to +1.4 % at 64, and 1-2 % slower at B 4-32, where the
+/// extra loads ahead of the row length lengthen the chain they meant to
+/// shorten.
+pub const HINTS_FIRST_MIN_ROWS: usize = 64;
+
+/// Whether a reg launch of `b` rows padded to `npad` loads its first hint
+/// indices ahead of the row: only where a row can be hinted at all
+/// (`npad > 4k + 64`; shorter rows take the whole-row bracket).
+pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
+    b >= HINTS_FIRST_MIN_ROWS && npad > 4 * k + 64
 }
 
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
@@ -432,6 +455,15 @@ mod tests {
     ];
 
     #[test]
+    fn hints_first_needs_enough_rows_and_rows_that_can_be_hinted() {
+        assert!(reg_hints_first(HINTS_FIRST_MIN_ROWS, 16_399, 2048));
+        assert!(!reg_hints_first(HINTS_FIRST_MIN_ROWS - 1, 16_399, 2048));
+        // npad <= 4k + 64: every row takes the whole-row bracket.
+        assert!(!reg_hints_first(1024, 8256, 2048));
+        assert!(reg_hints_first(1024, 8257, 2048));
+    }
+
+    #[test]
     fn reg_emit_form_follows_the_spec_on_b200_and_the_measurement_on_h200() {
         let (h, b2) = (DeviceProfile::h200(), DeviceProfile::b200());
         // Spec: CUR unless n < 2k and b > SMs (148).
@@ -450,9 +482,27 @@ mod tests {
         assert!(!reg_cursor_emit(256, 4160, 1024, &h));
         assert!(reg_cursor_emit(256, 4161, 1024, &h));
         assert!(reg_cursor_emit(128, 2051, 1024, &h));
-        // K = 512 keeps the cursors everywhere (slots measured slower).
-        for (b, n) in [(1, 1027), (1024, 1027), (1024, 2051)] {
-            assert!(reg_cursor_emit(b, n, 512, &h), "b {b} n {n}");
+        // ... except K < 2048 rows of > 2K + 64 values beyond four rows per SM.
+        assert!(!reg_cursor_emit(528, 4099, 1024, &h));
+        assert!(reg_cursor_emit(529, 4099, 1024, &h));
+        assert!(!reg_cursor_emit(529, 2112, 1024, &h));
+        assert!(!reg_cursor_emit(1024, 8207, 2048, &h));
+        // K >= 1024 rows of <= K + 64 values: slots at any b.
+        for b in [1, 64, 132] {
+            assert!(!reg_cursor_emit(b, 1027, 1024, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 1088, 1024, &h), "b {b}");
+            assert!(reg_cursor_emit(b, 1089, 1024, &h), "b {b}");
+        }
+        // K = 512: slots only for rows of <= 2K + 64 beyond two rows per SM.
+        for (b, n, cur) in [
+            (1, 1027, true),
+            (264, 1027, true),
+            (265, 1027, false),
+            (1024, 1088, false),
+            (1024, 1089, true),
+            (1024, 2051, true),
+        ] {
+            assert_eq!(reg_cursor_emit(b, n, 512, &h), cur, "b {b} n {n}");
         }
         // The route's reg plan carries the rule.
         let plan = route(256, 4111, 4112, 2048, &h).reg.expect("reg");
