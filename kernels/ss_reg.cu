@@ -121,10 +121,13 @@ struct SsRegParams {
 #define SS_REG_EMIT_FORM 2
 #endif
 
-// 1: the first hint indices load ahead of the row length and the row (see
-// ss_reg_body). The host builds it for launches of B >= 64 rows that can be
-// hinted (npad > 4k + 64; src/route/dispatch.rs `reg_hints_first`): measured
-// +2.5 to +4 % on 1024/4 at B >= 128 and 1-2 % slower at B 4-32 (2026-12-03i).
+// 1: the VPT 4 entries load their first hint indices ahead of the row length
+// and the row (see ss_reg_body). The host builds it for launches of B >= 64
+// rows that can be hinted (npad > 4k + 64; src/route/dispatch.rs
+// `reg_hints_first`): measured +2 to +4 % on 1024/4 at B >= 128, +1 to +5 %
+// on 512/4 at B 256, 1-2 % slower at B 4-32 (2026-12-03i). The 32-register
+// entries lost 1-3 % with it (1024/1 at B 64, 512/2 at B 512-1024) and
+// never take it.
 #ifndef SS_REG_HINTS_FIRST
 #define SS_REG_HINTS_FIRST 0
 #endif
@@ -369,15 +372,18 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // samples on them, 2026-12-03h). Only rows that can be hinted at all
     // (npad > 4k + 64) issue them.
     constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
-    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && !IMG;
+    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG;
     u32 hint_first[HG];  // 0xffffffff: no element
     if (HINTS_FIRST) {
-        const bool early = p.use_hints != 0u && hints != nullptr && p.npad > 4u * k + 64u;
-        const i32* H = ss_hint_row(hints, row, p.next_n, k);
 #pragma unroll
-        for (int i = 0; i < HG; ++i) {
-            const u32 j = t + (u32)i * BLK;
-            hint_first[i] = early && j < k ? (u32)H[j] : 0xffffffffu;
+        for (int i = 0; i < HG; ++i) hint_first[i] = 0xffffffffu;
+        if (p.use_hints != 0u && hints != nullptr && p.npad > 4u * k + 64u) {
+            const i32* H = ss_hint_row(hints, row, p.next_n, k);
+#pragma unroll
+            for (int i = 0; i < HG; ++i) {
+                const u32 j = t + (u32)i * BLK;
+                if (j < k) hint_first[i] = (u32)H[j];
+            }
         }
     }
     const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
