@@ -124,10 +124,10 @@ struct SsRegParams {
 // 1: the VPT 4 entries load their first hint indices ahead of the row length
 // and the row (see ss_reg_body). The host builds it for launches of B >= 64
 // rows that can be hinted (npad > 4k + 64; src/route/dispatch.rs
-// `reg_hints_first`): measured +2 to +4 % on 1024/4 at B >= 128, +1 to +5 %
-// on 512/4 at B 256, 1-2 % slower at B 4-32 (2026-12-03i). The 32-register
-// entries lost 1-3 % with it (1024/1 at B 64, 512/2 at B 512-1024) and
-// never take it.
+// `reg_hints_first`): measured +1 to +4 % on 1024/4 at B >= 128, +1 to +5 %
+// on 512/4 at B 256, up to 2 % slower at B 4-32 (2026-12-03i). The
+// 32-register entries lost 1-3 % with it (1024/1 at B 64, 512/2 at B
+// 512-1024) and never take it.
 #ifndef SS_REG_HINTS_FIRST
 #define SS_REG_HINTS_FIRST 0
 #endif

@@ -149,10 +149,10 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
 
 /// Rows a reg launch needs before its first hint indices load ahead of the
 /// row (`SS_REG_HINTS_FIRST` of kernels/ss_reg.cu). Measured on the H200
-/// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry): +2.5 to +4 % at
-/// B >= 128, +0.5 to +1.4 % at 64, and 1-2 % slower at B 4-32, where the
-/// extra loads ahead of the row length lengthen the chain they meant to
-/// shorten.
+/// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry, by K): +1.2 to
+/// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2 % slower at B 4-32.
+/// A likely reason, not profiled: with few rows in flight the loads ahead of
+/// the row length only delay it.
 pub const HINTS_FIRST_MIN_ROWS: usize = 64;
 
 /// Whether a reg launch of `b` rows padded to `npad` loads its first hint
