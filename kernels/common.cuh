@@ -215,6 +215,12 @@ __device__ __forceinline__ float ldg_nc_f(const float* p) {
     return v;
 }
 
+__device__ __forceinline__ i32 ldg_nc_i32(const i32* p) {
+    i32 v;
+    asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+
 // L2-coherent load (bypasses L1): for data other CTAs wrote during this launch.
 __device__ __forceinline__ u32 ld_cg_u32(const u32* p) {
     u32 v;

@@ -132,6 +132,14 @@ struct SsRegParams {
 #define SS_REG_HINTS_FIRST 0
 #endif
 
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1): the hint index loads
+// issued ahead of the row go through the read-only path (ld.global.nc).
+// Untested on the GPU: in the builds with the next-wave prefetch ptxas emits
+// them as plain LDG.E (the builds without it: LDG.E.CONSTANT).
+#ifndef SS_REG_HINT_NC
+#define SS_REG_HINT_NC 0
+#endif
+
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
     u32 wpre[32];  // per-warp inclusive totals of the block scan
@@ -382,7 +390,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 #pragma unroll
             for (int i = 0; i < HG; ++i) {
                 const u32 j = t + (u32)i * BLK;
-                if (j < k) hint_first[i] = (u32)H[j];
+                if (j < k) hint_first[i] = (u32)(SS_REG_HINT_NC ? ldg_nc_i32(H + j) : H[j]);
             }
         }
     }

@@ -19,7 +19,7 @@ use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
 use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::SS_REG;
+use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::dispatch::reg_hints_first;
@@ -240,6 +240,25 @@ pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
     off_suffix: "+nohintsfirst",
 };
 
+/// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
+/// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
+/// (kernels/ss_reg.cu documents each), so one device run can compare them on
+/// the same inputs. The variant records them.
+pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
+
+/// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_HINT_NC", 0, 1)];
+
+/// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
+/// (unset: none).
+pub fn reg_knobs(spec: Option<&str>) -> std::result::Result<Defines, String> {
+    spec.map(|spec| {
+        super::ss::parse_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
+    })
+    .transpose()
+    .map(Option::unwrap_or_default)
+}
+
 /// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
 /// the rows of the running wave stream through the rest).
 const NEXT_WAVE_L2_SHARE: u64 = 2;
@@ -338,6 +357,8 @@ pub struct RegLaunch {
     /// The hint indices ahead of the row where the rule says so
     /// (`GVR_SS_REG_HINTS_FIRST`; see [`RegLaunch::hints_first`]).
     pub hints_first_rule: bool,
+    /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
+    pub knobs: Defines,
 }
 
 impl RegLaunch {
@@ -351,12 +372,13 @@ impl RegLaunch {
         tail += NEXT_WAVE.suffix(self.next_wave);
         tail += EMIT_SPLIT.suffix(self.emit_split);
         tail += HINTS_FIRST.suffix(self.hints_first_rule);
-        match self.source {
+        let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
             RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
             RegSource::Forced => format!("reg(forced)/{tail}"),
-        }
+        };
+        super::ss::with_knobs(variant, &self.knobs)
     }
 
     /// Whether the kernel loads the first hint indices ahead of the row:
@@ -378,22 +400,24 @@ impl RegLaunch {
 
     /// The defines of the build this launch runs: the next-wave prefetch
     /// compiled in (`prefetch`) or out, with [`Self::emit_split`] only the
-    /// emit form of `args.cur` (else both, `cur` picking at run time), and
-    /// [`Self::hints_first`].
-    pub fn build_defines(&self, prefetch: bool) -> Vec<(&'static str, String)> {
+    /// emit form of `args.cur` (else both, `cur` picking at run time),
+    /// [`Self::hints_first`] and the tuning knobs.
+    pub fn build_defines(&self, prefetch: bool) -> Defines {
         let form = if self.emit_split {
             self.args.cur.to_string()
         } else {
             EMIT_FORM_BOTH.to_string()
         };
-        vec![
+        let mut defines = vec![
             (NEXT_WAVE_DEFINE, u32::from(prefetch).to_string()),
             (EMIT_FORM_DEFINE, form),
             (
                 HINTS_FIRST_DEFINE,
                 u32::from(self.hints_first()).to_string(),
             ),
-        ]
+        ];
+        defines.extend(self.knobs.iter().cloned());
+        defines
     }
 
     pub fn config(&self) -> LaunchConfig {
@@ -521,6 +545,7 @@ pub fn plan_reg_with(
         next_wave: NEXT_WAVE.default,
         emit_split: EMIT_SPLIT.default,
         hints_first_rule: HINTS_FIRST.default,
+        knobs: Defines::new(),
     })
 }
 
@@ -563,6 +588,8 @@ pub struct SsReg {
     emit_split: bool,
     /// `GVR_SS_REG_HINTS_FIRST`: hint indices ahead of the row by the rule.
     hints_first: bool,
+    /// `GVR_SS_REG_DEFINES`: kernel knobs of every launch.
+    knobs: Defines,
 }
 
 impl SsReg {
@@ -577,18 +604,31 @@ impl SsReg {
             next_wave: NEXT_WAVE.default,
             emit_split: EMIT_SPLIT.default,
             hints_first: HINTS_FIRST.default,
+            knobs: Defines::new(),
         }
     }
 
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`.
+    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
+        let knobs =
+            reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
+        if !knobs.is_empty() {
+            tracing::warn!("{REG_DEFINES_ENV}: every reg launch is built with {knobs:?}");
+        }
         Ok(self
             .with_emit_form(emit_form_from_env()?)
             .with_next_wave(NEXT_WAVE.from_env()?)
             .with_emit_split(EMIT_SPLIT.from_env()?)
-            .with_hints_first(HINTS_FIRST.from_env()?))
+            .with_hints_first(HINTS_FIRST.from_env()?)
+            .with_knobs(knobs))
+    }
+
+    /// Build every launch with these kernel knobs (`GVR_SS_REG_DEFINES`).
+    pub fn with_knobs(mut self, knobs: Defines) -> SsReg {
+        self.knobs = knobs;
+        self
     }
 
     /// Load the first hint indices ahead of the row where the rule says so
@@ -644,6 +684,7 @@ impl SsReg {
         launch.next_wave = self.next_wave;
         launch.emit_split = self.emit_split;
         launch.hints_first_rule = self.hints_first;
+        launch.knobs = self.knobs.clone();
         Ok(launch)
     }
 }
@@ -850,6 +891,30 @@ mod tests {
         assert!(SS_REG
             .code
             .contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n")));
+    }
+
+    #[test]
+    fn reg_knobs_reach_the_build_and_the_variant() {
+        assert_eq!(reg_knobs(None), Ok(Vec::new()));
+        let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
+        assert_eq!(knobs, [("SS_REG_HINT_NC", "1".to_string())]);
+        assert!(reg_knobs(Some("SS_REG_HINT_NC=2")).is_err());
+        let err = reg_knobs(Some("SS_PIPELINE=1")).unwrap_err();
+        assert!(err.contains("SS_REG_HINT_NC"), "{err}");
+        let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
+        launch.knobs = knobs;
+        assert!(launch
+            .build_defines(false)
+            .contains(&("SS_REG_HINT_NC", "1".to_string())));
+        assert!(
+            launch.variant().ends_with(" +SS_REG_HINT_NC=1"),
+            "{}",
+            launch.variant()
+        );
+        // Every knob is defaulted in the kernel source.
+        for (name, _, _) in REG_TUNABLE_DEFINES {
+            assert!(SS_REG.code.contains(&format!("#ifndef {name}\n")), "{name}");
+        }
     }
 
     #[test]

@@ -292,6 +292,7 @@ inline float ldg_nc_f(const float* p) {
     emu::check_load(p, false);
     return *p;
 }
+inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
 
 // Path trace (see SS_TRACE in ss_main.cu): OR of the bits each row reported.
