@@ -18,7 +18,8 @@ static count, for comparing two versions of a kernel without a disassembler
 
 --cubin writes OUT_DIR/<name>.cubin (sm_90a) instead, for a disassembler
 without a GPU: `pip install nvidia-cuda-nvdisasm` gives nvdisasm
-(`nvdisasm -c -fun ENTRY OUT_DIR/ss_reg.cubin`).
+(`nvdisasm -c OUT_DIR/ss_reg.cubin`; each entry is its `.text.<entry>:` section;
+`-fun` takes a function index, not a name).
 """
 import ctypes
 import ctypes.util

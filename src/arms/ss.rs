@@ -344,6 +344,18 @@ pub fn with_knobs(mut variant: String, knobs: &Defines) -> String {
     variant
 }
 
+/// [`parse_knobs`] of a tuning switch's value when it is set (unset: no knob).
+pub fn parse_optional_knobs(
+    env: &str,
+    file: &str,
+    knobs: &[TuningKnob],
+    spec: Option<&str>,
+) -> std::result::Result<Defines, String> {
+    spec.map(|spec| parse_knobs(env, file, knobs, spec))
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
+
 /// Parse the value `spec` of the tuning switch `env` (`NAME=INT[,NAME=INT...]`)
 /// into defines of `file`, each one of `knobs` and inside its range.
 pub fn parse_knobs(

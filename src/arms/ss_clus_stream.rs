@@ -272,17 +272,12 @@ const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
 
 /// `ss-clus`'s kernel knobs from the value of [`CLUS_DEFINES_ENV`] (unset: none).
 pub fn clus_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
-    defines
-        .map(|spec| {
-            super::ss::parse_knobs(
-                CLUS_DEFINES_ENV,
-                "ss_clus_stream.cu",
-                &CLUS_TUNABLE_DEFINES,
-                spec,
-            )
-        })
-        .transpose()
-        .map(Option::unwrap_or_default)
+    super::ss::parse_optional_knobs(
+        CLUS_DEFINES_ENV,
+        "ss_clus_stream.cu",
+        &CLUS_TUNABLE_DEFINES,
+        defines,
+    )
 }
 
 /// Build `ss-clus` (registry entry point).

@@ -252,11 +252,7 @@ const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_HINT_NC", 0, 1
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).
 pub fn reg_knobs(spec: Option<&str>) -> std::result::Result<Defines, String> {
-    spec.map(|spec| {
-        super::ss::parse_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
-    })
-    .transpose()
-    .map(Option::unwrap_or_default)
+    super::ss::parse_optional_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
 }
 
 /// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;

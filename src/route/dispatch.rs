@@ -129,7 +129,7 @@ pub const fn reg_capacity(blk: u32, vpt: u32) -> usize {
 /// 1024 rows of at most 4K + 64 values in batches beyond one row per SM
 /// except K = 1024 rows of more than 2K + 64 values beyond four rows per SM
 /// (4K + 3 at B = 1024: CUR +4 %), and K ≥ 512 rows of at most 2K + 64
-/// values beyond two rows per SM (+5 to +8 %, 2026-12-03i) — and lose up to
+/// values beyond two rows per SM (+2.4 to +7.9 %, 2026-12-03i) — and lose up to
 /// 14 % elsewhere (few emitted: the second visit and the warp scan are
 /// latency).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
@@ -150,7 +150,7 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
 /// Rows a reg launch needs before its first hint indices load ahead of the
 /// row (`SS_REG_HINTS_FIRST` of kernels/ss_reg.cu). Measured on the H200
 /// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry, by K): +1.2 to
-/// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2 % slower at B 4-32.
+/// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2.1 % slower at B 4-32.
 /// A likely reason, not profiled: with few rows in flight the loads ahead of
 /// the row length only delay it.
 pub const HINTS_FIRST_MIN_ROWS: usize = 64;
