@@ -275,6 +275,16 @@ pub const SMEM_ROW: TuningSwitch = TuningSwitch {
     off_suffix: "+nosmrow",
 };
 
+/// Every reg launch asks for the largest shared-memory carveout (the
+/// `regsm` entry always does: two of its CTAs need 191 KB); off: the
+/// driver's choice.
+pub const MAX_SHARED_CARVEOUT: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_CARVEOUT",
+    default: false,
+    on_suffix: "+maxsmem",
+    off_suffix: "+nomaxsmem",
+};
+
 /// CTAs per SM the `regsm` entry is built for (its `__launch_bounds__`).
 const SMEM_ROW_CTAS_PER_SM: usize = 2;
 
@@ -420,6 +430,8 @@ pub struct RegLaunch {
     pub knobs: Defines,
     /// The shared-memory row rule (`GVR_SS_REG_SMROW`; see [`smem_row_entry`]).
     pub smem_row_rule: bool,
+    /// The largest shared-memory carveout for every entry (`GVR_SS_REG_CARVEOUT`).
+    pub max_carveout_rule: bool,
 }
 
 impl RegLaunch {
@@ -437,6 +449,7 @@ impl RegLaunch {
         tail += EMIT_SPLIT.suffix(self.emit_split);
         tail += HINTS_FIRST.suffix(self.hints_first_rule);
         tail += SMEM_ROW.suffix(self.smem_row_rule);
+        tail += MAX_SHARED_CARVEOUT.suffix(self.max_carveout_rule);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -614,6 +627,7 @@ pub fn plan_reg_with(
         hints_first_rule: HINTS_FIRST.default,
         knobs: Defines::new(),
         smem_row_rule: SMEM_ROW.default,
+        max_carveout_rule: MAX_SHARED_CARVEOUT.default,
     })
 }
 
@@ -660,6 +674,8 @@ pub struct SsReg {
     knobs: Defines,
     /// `GVR_SS_REG_SMROW`: the shared-memory row entry by rule.
     smem_row: bool,
+    /// `GVR_SS_REG_CARVEOUT`: the largest shared-memory carveout everywhere.
+    max_carveout: bool,
 }
 
 impl SsReg {
@@ -676,12 +692,14 @@ impl SsReg {
             hints_first: HINTS_FIRST.default,
             knobs: Defines::new(),
             smem_row: SMEM_ROW.default,
+            max_carveout: MAX_SHARED_CARVEOUT.default,
         }
     }
 
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_SMROW`, `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_SMROW`, `GVR_SS_REG_CARVEOUT`,
+    /// `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
         let knobs =
             reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
@@ -694,6 +712,7 @@ impl SsReg {
             .with_emit_split(EMIT_SPLIT.from_env()?)
             .with_hints_first(HINTS_FIRST.from_env()?)
             .with_smem_row(SMEM_ROW.from_env()?)
+            .with_max_carveout(MAX_SHARED_CARVEOUT.from_env()?)
             .with_knobs(knobs))
     }
 
@@ -701,6 +720,13 @@ impl SsReg {
     /// [`smem_row_entry`] admits them (`GVR_SS_REG_SMROW`).
     pub fn with_smem_row(mut self, on: bool) -> SsReg {
         self.smem_row = on;
+        self
+    }
+
+    /// Ask for the largest shared-memory carveout in every launch
+    /// (`GVR_SS_REG_CARVEOUT`).
+    pub fn with_max_carveout(mut self, on: bool) -> SsReg {
+        self.max_carveout = on;
         self
     }
 
@@ -765,6 +791,7 @@ impl SsReg {
         launch.hints_first_rule = self.hints_first;
         launch.knobs = self.knobs.clone();
         launch.smem_row_rule = self.smem_row;
+        launch.max_carveout_rule = self.max_carveout;
         if self.smem_row {
             if let Some((entry, dyn_smem)) = smem_row_entry(&launch, &self.device) {
                 launch.entry = entry;
@@ -802,12 +829,16 @@ impl Arm for SsReg {
         // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
         // comes from that build; one CTA per SM stays one with the prefetch.
         let name = plan.entry.name();
+        let max_carveout = plan.entry.smem_row || plan.max_carveout_rule;
         self.staged.load(
             &SS_REG,
             &plan.build_defines(false),
             &name,
             plan.dyn_smem_bytes,
         )?;
+        if max_carveout {
+            self.staged.prefer_max_shared_carveout()?;
+        }
         if plan.next_wave {
             let per_sm = self
                 .staged
@@ -827,6 +858,9 @@ impl Arm for SsReg {
                     &name,
                     plan.dyn_smem_bytes,
                 )?;
+                if max_carveout {
+                    self.staged.prefer_max_shared_carveout()?;
+                }
             }
         }
         self.staged.stage(batch)?;
