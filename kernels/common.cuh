@@ -221,19 +221,6 @@ __device__ __forceinline__ i32 ldg_nc_i32(const i32* p) {
     return v;
 }
 
-// Asynchronous global -> shared copies (cp.async, sm_80+): the copy needs no
-// register, so a thread can put a whole row in flight at once. Visible to
-// the block after cp_async_wait_all() and a barrier.
-__device__ __forceinline__ void cp_async_f4(float* smem, const float* gmem) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_f(float* smem, const float* gmem) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
 // L2-coherent load (bypasses L1): for data other CTAs wrote during this launch.
 __device__ __forceinline__ u32 ld_cg_u32(const u32* p) {
     u32 v;

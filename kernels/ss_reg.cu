@@ -274,65 +274,47 @@ template <int VPT>
 struct SsRegRow {
     float4 v[VPT];
     float tail;
-    __device__ __forceinline__ const float4& f4(int u) const { return v[u]; }
-    __device__ __forceinline__ const float& tl() const { return tail; }
 };
 
-// The same thread's share of a row held in shared memory instead (the
-// `regsm` entries): the row image img[e] = x[e], float4 number tid + u·BLK
-// and the tail scalar 4·n4 + tid, as in registers. Reads past n4 return
-// stale words, which every visit masks by index like the −inf fill.
-template <int BLK>
-struct SsSmemRow {
-    const float* img;
-    u32 n4;
-    __device__ __forceinline__ float4 f4(int u) const {
-        return reinterpret_cast<const float4*>(img)[threadIdx.x + (u32)u * BLK];
-    }
-    __device__ __forceinline__ float tl() const { return img[4u * n4 + threadIdx.x]; }
-};
-
-// Visit every valid element of the thread's row: f(x, index).
-template <int BLK, int VPT, class Row, class F>
-__device__ __forceinline__ void ss_reg_each(const Row& r, u32 n4, u32 n, F f) {
+// Visit every valid element of the thread's registers: f(x, index).
+template <int BLK, int VPT, class F>
+__device__ __forceinline__ void ss_reg_each(const SsRegRow<VPT>& r, u32 n4, u32 n, F f) {
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 i4 = threadIdx.x + (u32)u * BLK;
         if (i4 < n4) {
-            const float4& v = r.f4(u);  // a temporary for the shared image (lifetime extended)
-            f(v.x, 4u * i4);
-            f(v.y, 4u * i4 + 1u);
-            f(v.z, 4u * i4 + 2u);
-            f(v.w, 4u * i4 + 3u);
+            f(r.v[u].x, 4u * i4);
+            f(r.v[u].y, 4u * i4 + 1u);
+            f(r.v[u].z, 4u * i4 + 2u);
+            f(r.v[u].w, 4u * i4 + 3u);
         }
     }
     const u32 et = 4u * n4 + threadIdx.x;
-    if (et < n) f(r.tl(), et);
+    if (et < n) f(r.tail, et);
 }
 
 // Warp-uniform visit (every lane of a warp calls f the same number of times,
 // with `valid` false for lanes past n): for ballots inside f.
-template <int BLK, int VPT, class Row, class F>
-__device__ __forceinline__ void ss_reg_each_uniform(const Row& r, u32 n4, u32 n, F f) {
+template <int BLK, int VPT, class F>
+__device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 n4, u32 n, F f) {
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 i4 = threadIdx.x + (u32)u * BLK;
         const bool ok = i4 < n4;
-        const float4& v = r.f4(u);
-        f(v.x, 4u * i4, ok);
-        f(v.y, 4u * i4 + 1u, ok);
-        f(v.z, 4u * i4 + 2u, ok);
-        f(v.w, 4u * i4 + 3u, ok);
+        f(r.v[u].x, 4u * i4, ok);
+        f(r.v[u].y, 4u * i4 + 1u, ok);
+        f(r.v[u].z, 4u * i4 + 2u, ok);
+        f(r.v[u].w, 4u * i4 + 3u, ok);
     }
     const u32 et = 4u * n4 + threadIdx.x;
-    f(r.tl(), et, et < n);
+    f(r.tail, et, et < n);
 }
 
 // §4.1 step 7: the exact register-resident escape. Bisects the k-th largest
 // key MSB first over the registers, then emits keys above it to [0, nA) and
 // keys equal to it to [nA, k). Block-uniform.
-template <int BLK, int VPT, class Row>
-__device__ __forceinline__ void ss_reg_escape(const Row& r, u32 n4, u32 n, u32 k, i32* O, SsRegShared& s) {
+template <int BLK, int VPT>
+__device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u32 n, u32 k, i32* O, SsRegShared& s) {
     if (threadIdx.x == 0) {
         s.cnt[0] = 0u;
         s.cnt[1] = 0u;
@@ -381,30 +363,11 @@ struct SsRegSrcFor<Src, true> {
     typedef SsRegOwnSrc<Src> type;
 };
 
-// Where a row lives: registers (SsRegRow) or the shared image (SsSmemRow).
-template <bool SMROW, int BLK, int VPT>
-struct SsRowStore {
-    typedef SsRegRow<VPT> type;
-};
-template <int BLK, int VPT>
-struct SsRowStore<true, BLK, VPT> {
-    typedef SsSmemRow<BLK> type;
-};
-
-// Word offset of the `regsm` row image in the dynamic shared memory: after
-// hist | ck | ci, rounded up to 16 bytes (host twin: RegEntry::dyn_smem_bytes).
-template <int NBH>
-__device__ __forceinline__ u32 ss_reg_img_offset(u32 cmp) {
-    return (u32)NBH + ((2u * cmp + 3u) & ~3u);
-}
-
-// MINB: the CTAs per SM of the entry's __launch_bounds__. SMROW: the row
-// lives in shared memory (the `regsm` entries), not in registers.
-template <int BLK, int VPT, int NBH, bool IMG, int MINB, bool SMROW = false>
+// MINB: the CTAs per SM of the entry's __launch_bounds__.
+template <int BLK, int VPT, int NBH, bool IMG, int MINB>
 __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                             const i32* __restrict__ hints, i32* __restrict__ out,
                                             const SsRegParams p) {
-    static_assert(!(IMG && SMROW), "a row lives in registers or in the shared image, not both");
     __shared__ __align__(16) SsRegShared s;
     constexpr bool LONE_CTA = MINB == 1;  // nothing else on the SM covers a barrier's wait
     const u32 row = blockIdx.y;
@@ -417,7 +380,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // samples on them, 2026-12-03h). Only rows that can be hinted at all
     // (npad > 4k + 64) issue them.
     constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
-    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG && !SMROW;
+    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG;
     u32 hint_first[HG];  // 0xffffffff: no element
     if (HINTS_FIRST) {
 #pragma unroll
@@ -460,37 +423,22 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // which is the n mod 4 remainder or, for rows just past the float4
     // capacity (N = 2^j + 15 at K = 2048), up to BLK more values.
     const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);
-    typename SsRowStore<SMROW, BLK, VPT>::type r;
+    SsRegRow<VPT> r;
     const float NEG_INF = ss_neg_inf();
-    if constexpr (SMROW) {
-        // The whole row in flight at once without a register (cp.async); the
-        // hint gather below overlaps it, and every visit reads it back from
-        // the image after ss_reg_row_arrived.
-        float* img = reinterpret_cast<float*>(ss_reg_dyn + ss_reg_img_offset<NBH>(p.cmp));
-        r.img = img;
-        r.n4 = n4;
 #pragma unroll
-        for (int u = 0; u < VPT; ++u) {
-            const u32 i4 = t + (u32)u * BLK;
-            if (i4 < n4) cp_async_f4(img + 4u * i4, X + 4u * i4);
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = t + (u32)u * BLK;
+        if (i4 < n4) {
+            r.v[u] = ldg_nc_f4(X + 4u * i4);
+        } else {
+            r.v[u].x = NEG_INF;
+            r.v[u].y = NEG_INF;
+            r.v[u].z = NEG_INF;
+            r.v[u].w = NEG_INF;
         }
-        if (4u * n4 + t < n) cp_async_f(img + 4u * n4 + t, X + 4u * n4 + t);
-    } else {
-#pragma unroll
-        for (int u = 0; u < VPT; ++u) {
-            const u32 i4 = t + (u32)u * BLK;
-            if (i4 < n4) {
-                r.v[u] = ldg_nc_f4(X + 4u * i4);
-            } else {
-                r.v[u].x = NEG_INF;
-                r.v[u].y = NEG_INF;
-                r.v[u].z = NEG_INF;
-                r.v[u].w = NEG_INF;
-            }
-        }
-        r.tail = NEG_INF;
-        if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
     }
+    r.tail = NEG_INF;
+    if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
 #if SS_NEXT_WAVE_PREFETCH
     const u32 next_len = ss_next_wave_len(row_n, p.ahead, p.next_n, p.npad);
 #endif
@@ -518,9 +466,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 #pragma unroll
             for (int u = 0; u < VPT; ++u) {
                 const u32 i4 = t + (u32)u * BLK;
-                if (i4 < n4) reinterpret_cast<float4*>(img)[i4] = r.f4(u);
+                if (i4 < n4) reinterpret_cast<float4*>(img)[i4] = r.v[u];
             }
-            if (4u * n4 + t < n) img[4u * n4 + t] = r.tl();
+            if (4u * n4 + t < n) img[4u * n4 + t] = r.tail;
             __syncthreads();
         }
         const i32* H = ss_hint_row(hints, row, p.next_n, k);  // formed here: no register held across the row load
@@ -558,10 +506,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         if (have) SS_RTRACE(SS_RTR_HINT);
         kmin = 0xffffffffu;
         kmax = 0u;
-    }
-    if (SMROW) {  // the row image is complete (first use below; hinted: the histogram)
-        cp_async_wait_all();
-        __syncthreads();
     }
     if (!have) {
         const u32 lim = deg ? n : k;
@@ -729,7 +673,4 @@ extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v4(SS_REG_ARGS)
 }
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
     ss_reg_body<1024, 1, 2048, true, 2>(SS_REG_PASS);
-}
-extern "C" __global__ void __launch_bounds__(1024, 2) ss_regsm_b1024_v4(SS_REG_ARGS) {
-    ss_reg_body<1024, 4, 2048, false, 2, true>(SS_REG_PASS);
 }

@@ -84,7 +84,7 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
 /// One emulated launch.
 #[derive(Debug, Clone, Copy)]
 struct RegEmu {
-    /// Index in reg_main.cpp's table (REG_ENTRIES, then 16.. small CTAs).
+    /// Index in reg_main.cpp's table (0..5 = REG_ENTRIES, 5.. small CTAs).
     entry: u32,
     block: u32,
     nbh: u32,
@@ -94,14 +94,8 @@ struct RegEmu {
 }
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
-/// Id 17 stages the row image (IMG) with 4·64·4 + 64 words; id 19 holds its
-/// row in shared memory (SMROW) after hist | ck | ci.
-const SMALL: [(u32, u32, u32, u32); 4] = [
-    (16, 64, 1, 256),
-    (17, 64, 4, 256),
-    (18, 128, 2, 512),
-    (19, 64, 4, 256),
-];
+/// Id 7 stages the row image (IMG) with 4·64·4 + 4 words.
+const SMALL: [(u32, u32, u32, u32); 3] = [(16, 64, 1, 256), (17, 64, 4, 256), (18, 128, 2, 512)];
 
 impl RegEmu {
     /// The launch `ss-reg` plans for the batch.
@@ -152,9 +146,6 @@ impl RegEmu {
         let bytes = match REG_ENTRIES.get(self.entry as usize) {
             Some(e) => e.dyn_smem_bytes(cmp),
             None if self.entry == 17 => (self.nbh as usize + (2 * cmp).max(self.capacity())) * 4,
-            None if self.entry == 19 => {
-                (self.nbh as usize + (2 * cmp).next_multiple_of(4) + self.capacity()) * 4
-            }
             None => (self.nbh as usize + 2 * cmp) * 4,
         };
         bytes as u32

@@ -18,7 +18,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_reg::{
-    entry_named, plan_reg, plan_reg_with, smem_row_entry, RegSource, SsReg, REG_ENTRIES,
+    entry_named, plan_reg, plan_reg_with, RegSource, SsReg, REG_ENTRIES,
 };
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -54,10 +54,6 @@ const SHAPES: &[ShapeCase] = &[
     (2, 17_408, 2048, (1024, 4), true),
     (512, 8207, 512, (512, 4), false),
 ];
-
-/// Routed 1024 x 4 batches of more rows than SMs: with the shared-memory
-/// row rule on (`GVR_SS_REG_SMROW`) they run `ss_regsm_b1024_v4`.
-const SMEM_ROW_SHAPES: &[(usize, usize, usize)] = &[(1024, 16_399, 2048), (200, 12_001, 2048)];
 
 fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
     let n = row.len().max(1) as i32;
@@ -161,25 +157,14 @@ fn every_entry_is_exact_on_the_h200() {
     let plan = plan_reg_with(&Shape::of(&img_batch), &dev, Some(img)).expect("plans");
     assert!(plan.entry.img && plan.source == RegSource::Forced);
     covered.insert(plan.entry.name());
-    for &(rows, n, k) in SMEM_ROW_SHAPES {
-        let plan = plan_reg(&Shape::of(&shape_batch(rows, n, k, 1)), &dev).expect("plans");
-        let (entry, _) = smem_row_entry(&plan, &dev).expect("the smem row applies");
-        assert!(entry.smem_row, "{rows}x{n} k={k}");
-        covered.insert(entry.name());
-    }
     assert_eq!(covered.len(), REG_ENTRIES.len(), "every entry has a shape");
 
     let Some(gpu) = open_gpu() else { return };
     let cases = SHAPES
         .iter()
-        .map(|&(rows, n, k, _, _)| (rows, n, k, None, false))
-        .chain([(rows, n, k, Some(img), false)])
-        .chain(
-            SMEM_ROW_SHAPES
-                .iter()
-                .map(|&(rows, n, k)| (rows, n, k, None, true)),
-        );
-    for (i, (rows, n, k, forced, smem_row)) in cases.enumerate() {
+        .map(|&(rows, n, k, _, _)| (rows, n, k, None))
+        .chain([(rows, n, k, Some(img))]);
+    for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
         // (hints, next-wave prefetch, one-emit-form builds)
         for (use_hints, next_wave, emit_split) in [
@@ -191,8 +176,7 @@ fn every_entry_is_exact_on_the_h200() {
                 .with_hints(use_hints)
                 .with_forced_entry(forced)
                 .with_next_wave(next_wave)
-                .with_emit_split(emit_split)
-                .with_smem_row(smem_row);
+                .with_emit_split(emit_split);
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",
                 arm.variant(&Shape::of(&b))
@@ -205,8 +189,7 @@ fn every_entry_is_exact_on_the_h200() {
             // or more CTAs per SM prefetches nothing.
             let ahead = arm.staged_ahead().expect("staged");
             let plan = arm.plan(&Shape::of(&b)).unwrap();
-            assert_eq!(plan.entry.smem_row, smem_row, "{label}");
-            if !next_wave || rows <= gpu.facts.sms as usize || smem_row {
+            if !next_wave || rows <= gpu.facts.sms as usize {
                 assert_eq!(ahead, 0, "{label}");
             } else if (plan.entry.blk, plan.entry.vpt) == (1024, 4) {
                 assert_eq!(ahead, gpu.facts.sms, "{label}");

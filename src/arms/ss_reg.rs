@@ -37,10 +37,6 @@ pub struct RegEntry {
     pub nbh: u32,
     /// Row image in shared memory (`regimg`).
     pub img: bool,
-    /// The whole row in shared memory instead of registers (`regsm`): the
-    /// register budget of two CTAs per SM for rows the register entries
-    /// hold one per SM.
-    pub smem_row: bool,
 }
 
 impl RegEntry {
@@ -57,21 +53,16 @@ impl RegEntry {
     pub fn name(&self) -> String {
         if self.img {
             format!("ss_regimg_b{}_v{}", self.blk, self.vpt)
-        } else if self.smem_row {
-            format!("ss_regsm_b{}_v{}", self.blk, self.vpt)
         } else {
             entry_name(self.blk, self.vpt)
         }
     }
 
     /// Dynamic shared memory for a candidate capacity `cmp`: hist | ck | ci,
-    /// the IMG row image (one word per value it holds) aliasing ck/ci; the
-    /// `regsm` row image after ck/ci, 16-byte aligned (`ss_reg_img_offset`).
+    /// the IMG row image (one word per value it holds) aliasing ck/ci.
     pub fn dyn_smem_bytes(&self, cmp: usize) -> usize {
         let tail = if self.img {
             (2 * cmp).max(self.capacity())
-        } else if self.smem_row {
-            (2 * cmp).next_multiple_of(4) + self.capacity()
         } else {
             2 * cmp
         };
@@ -79,9 +70,8 @@ impl RegEntry {
     }
 }
 
-/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, the
-/// regimg rung, then the shared-memory row of the 1024 x 4 rung
-/// ([`SMEM_ROW`]).
+/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, then the
+/// regimg rung.
 pub const REG_ENTRIES: &[RegEntry] = &[
     RegEntry {
         blk: 256,
@@ -89,7 +79,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 8,
         nbh: 1024,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 512,
@@ -97,7 +86,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 1024,
@@ -105,7 +93,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 512,
@@ -113,7 +100,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 4,
         nbh: 1024,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 1024,
@@ -121,7 +107,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 1,
         nbh: 2048,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 512,
@@ -129,7 +114,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: false,
-        smem_row: false,
     },
     RegEntry {
         blk: 1024,
@@ -137,15 +121,6 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         minb: 2,
         nbh: 2048,
         img: true,
-        smem_row: false,
-    },
-    RegEntry {
-        blk: 1024,
-        vpt: 4,
-        minb: 2,
-        nbh: 2048,
-        img: false,
-        smem_row: true,
     },
 ];
 
@@ -265,54 +240,6 @@ pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
     off_suffix: "+nohintsfirst",
 };
 
-/// Routed 1024 x 4 launches of more rows than SMs run the shared-memory row
-/// entry (`ss_regsm_b1024_v4`, two CTAs per SM) where [`smem_row_entry`]
-/// admits them; off: always the register entry (one CTA per SM).
-pub const SMEM_ROW: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_SMROW",
-    default: false,
-    on_suffix: "+smrow",
-    off_suffix: "+nosmrow",
-};
-
-/// Every reg launch asks for the largest shared-memory carveout (the
-/// `regsm` entry always does: two of its CTAs need 191 KB); off: the
-/// driver's choice.
-pub const MAX_SHARED_CARVEOUT: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_CARVEOUT",
-    default: false,
-    on_suffix: "+maxsmem",
-    off_suffix: "+nomaxsmem",
-};
-
-/// CTAs per SM the `regsm` entry is built for (its `__launch_bounds__`).
-const SMEM_ROW_CTAS_PER_SM: usize = 2;
-
-/// Shared memory the H200 reserves per resident CTA beside its own.
-const SMEM_RESERVED_PER_CTA: usize = 1024;
-
-/// The shared-memory row entry for a routed register launch, or `None`
-/// where it does not apply: only the 1024 x 4 register entry, only beyond
-/// one row per SM (one wave of that entry holds one row per SM; the
-/// shared-memory entry holds two, halving the waves), and only where two of
-/// its CTAs fit an SM's shared memory (`smem_optin` per block is the
-/// per-SM budget less the reserve).
-pub fn smem_row_entry(launch: &RegLaunch, dev: &DeviceProfile) -> Option<(RegEntry, usize)> {
-    let routed_1024x4 = matches!(launch.source, RegSource::Routed(Family::Reg))
-        && launch.entry.blk == 1024
-        && launch.entry.vpt == 4
-        && !launch.entry.img
-        && !launch.entry.smem_row;
-    if !routed_1024x4 || (launch.grid.1 as usize) <= dev.sms as usize {
-        return None;
-    }
-    let entry = *REG_ENTRIES.iter().find(|e| e.smem_row)?;
-    let dyn_smem = entry.dyn_smem_bytes(launch.plan.cmp);
-    let per_cta = dyn_smem + STATIC_SMEM_BYTES as usize + SMEM_RESERVED_PER_CTA;
-    let per_sm = dev.smem_optin as usize + SMEM_RESERVED_PER_CTA;
-    (SMEM_ROW_CTAS_PER_SM * per_cta <= per_sm).then_some((entry, dyn_smem))
-}
-
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
 /// (kernels/ss_reg.cu documents each), so one device run can compare them on
@@ -428,10 +355,6 @@ pub struct RegLaunch {
     pub hints_first_rule: bool,
     /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
     pub knobs: Defines,
-    /// The shared-memory row rule (`GVR_SS_REG_SMROW`; see [`smem_row_entry`]).
-    pub smem_row_rule: bool,
-    /// The largest shared-memory carveout for every entry (`GVR_SS_REG_CARVEOUT`).
-    pub max_carveout_rule: bool,
 }
 
 impl RegLaunch {
@@ -439,17 +362,12 @@ impl RegLaunch {
     /// `reg(for main)/blk1024/v4` when the route would have picked another family.
     pub fn variant(&self) -> String {
         let mut tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
-        if self.entry.smem_row {
-            tail += "/smem";
-        }
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
         }
         tail += NEXT_WAVE.suffix(self.next_wave);
         tail += EMIT_SPLIT.suffix(self.emit_split);
         tail += HINTS_FIRST.suffix(self.hints_first_rule);
-        tail += SMEM_ROW.suffix(self.smem_row_rule);
-        tail += MAX_SHARED_CARVEOUT.suffix(self.max_carveout_rule);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -469,7 +387,6 @@ impl RegLaunch {
             && self.args.use_hints != 0
             && self.entry.vpt == 4
             && !self.entry.img
-            && !self.entry.smem_row
             && reg_hints_first(
                 self.grid.1 as usize,
                 self.args.npad as usize,
@@ -552,7 +469,6 @@ pub fn plan_reg_with(
                         && e.vpt == plan.vpt
                         && e.nbh == plan.nbh
                         && e.img == (family == Family::RegImg)
-                        && !e.smem_row
                 })
                 .ok_or_else(|| {
                     format!(
@@ -571,7 +487,7 @@ pub fn plan_reg_with(
             // wide batch takes BLK 1024 (route rung 4), the narrow one 512/2 (rung 5).
             let entry = REG_ENTRIES
                 .iter()
-                .filter(|e| !e.img && !e.smem_row && e.capacity() >= n)
+                .filter(|e| !e.img && e.capacity() >= n)
                 .filter(|e| e.capacity4() != 1024 || (e.blk == 1024) == wide)
                 .min_by_key(|e| e.capacity())
                 .ok_or_else(|| {
@@ -626,8 +542,6 @@ pub fn plan_reg_with(
         emit_split: EMIT_SPLIT.default,
         hints_first_rule: HINTS_FIRST.default,
         knobs: Defines::new(),
-        smem_row_rule: SMEM_ROW.default,
-        max_carveout_rule: MAX_SHARED_CARVEOUT.default,
     })
 }
 
@@ -672,10 +586,6 @@ pub struct SsReg {
     hints_first: bool,
     /// `GVR_SS_REG_DEFINES`: kernel knobs of every launch.
     knobs: Defines,
-    /// `GVR_SS_REG_SMROW`: the shared-memory row entry by rule.
-    smem_row: bool,
-    /// `GVR_SS_REG_CARVEOUT`: the largest shared-memory carveout everywhere.
-    max_carveout: bool,
 }
 
 impl SsReg {
@@ -691,15 +601,12 @@ impl SsReg {
             emit_split: EMIT_SPLIT.default,
             hints_first: HINTS_FIRST.default,
             knobs: Defines::new(),
-            smem_row: SMEM_ROW.default,
-            max_carveout: MAX_SHARED_CARVEOUT.default,
         }
     }
 
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_SMROW`, `GVR_SS_REG_CARVEOUT`,
-    /// `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
         let knobs =
             reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
@@ -711,23 +618,7 @@ impl SsReg {
             .with_next_wave(NEXT_WAVE.from_env()?)
             .with_emit_split(EMIT_SPLIT.from_env()?)
             .with_hints_first(HINTS_FIRST.from_env()?)
-            .with_smem_row(SMEM_ROW.from_env()?)
-            .with_max_carveout(MAX_SHARED_CARVEOUT.from_env()?)
             .with_knobs(knobs))
-    }
-
-    /// Run routed 1024 x 4 launches with the row in shared memory where
-    /// [`smem_row_entry`] admits them (`GVR_SS_REG_SMROW`).
-    pub fn with_smem_row(mut self, on: bool) -> SsReg {
-        self.smem_row = on;
-        self
-    }
-
-    /// Ask for the largest shared-memory carveout in every launch
-    /// (`GVR_SS_REG_CARVEOUT`).
-    pub fn with_max_carveout(mut self, on: bool) -> SsReg {
-        self.max_carveout = on;
-        self
     }
 
     /// Build every launch with these kernel knobs (`GVR_SS_REG_DEFINES`).
@@ -790,14 +681,6 @@ impl SsReg {
         launch.emit_split = self.emit_split;
         launch.hints_first_rule = self.hints_first;
         launch.knobs = self.knobs.clone();
-        launch.smem_row_rule = self.smem_row;
-        launch.max_carveout_rule = self.max_carveout;
-        if self.smem_row {
-            if let Some((entry, dyn_smem)) = smem_row_entry(&launch, &self.device) {
-                launch.entry = entry;
-                launch.dyn_smem_bytes = to_u32(dyn_smem, "shared memory")?;
-            }
-        }
         Ok(launch)
     }
 }
@@ -829,16 +712,12 @@ impl Arm for SsReg {
         // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
         // comes from that build; one CTA per SM stays one with the prefetch.
         let name = plan.entry.name();
-        let max_carveout = plan.entry.smem_row || plan.max_carveout_rule;
         self.staged.load(
             &SS_REG,
             &plan.build_defines(false),
             &name,
             plan.dyn_smem_bytes,
         )?;
-        if max_carveout {
-            self.staged.prefer_max_shared_carveout()?;
-        }
         if plan.next_wave {
             let per_sm = self
                 .staged
@@ -858,9 +737,6 @@ impl Arm for SsReg {
                     &name,
                     plan.dyn_smem_bytes,
                 )?;
-                if max_carveout {
-                    self.staged.prefer_max_shared_carveout()?;
-                }
             }
         }
         self.staged.stage(batch)?;
@@ -1120,44 +996,12 @@ mod tests {
             let decl = format!("__launch_bounds__({}, {}) {}(", e.blk, e.minb, e.name());
             assert!(code.contains(&decl), "missing `{decl}`");
             // The body's MINB (its barrier choices) is the launch bound's.
-            let smem_row = if e.smem_row { ", true" } else { "" };
             let body = format!(
-                "ss_reg_body<{}, {}, {}, {}, {}{smem_row}>",
+                "ss_reg_body<{}, {}, {}, {}, {}>",
                 e.blk, e.vpt, e.nbh, e.img, e.minb
             );
             assert!(code.contains(&body), "missing `{body}`");
         }
-    }
-
-    #[test]
-    fn the_smem_row_takes_routed_1024x4_launches_beyond_one_row_per_sm() {
-        let dev = DeviceProfile::h200();
-        let sms = dev.sms as usize;
-        for (b, n, k, applies) in [
-            (sms + 1, 16_399, 2048, true),
-            (1024, 12_001, 2048, true),
-            (sms, 16_399, 2048, false), // one wave of the register entry
-            (1, 16_387, 512, false),
-            (1024, 8207, 2048, false),  // 512 x 4
-            (1024, 4111, 2048, false),  // 512 x 2
-            (1024, 16_384, 512, false), // route: main (nearest 1024 x 4)
-        ] {
-            let launch = plan_reg(&shape(b, n, k), &dev).unwrap();
-            let got = smem_row_entry(&launch, &dev);
-            assert_eq!(got.is_some(), applies, "b={b} n={n} k={k}");
-            if let Some((entry, dyn_smem)) = got {
-                assert!(entry.smem_row && entry.capacity() == launch.entry.capacity());
-                // hist | ck | ci | 16-byte aligned image of every value held.
-                let words = entry.nbh as usize
-                    + (2 * launch.plan.cmp).next_multiple_of(4)
-                    + entry.capacity();
-                assert_eq!(dyn_smem, 4 * words);
-                assert!(2 * (dyn_smem + 512 + 1024) <= dev.smem_optin as usize + 1024);
-            }
-        }
-        // A forced entry is never swapped.
-        let forced = plan_reg_with(&shape(1024, 16_399, 2048), &dev, Some(REG_ENTRIES[4])).unwrap();
-        assert!(smem_row_entry(&forced, &dev).is_none());
     }
 
     #[test]

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
 
 use crate::error::{GvrError, Result};
@@ -132,23 +131,6 @@ impl StagedLaunch {
             }
         }
         Ok(())
-    }
-
-    /// Ask the driver for the largest shared-memory carveout of the current
-    /// entry's SM configuration (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`
-    /// 100 %, a hint the driver may override): for entries whose CTAs per
-    /// SM are bounded by their shared memory.
-    pub fn prefer_max_shared_carveout(&self) -> Result<()> {
-        let (key, function) = self.function.as_ref().ok_or_else(|| self.not_staged())?;
-        function
-            .set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                100,
-            )
-            .map_err(|e| GvrError::Kernel {
-                name: key.entry.clone(),
-                message: format!("cuFuncSetAttribute(preferred carveout 100 %): {e:?}"),
-            })
     }
 
     /// CTAs of the current entry one SM holds at once with `block` threads

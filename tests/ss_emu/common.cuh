@@ -292,13 +292,6 @@ inline float ldg_nc_f(const float* p) {
     emu::check_load(p, false);
     return *p;
 }
-// cp.async copies at once (one CTA at a time: nothing can observe the delay).
-inline void cp_async_f4(float* smem, const float* gmem) {
-    const float4 v = ldg_nc_f4(gmem);
-    std::memcpy(smem, &v, 16);
-}
-inline void cp_async_f(float* smem, const float* gmem) { *smem = ldg_nc_f(gmem); }
-inline void cp_async_wait_all() {}
 inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
 
