@@ -198,12 +198,6 @@ __device__ __forceinline__ void red_global_add(u32* p, u32 v) {
     asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// min(max(y, 0), top), NaN to 0: max.f32 returns the non-NaN operand when
-// one is NaN. Callers pass the result of an arithmetic operation, whose NaN
-// is quiet (a host fmaxf may return NaN for a signaling one; the host
-// emulator spells the clamp out).
-__device__ __forceinline__ float clamp_nonneg(float y, float top) { return fminf(fmaxf(y, 0.f), top); }
-
 // ---------------------------------------------------------------------------
 // Global loads.
 // ---------------------------------------------------------------------------

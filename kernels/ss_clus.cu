@@ -95,9 +95,7 @@ extern __shared__ __align__(16) u32 rc_dyn[];
 
 // The one bin expression (count and emit must agree bit for bit, §8.3).
 __device__ __forceinline__ u32 rc_bin(float x, float sc, float cq) {
-    const float y = __fmaf_rn(x, sc, cq);
-    if (SS_BIN_FADD) return ss_floor_clamped(y, (float)(RC_BINS - 1u));
-    const u32 b = __float2uint_rz(y);
+    const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
     return b < RC_BINS - 1u ? b : RC_BINS - 1u;
 }
 

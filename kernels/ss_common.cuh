@@ -114,33 +114,12 @@ __device__ __forceinline__ const i32* ss_hint_row(const i32* hints, u32 row, u32
 
 __device__ __forceinline__ float ss_neg_inf() { return __int_as_float(0xff800000); }
 
-// How the bin expressions below turn a scaled value into a bin: 1 through
-// the FP32 pipe (ss_floor_clamped), 0 through the conversion unit
-// (cvt.rzi.u32, F2I in SASS). Both give the same bin for every input.
-#ifndef SS_BIN_FADD
-#define SS_BIN_FADD 1
-#endif
-
-// min(sat_u32(trunc(y)), top) for an integral top below 2^23, NaN -> 0, as
-// cvt.rzi.u32 + min computes it, without the conversion: conversions issue
-// at 16 per clock per SM on sm_90 (CUDA C++ Programming Guide, arithmetic
-// instruction throughput), FP32 adds at 128, and a register row converts
-// each value two or three times. y is clamped to [0, top] first (NaN and
-// negatives to 0, clamp_nonneg); c + 2^23 rounded toward zero has unit
-// spacing on [2^23, 2^24), so its low mantissa bits are floor(c).
-__device__ __forceinline__ u32 ss_floor_clamped(float y, float top) {
-    const float c = clamp_nonneg(y, top);
-    return __float_as_uint(__fadd_rz(c, 8388608.f)) - 0x4B000000u;
-}
-
 // The one bin expression of the streaming families: min(sat_u32((x - lo)*sc), 255).
 // Explicit round-to-nearest intrinsics so the compiler can never contract
 // one call site differently from another: counts and cursors must agree bit
 // for bit (spec §3.11 I1). cvt.rzi.u32 saturates and maps NaN to 0.
 __device__ __forceinline__ u32 ss_bin(float x, float lo, float sc) {
-    const float y = __fmul_rn(__fsub_rn(x, lo), sc);
-    if (SS_BIN_FADD) return ss_floor_clamped(y, (float)(SS_BINS - 1u));
-    const u32 b = __float2uint_rz(y);
+    u32 b = __float2uint_rz(__fmul_rn(__fsub_rn(x, lo), sc));
     return b < SS_BINS - 1u ? b : SS_BINS - 1u;
 }
 

@@ -163,13 +163,9 @@ __device__ __forceinline__ bool ss_reg_finite(float x) {
 
 // The BRL bin (§4.1 step 4). Explicit round-to-nearest fma so every call
 // site computes the same bin bit for bit (histogram and emit must agree).
-// FADD: through the FP32 pipe (ss_floor_clamped), else the conversion; the
-// same bin either way.
-template <int NBH, bool FADD>
+template <int NBH>
 __device__ __forceinline__ u32 ss_reg_bin(float x, float sc, float cq) {
-    const float y = __fmaf_rn(x, sc, cq);
-    if (FADD) return ss_floor_clamped(y, (float)(NBH - 1));
-    const u32 b = __float2uint_rz(y);
+    const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
     return b < (u32)NBH - 1u ? b : (u32)NBH - 1u;
 }
 
@@ -374,9 +370,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                                             const SsRegParams p) {
     __shared__ __align__(16) SsRegShared s;
     constexpr bool LONE_CTA = MINB == 1;  // nothing else on the SM covers a barrier's wait
-    // The 32-register 512/2 entry keeps the conversion: the FP32-pipe bin
-    // needs a register more there, and ptxas spilled 8 bytes.
-    constexpr bool BIN_FADD = SS_BIN_FADD != 0 && !(BLK == 512 && VPT == 2);
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
     const u32 k = p.k;
@@ -547,7 +540,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH, BIN_FADD>(x, sc, cq), 1u); });
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
     // behind this row's loads it cost up to 5 % (measured; the likely reason:
@@ -581,7 +574,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = ss_reg_bin<NBH, BIN_FADD>(x, sc, cq);
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b >= cb) {
                 const u32 slot = atomicAdd(hist + b, 1u);
                 if (b > cb) {
@@ -594,14 +587,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-            const u32 b = ss_reg_bin<NBH, BIN_FADD>(x, sc, cq);
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
         __syncwarp();  // the counting visit leaves the lanes split
         const u32 slots = ss_warp_reserve_n(mine, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = ss_reg_bin<NBH, BIN_FADD>(x, sc, cq);
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             if (b >= cb) {
                 if (b > cb) {
                     OE[win_slot++] = (i32)idx;

@@ -7,7 +7,6 @@
 // IEEE single precision as on the GPU (SSE, no FTZ, explicit fmaf).
 #pragma once
 
-#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -150,18 +149,6 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fmaf(a, b, c); }
 inline double __dsqrt_rn(double x) { return std::sqrt(x); }
-// PTX min(max(y, 0), top): NaN (quiet or signaling) to 0.
-inline float clamp_nonneg(float y, float top) { return y > 0.f ? (y < top ? y : top) : 0.f; }
-// add.rz.f32: the sum rounded toward zero (volatile: no folding across the mode switch).
-inline float __fadd_rz(float a, float b) {
-    const int mode = std::fegetround();
-    std::fesetround(FE_TOWARDZERO);
-    volatile float va = a, vb = b;
-    const float r = va + vb;
-    volatile float vr = r;
-    std::fesetround(mode);
-    return vr;
-}
 // cvt.rzi.u32.f32: truncate, saturate to [0, 2^32 - 1], NaN -> 0.
 inline u32 __float2uint_rz(float x) {
     if (!(x > 0.f)) return 0u;
