@@ -140,6 +140,16 @@ struct SsRegParams {
 #define SS_REG_HINT_NC 0
 #endif
 
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_STAGE_OUT=1): the slots emit writes
+// its indices to shared memory and copies them out coalesced. Each lane's
+// winners go to its own run of slots, so one store instruction of a warp
+// touches up to 32 lines, and ncu of 512/4 at 8K x 256 (2026-12-03j) put
+// the emit's top stalls on the next element's FFMA waiting for the previous
+// STG to release its address registers (long scoreboard).
+#ifndef SS_REG_STAGE_OUT
+#define SS_REG_STAGE_OUT 0
+#endif
+
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
     u32 wpre[32];  // per-warp inclusive totals of the block scan
@@ -593,16 +603,37 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         __syncwarp();  // the counting visit leaves the lanes split
         const u32 slots = ss_warp_reserve_n(mine, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            if (b >= cb) {
-                if (b > cb) {
-                    OE[win_slot++] = (i32)idx;
-                } else {
-                    put_cross(x, idx, cross_slot++);
+        if (SS_REG_STAGE_OUT != 0 && k <= (u32)NBH) {
+            // The emitted indices gather in the histogram (dead in this form
+            // after the scan; k <= NBH words hold [0, above + m) of a whole
+            // bin) and leave in one coalesced copy.
+            ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+                const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+                if (b >= cb) {
+                    if (b > cb) {
+                        hist[win_slot++] = idx;
+                    } else if (whole) {
+                        hist[above + cross_slot++] = idx;
+                    } else {
+                        put_cross(x, idx, cross_slot++);
+                    }
                 }
-            }
-        });
+            });
+            __syncthreads();
+            const u32 staged = whole ? above + m : above;
+            for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)hist[i];
+        } else {
+            ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
+                const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+                if (b >= cb) {
+                    if (b > cb) {
+                        OE[win_slot++] = (i32)idx;
+                    } else {
+                        put_cross(x, idx, cross_slot++);
+                    }
+                }
+            });
+        }
     }
     if (whole) {
         SS_RTRACE(SS_RTR_WHOLE);

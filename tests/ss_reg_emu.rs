@@ -62,11 +62,18 @@ fn emulator() -> Option<&'static Path> {
 
 /// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
 /// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is
-/// ignored. The hint indices load after the row here (the source's default).
+/// ignored. The hint indices load after the row here (the source's default),
+/// and the emitted indices go through shared memory where k <= NBH (the
+/// `SS_REG_STAGE_OUT` knob).
 fn slots_only_emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_emulator(&[format!("-D{EMIT_FORM_DEFINE}=0")]))
+        .get_or_init(|| {
+            build_emulator(&[
+                format!("-D{EMIT_FORM_DEFINE}=0"),
+                "-DSS_REG_STAGE_OUT=1".to_string(),
+            ])
+        })
         .as_deref()
 }
 
@@ -388,10 +395,16 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     let Some(exe) = slots_only_emulator() else {
         return;
     };
+    // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024).
     for (id, n, k) in [
         (0u32, 2049usize, 512usize),
+        (1, 2051, 1024),
+        (2, 4111, 2048),
+        (3, 4111, 2048),
         (4, 16_387, 2048),
         (5, 8_195, 1024),
+        (5, 8_207, 2048),
+        (6, 4099, 512),
     ] {
         let e = REG_ENTRIES[id as usize];
         let n = n.min(e.capacity());
@@ -561,7 +574,7 @@ fn ss_reg_entries_compile_without_spills() {
     // Every build the host loads: the next-wave prefetch in or out, times
     // both emit forms or one, times the hint indices ahead of the row or not.
     // The last build adds the GVR_SS_REG_DEFINES knobs.
-    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_STAGE_OUT=1")).unwrap();
     for (prefetch, form, first, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])

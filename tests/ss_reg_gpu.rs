@@ -18,7 +18,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_reg::{
-    entry_named, plan_reg, plan_reg_with, RegSource, SsReg, REG_ENTRIES,
+    entry_named, plan_reg, plan_reg_with, reg_knobs, RegSource, SsReg, REG_ENTRIES,
 };
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -166,17 +166,24 @@ fn every_entry_is_exact_on_the_h200() {
         .chain([(rows, n, k, Some(img))]);
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
-        // (hints, next-wave prefetch, one-emit-form builds)
-        for (use_hints, next_wave, emit_split) in [
-            (true, true, false),
-            (false, true, true),
-            (true, false, true),
+        // (hints, next-wave prefetch, one-emit-form builds, the slots emit
+        // through shared memory: the SS_REG_STAGE_OUT knob)
+        for (use_hints, next_wave, emit_split, staged) in [
+            (true, true, false, false),
+            (false, true, true, false),
+            (true, false, true, false),
+            (true, true, true, true),
         ] {
             let mut arm = SsReg::new(gpu.clone())
                 .with_hints(use_hints)
                 .with_forced_entry(forced)
                 .with_next_wave(next_wave)
                 .with_emit_split(emit_split);
+            if staged {
+                arm = arm
+                    .with_emit_form(Some(0))
+                    .with_knobs(reg_knobs(Some("SS_REG_STAGE_OUT=1")).unwrap());
+            }
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",
                 arm.variant(&Shape::of(&b))
