@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
     plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE, NEXT_WAVE_DEFINE,
-    REG_ENTRIES, STATIC_SMEM_BYTES,
+    REG_ENTRIES, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -71,7 +71,7 @@ fn slots_only_emulator() -> Option<&'static Path> {
         .get_or_init(|| {
             build_emulator(&[
                 format!("-D{EMIT_FORM_DEFINE}=0"),
-                "-DSS_REG_STAGE_OUT=1".to_string(),
+                format!("-D{STAGE_OUT_DEFINE}=1"),
             ])
         })
         .as_deref()
@@ -572,25 +572,27 @@ fn ss_reg_entries_compile_without_spills() {
         return;
     }
     // Every build the host loads: the next-wave prefetch in or out, times
-    // both emit forms or one, times the hint indices ahead of the row or not.
-    // The last build adds the GVR_SS_REG_DEFINES knobs.
-    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_STAGE_OUT=1")).unwrap();
-    for (prefetch, form, first, tuned) in [0u32, 1]
+    // both emit forms or one, times the hint indices ahead of the row or not;
+    // then slots-only builds with the staged emit. The last build adds the
+    // GVR_SS_REG_DEFINES knobs.
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
+    for (prefetch, form, first, staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
-        .flat_map(|(p, f)| [(p, f, 0u32, false), (p, f, 1, false)])
-        .chain([(1, 0, 1, true)])
+        .flat_map(|(p, f)| [(p, f, 0u32, 0u32, false), (p, f, 1, 0, false)])
+        .chain([(0, 0, 0, 1, false), (1, 0, 1, 1, true)])
     {
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, prefetch.to_string()),
             (EMIT_FORM_DEFINE, form.to_string()),
             (HINTS_FIRST_DEFINE, first.to_string()),
+            (STAGE_OUT_DEFINE, staged.to_string()),
         ];
         if tuned {
             defines.extend(knobs.iter().cloned());
         }
         let value = format!(
-            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, knobs {tuned}"
+            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned}"
         );
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {

@@ -18,7 +18,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_reg::{
-    entry_named, plan_reg, plan_reg_with, reg_knobs, RegSource, SsReg, REG_ENTRIES,
+    entry_named, plan_reg, plan_reg_with, RegSource, SsReg, REG_ENTRIES,
 };
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -53,6 +53,10 @@ const SHAPES: &[ShapeCase] = &[
     (1024, 16_399, 2048, (1024, 4), true),
     (2, 17_408, 2048, (1024, 4), true),
     (512, 8207, 512, (512, 4), false),
+    // About four indices emitted per thread beyond one row per SM: the
+    // slots emit gathers them in shared memory (reg_stage_out).
+    (300, 8207, 2048, (512, 4), true),
+    (512, 1027, 1024, (256, 1), true),
 ];
 
 fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {
@@ -167,7 +171,7 @@ fn every_entry_is_exact_on_the_h200() {
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
         // (hints, next-wave prefetch, one-emit-form builds, the slots emit
-        // through shared memory: the SS_REG_STAGE_OUT knob)
+        // gathered in shared memory where reg_stage_out holds)
         for (use_hints, next_wave, emit_split, staged) in [
             (true, true, false, false),
             (false, true, true, false),
@@ -180,9 +184,9 @@ fn every_entry_is_exact_on_the_h200() {
                 .with_next_wave(next_wave)
                 .with_emit_split(emit_split);
             if staged {
-                arm = arm
-                    .with_emit_form(Some(0))
-                    .with_knobs(reg_knobs(Some("SS_REG_STAGE_OUT=1")).unwrap());
+                arm = arm.with_emit_form(Some(0)).with_stage_out(true);
+            } else {
+                arm = arm.with_stage_out(false);
             }
             let label = format!(
                 "{rows}x{n} k={k} hints={use_hints} {:?}",

@@ -22,7 +22,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::dispatch::reg_hints_first;
+use crate::route::dispatch::{reg_hints_first, reg_stage_out};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
 /// One compiled entry point of `ss_reg.cu`.
@@ -240,6 +240,15 @@ pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
     off_suffix: "+nohintsfirst",
 };
 
+/// Slots-form launches gather their emitted indices in shared memory where
+/// [`reg_stage_out`] says so (`SS_REG_STAGE_OUT`); off: never.
+pub const STAGE_OUT: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_STAGE_OUT",
+    default: true,
+    on_suffix: "+stageout",
+    off_suffix: "+nostageout",
+};
+
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
 /// (kernels/ss_reg.cu documents each), so one device run can compare them on
@@ -247,8 +256,7 @@ pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
-    [("SS_REG_HINT_NC", 0, 1), ("SS_REG_STAGE_OUT", 0, 1)];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_HINT_NC", 0, 1)];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).
@@ -290,6 +298,10 @@ pub const EMIT_FORM_DEFINE: &str = "SS_REG_EMIT_FORM";
 /// 1: the kernel loads its first hint indices ahead of the row length and
 /// the row (the source's default is 0).
 pub const HINTS_FIRST_DEFINE: &str = "SS_REG_HINTS_FIRST";
+
+/// 1: the slots emit gathers its indices in shared memory (the source's
+/// default is 0).
+pub const STAGE_OUT_DEFINE: &str = "SS_REG_STAGE_OUT";
 
 /// Both emit forms compiled, the `cur` word picking (the source's default).
 pub const EMIT_FORM_BOTH: u32 = 2;
@@ -356,6 +368,11 @@ pub struct RegLaunch {
     pub hints_first_rule: bool,
     /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
     pub knobs: Defines,
+    /// The staged slots emit where the rule says so (`GVR_SS_REG_STAGE_OUT`;
+    /// see [`RegLaunch::stage_out`]).
+    pub stage_out_rule: bool,
+    /// [`reg_stage_out`] holds for the batch and entry on the planned device.
+    pub stage_out_fits: bool,
 }
 
 impl RegLaunch {
@@ -369,6 +386,7 @@ impl RegLaunch {
         tail += NEXT_WAVE.suffix(self.next_wave);
         tail += EMIT_SPLIT.suffix(self.emit_split);
         tail += HINTS_FIRST.suffix(self.hints_first_rule);
+        tail += STAGE_OUT.suffix(self.stage_out_rule);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -395,6 +413,13 @@ impl RegLaunch {
             )
     }
 
+    /// Whether the launch's slots emit gathers its indices in shared memory:
+    /// the rule is on, the launch emits in the slots form and
+    /// [`reg_stage_out`] holds for its batch and entry.
+    pub fn stage_out(&self) -> bool {
+        self.stage_out_rule && self.args.cur == 0 && self.stage_out_fits
+    }
+
     /// The defines of the build this launch runs: the next-wave prefetch
     /// compiled in (`prefetch`) or out, with [`Self::emit_split`] only the
     /// emit form of `args.cur` (else both, `cur` picking at run time),
@@ -412,6 +437,7 @@ impl RegLaunch {
                 HINTS_FIRST_DEFINE,
                 u32::from(self.hints_first()).to_string(),
             ),
+            (STAGE_OUT_DEFINE, u32::from(self.stage_out()).to_string()),
         ];
         defines.extend(self.knobs.iter().cloned());
         defines
@@ -543,6 +569,8 @@ pub fn plan_reg_with(
         emit_split: EMIT_SPLIT.default,
         hints_first_rule: HINTS_FIRST.default,
         knobs: Defines::new(),
+        stage_out_rule: STAGE_OUT.default,
+        stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
     })
 }
 
@@ -587,6 +615,8 @@ pub struct SsReg {
     hints_first: bool,
     /// `GVR_SS_REG_DEFINES`: kernel knobs of every launch.
     knobs: Defines,
+    /// `GVR_SS_REG_STAGE_OUT`: the staged slots emit by the rule.
+    stage_out: bool,
 }
 
 impl SsReg {
@@ -602,12 +632,13 @@ impl SsReg {
             emit_split: EMIT_SPLIT.default,
             hints_first: HINTS_FIRST.default,
             knobs: Defines::new(),
+            stage_out: STAGE_OUT.default,
         }
     }
 
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
         let knobs =
             reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
@@ -619,7 +650,15 @@ impl SsReg {
             .with_next_wave(NEXT_WAVE.from_env()?)
             .with_emit_split(EMIT_SPLIT.from_env()?)
             .with_hints_first(HINTS_FIRST.from_env()?)
+            .with_stage_out(STAGE_OUT.from_env()?)
             .with_knobs(knobs))
+    }
+
+    /// Gather the slots emit's indices in shared memory where the rule says
+    /// so (`GVR_SS_REG_STAGE_OUT`).
+    pub fn with_stage_out(mut self, on: bool) -> SsReg {
+        self.stage_out = on;
+        self
     }
 
     /// Build every launch with these kernel knobs (`GVR_SS_REG_DEFINES`).
@@ -681,6 +720,7 @@ impl SsReg {
         launch.next_wave = self.next_wave;
         launch.emit_split = self.emit_split;
         launch.hints_first_rule = self.hints_first;
+        launch.stage_out_rule = self.stage_out;
         launch.knobs = self.knobs.clone();
         Ok(launch)
     }
@@ -857,7 +897,8 @@ mod tests {
                 [
                     (NEXT_WAVE_DEFINE, "1".to_string()),
                     (EMIT_FORM_DEFINE, cur.to_string()),
-                    (HINTS_FIRST_DEFINE, "1".to_string())
+                    (HINTS_FIRST_DEFINE, "1".to_string()),
+                    (STAGE_OUT_DEFINE, "0".to_string())
                 ]
             );
         }
@@ -871,12 +912,18 @@ mod tests {
             [
                 (NEXT_WAVE_DEFINE, "0".to_string()),
                 (EMIT_FORM_DEFINE, both),
-                (HINTS_FIRST_DEFINE, "0".to_string())
+                (HINTS_FIRST_DEFINE, "0".to_string()),
+                (STAGE_OUT_DEFINE, "0".to_string())
             ]
         );
         assert!(launch.variant().ends_with("+both"), "{}", launch.variant());
         // The kernel source defaults every define under these names.
-        for define in [NEXT_WAVE_DEFINE, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE] {
+        for define in [
+            NEXT_WAVE_DEFINE,
+            EMIT_FORM_DEFINE,
+            HINTS_FIRST_DEFINE,
+            STAGE_OUT_DEFINE,
+        ] {
             assert!(
                 SS_REG.code.contains(&format!("#ifndef {define}\n")),
                 "{define}"
@@ -888,6 +935,9 @@ mod tests {
         assert!(SS_REG
             .code
             .contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n")));
+        assert!(SS_REG
+            .code
+            .contains(&format!("#define {STAGE_OUT_DEFINE} 0\n")));
     }
 
     #[test]
@@ -1002,6 +1052,39 @@ mod tests {
                 e.blk, e.vpt, e.nbh, e.img, e.minb
             );
             assert!(code.contains(&body), "missing `{body}`");
+        }
+    }
+
+    #[test]
+    fn slots_launches_stage_their_output_where_each_thread_emits_four() {
+        let dev = DeviceProfile::h200();
+        let sms = dev.sms as usize;
+        // (b, n, k) -> staged, each launch in the slots form (the route's
+        // form in all but the one-wave batch)
+        for (b, n, k, staged) in [
+            (sms + 1, 8207, 2048, true), // 512/4: k = 4·BLK
+            (1024, 1027, 1024, true),    // 256/1: k = 4·BLK
+            (sms, 8207, 2048, false),    // one row per SM
+            (1024, 1027, 512, false),    // 256/1: k = 2·BLK
+            (1024, 2051, 1024, false),   // 512/1: k = 2·BLK
+            (1024, 4111, 2048, false),   // 512/2: k > NBH
+            (1024, 16_399, 2048, false), // 1024/4: k = 2·BLK
+        ] {
+            let mut launch = plan_reg(&shape(b, n, k), &dev).unwrap();
+            launch.args.cur = 0;
+            assert_eq!(launch.stage_out(), staged, "b={b} n={n} k={k}");
+            let define = launch
+                .build_defines(false)
+                .into_iter()
+                .find(|(name, _)| *name == STAGE_OUT_DEFINE)
+                .map(|(_, value)| value);
+            assert_eq!(define.as_deref(), Some(if staged { "1" } else { "0" }));
+            let mut off = launch.clone();
+            off.stage_out_rule = false;
+            assert!(!off.stage_out());
+            let mut cursors = launch.clone();
+            cursors.args.cur = 1;
+            assert!(!cursors.stage_out(), "the cursor form keeps its histogram");
         }
     }
 

@@ -162,6 +162,19 @@ pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
     b >= HINTS_FIRST_MIN_ROWS && npad > 4 * k + 64
 }
 
+/// Whether a slots-form reg launch gathers its emitted indices in shared
+/// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
+/// kernels/ss_reg.cu): where each thread emits about four or more (k ≥ 4 ×
+/// BLK) in a batch beyond one row per SM, and the histogram holds the k
+/// indices (k ≤ NBH). Measured on the H200 (reports/h200/2026-12-03j, same
+/// binary, two rounds): 512/4 at 8207 × K 2048 +18 / +10 / +4 % at B 256 /
+/// 512 / 1,024, 256/1 at 1027 × K 1024 +6 to +12 % at B ≥ 256; 4 to 7 %
+/// slower where a thread emits about two (256/1 and 512/1 at k = 2·BLK,
+/// 512/2, 1024/1) and on 256/1 at B ≤ 128.
+pub fn reg_stage_out(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
+    b > dev.sms as usize && k >= 4 * blk as usize && k <= nbh as usize
+}
+
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
