@@ -609,7 +609,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         if (SS_REG_STAGE_OUT != 0 && k <= (u32)NBH) {
             // The emitted indices gather in the histogram (dead in this form
             // after the scan; k <= NBH words hold [0, above + m) of a whole
-            // bin) and leave in one coalesced copy.
+            // bin) and leave in one coalesced copy. Two written-out visits:
+            // NVRTC rejects a generic lambda over the destination, and a
+            // runtime choice would sit on every emitted element.
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
                 if (b >= cb) {
