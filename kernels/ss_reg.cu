@@ -149,6 +149,8 @@ struct SsRegParams {
 // The host builds it where each thread emits about four indices or more in a
 // batch beyond one row per SM (src/route/dispatch.rs `reg_stage_out`):
 // measured +4 to +18 % there, 4 to 7 % slower where a thread emits about two.
+// 2: the same into k words after ck | ci, which the host adds to the dynamic
+// shared memory, for rows of k > NBH (GVR_SS_REG_STAGE_EXTRA; not measured).
 #ifndef SS_REG_STAGE_OUT
 #define SS_REG_STAGE_OUT 0
 #endif
@@ -606,19 +608,21 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         __syncwarp();  // the counting visit leaves the lanes split
         const u32 slots = ss_warp_reserve_n(mine, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-        if (SS_REG_STAGE_OUT != 0 && k <= (u32)NBH) {
+        if (SS_REG_STAGE_OUT == 2 || (SS_REG_STAGE_OUT == 1 && k <= (u32)NBH)) {
             // The emitted indices gather in the histogram (dead in this form
             // after the scan; k <= NBH words hold [0, above + m) of a whole
-            // bin) and leave in one coalesced copy. Two written-out visits:
-            // NVRTC rejects a generic lambda over the destination, and a
-            // runtime choice would sit on every emitted element.
+            // bin), or in the host's extra k words, and leave in one
+            // coalesced copy. Two written-out visits: NVRTC rejects a generic
+            // lambda over the destination, and a runtime choice would sit on
+            // every emitted element.
+            u32* const so = SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist;
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
                 if (b >= cb) {
                     if (b > cb) {
-                        hist[win_slot++] = idx;
+                        so[win_slot++] = idx;
                     } else if (whole) {
-                        hist[above + cross_slot++] = idx;
+                        so[above + cross_slot++] = idx;
                     } else {
                         put_cross(x, idx, cross_slot++);
                     }
@@ -626,7 +630,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             });
             __syncthreads();
             const u32 staged = whole ? above + m : above;
-            for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)hist[i];
+            for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)so[i];
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);

@@ -77,6 +77,20 @@ fn slots_only_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// Slots only, staged in k extra words after ck | ci (`SS_REG_STAGE_OUT=2`,
+/// `GVR_SS_REG_STAGE_EXTRA`): the launches add the words (`RegEmu::extra_words`).
+fn stage_extra_emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_emulator(&[
+                format!("-D{EMIT_FORM_DEFINE}=0"),
+                format!("-D{STAGE_OUT_DEFINE}=2"),
+            ])
+        })
+        .as_deref()
+}
+
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
@@ -98,6 +112,9 @@ struct RegEmu {
     args: SsRegArgs,
     /// Rows actually emulated (a prefix of the batch).
     rows: usize,
+    /// Dynamic shared memory words beyond the entry's (the staging words of
+    /// `SS_REG_STAGE_OUT=2`).
+    extra_words: usize,
 }
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
@@ -114,6 +131,7 @@ impl RegEmu {
             nbh: p.entry.nbh,
             args: p.args,
             rows,
+            extra_words: 0,
         }
     }
 
@@ -144,6 +162,7 @@ impl RegEmu {
                 ahead: 0,
             },
             rows,
+            extra_words: 0,
         }
     }
 
@@ -155,7 +174,7 @@ impl RegEmu {
             None if self.entry == 17 => (self.nbh as usize + (2 * cmp).max(self.capacity())) * 4,
             None => (self.nbh as usize + 2 * cmp) * 4,
         };
-        bytes as u32
+        (bytes + 4 * self.extra_words) as u32
     }
 
     fn capacity(&self) -> usize {
@@ -420,6 +439,32 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
 }
 
 #[test]
+fn staging_in_extra_words_is_exact_for_any_k() {
+    // Mode 2 stages every slots launch in k words after ck | ci, k above or
+    // below NBH alike (the host builds it only for k > NBH).
+    let Some(exe) = stage_extra_emulator() else {
+        return;
+    };
+    for (id, n, k) in [
+        (3u32, 4111usize, 2048usize),
+        (3, 4099, 1024),
+        (0, 1027, 1024),
+        (5, 8_207, 2048),
+    ] {
+        let e = REG_ENTRIES[id as usize];
+        let b = adversarial_batch(n, k, id as usize, 777 + id as u64);
+        let mut launch = RegEmu::forced(id, &b, b.rows);
+        launch.extra_words = k;
+        emu_check(
+            exe,
+            &b,
+            &launch,
+            &format!("stage-extra {} n={n} k={k}", e.name()),
+        );
+    }
+}
+
+#[test]
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -573,14 +618,15 @@ fn ss_reg_entries_compile_without_spills() {
     }
     // Every build the host loads: the next-wave prefetch in or out, times
     // both emit forms or one, times the hint indices ahead of the row or not;
-    // then slots-only builds with the staged emit. The last build adds the
+    // then slots-only builds with the staged emit (in the histogram, in the
+    // extra words). The last build adds the
     // GVR_SS_REG_DEFINES knobs.
     let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
     for (prefetch, form, first, staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
         .flat_map(|(p, f)| [(p, f, 0u32, 0u32, false), (p, f, 1, 0, false)])
-        .chain([(0, 0, 0, 1, false), (1, 0, 1, 1, true)])
+        .chain([(0, 0, 0, 1, false), (0, 0, 0, 2, false), (1, 0, 1, 1, true)])
     {
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, prefetch.to_string()),

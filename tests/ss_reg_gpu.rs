@@ -171,7 +171,8 @@ fn every_entry_is_exact_on_the_h200() {
     for (i, (rows, n, k, forced)) in cases.enumerate() {
         let b = shape_batch(rows, n, k, 100 + i as u64);
         // (hints, next-wave prefetch, one-emit-form builds, the slots emit
-        // gathered in shared memory where reg_stage_out holds)
+        // gathered in shared memory where reg_stage_out holds, and in extra
+        // words where reg_stage_out_extra does: 512/2 at K 2048 x 512 rows)
         for (use_hints, next_wave, emit_split, staged) in [
             (true, true, false, false),
             (false, true, true, false),
@@ -184,7 +185,10 @@ fn every_entry_is_exact_on_the_h200() {
                 .with_next_wave(next_wave)
                 .with_emit_split(emit_split);
             if staged {
-                arm = arm.with_emit_form(Some(0)).with_stage_out(true);
+                arm = arm
+                    .with_emit_form(Some(0))
+                    .with_stage_out(true)
+                    .with_stage_extra(true);
             } else {
                 arm = arm.with_stage_out(false);
             }

@@ -22,7 +22,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::dispatch::{reg_hints_first, reg_stage_out};
+use crate::route::dispatch::{reg_hints_first, reg_stage_out, reg_stage_out_extra};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
 /// One compiled entry point of `ss_reg.cu`.
@@ -249,6 +249,20 @@ pub const STAGE_OUT: TuningSwitch = TuningSwitch {
     off_suffix: "+nostageout",
 };
 
+/// Slots-form launches of k > NBH stage in k extra words of shared memory
+/// where [`reg_stage_out_extra`] says so and the entry's CTAs per SM still
+/// fit (`SS_REG_STAGE_OUT` 2); off by default: not measured yet.
+pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_STAGE_EXTRA",
+    default: false,
+    on_suffix: "+stageextra",
+    off_suffix: "+nostageextra",
+};
+
+/// Shared memory the driver reserves per resident CTA beside its own (an
+/// SM holds the per-block opt-in limit plus one such reserve: 228 KB on the H200).
+const SMEM_RESERVED_PER_CTA: usize = 1024;
+
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
 /// (kernels/ss_reg.cu documents each), so one device run can compare them on
@@ -373,6 +387,11 @@ pub struct RegLaunch {
     pub stage_out_rule: bool,
     /// [`reg_stage_out`] holds for the batch and entry on the planned device.
     pub stage_out_fits: bool,
+    /// Staging in extra words where k > NBH (`GVR_SS_REG_STAGE_EXTRA`).
+    pub stage_extra_rule: bool,
+    /// [`reg_stage_out_extra`] holds and MINB CTAs still fit an SM with the
+    /// k extra words.
+    pub stage_extra_fits: bool,
 }
 
 impl RegLaunch {
@@ -387,6 +406,7 @@ impl RegLaunch {
         tail += EMIT_SPLIT.suffix(self.emit_split);
         tail += HINTS_FIRST.suffix(self.hints_first_rule);
         tail += STAGE_OUT.suffix(self.stage_out_rule);
+        tail += STAGE_EXTRA.suffix(self.stage_extra_rule);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -420,6 +440,35 @@ impl RegLaunch {
         self.stage_out_rule && self.args.cur == 0 && self.stage_out_fits
     }
 
+    /// Whether it stages in k extra words instead (k > NBH; see
+    /// [`STAGE_EXTRA`]).
+    pub fn stage_extra(&self) -> bool {
+        self.stage_extra_rule && self.args.cur == 0 && self.stage_extra_fits
+    }
+
+    /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
+    /// in the histogram, 2 staged in the extra words.
+    pub fn stage_out_mode(&self) -> u32 {
+        if self.stage_out() {
+            1
+        } else if self.stage_extra() {
+            2
+        } else {
+            0
+        }
+    }
+
+    /// Dynamic shared memory of the launch: the entry's, plus the k staging
+    /// words of [`Self::stage_extra`].
+    pub fn launch_smem_bytes(&self) -> u32 {
+        self.dyn_smem_bytes
+            + if self.stage_extra() {
+                4 * self.args.k
+            } else {
+                0
+            }
+    }
+
     /// The defines of the build this launch runs: the next-wave prefetch
     /// compiled in (`prefetch`) or out, with [`Self::emit_split`] only the
     /// emit form of `args.cur` (else both, `cur` picking at run time),
@@ -437,7 +486,7 @@ impl RegLaunch {
                 HINTS_FIRST_DEFINE,
                 u32::from(self.hints_first()).to_string(),
             ),
-            (STAGE_OUT_DEFINE, u32::from(self.stage_out()).to_string()),
+            (STAGE_OUT_DEFINE, self.stage_out_mode().to_string()),
         ];
         defines.extend(self.knobs.iter().cloned());
         defines
@@ -447,7 +496,7 @@ impl RegLaunch {
         LaunchConfig {
             grid_dim: self.grid,
             block_dim: (self.entry.blk, 1, 1),
-            shared_mem_bytes: self.dyn_smem_bytes,
+            shared_mem_bytes: self.launch_smem_bytes(),
         }
     }
 }
@@ -571,6 +620,11 @@ pub fn plan_reg_with(
         knobs: Defines::new(),
         stage_out_rule: STAGE_OUT.default,
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
+        stage_extra_rule: STAGE_EXTRA.default,
+        stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
+            && entry.minb as usize
+                * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + SMEM_RESERVED_PER_CTA)
+                <= dev.smem_optin as usize + SMEM_RESERVED_PER_CTA,
     })
 }
 
@@ -617,6 +671,8 @@ pub struct SsReg {
     knobs: Defines,
     /// `GVR_SS_REG_STAGE_OUT`: the staged slots emit by the rule.
     stage_out: bool,
+    /// `GVR_SS_REG_STAGE_EXTRA`: staging in extra words where k > NBH.
+    stage_extra: bool,
 }
 
 impl SsReg {
@@ -633,12 +689,14 @@ impl SsReg {
             hints_first: HINTS_FIRST.default,
             knobs: Defines::new(),
             stage_out: STAGE_OUT.default,
+            stage_extra: STAGE_EXTRA.default,
         }
     }
 
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_STAGE_EXTRA`,
+    /// `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(self) -> Result<SsReg> {
         let knobs =
             reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
@@ -651,6 +709,7 @@ impl SsReg {
             .with_emit_split(EMIT_SPLIT.from_env()?)
             .with_hints_first(HINTS_FIRST.from_env()?)
             .with_stage_out(STAGE_OUT.from_env()?)
+            .with_stage_extra(STAGE_EXTRA.from_env()?)
             .with_knobs(knobs))
     }
 
@@ -658,6 +717,13 @@ impl SsReg {
     /// so (`GVR_SS_REG_STAGE_OUT`).
     pub fn with_stage_out(mut self, on: bool) -> SsReg {
         self.stage_out = on;
+        self
+    }
+
+    /// Stage in k extra words of shared memory where k > NBH
+    /// (`GVR_SS_REG_STAGE_EXTRA`).
+    pub fn with_stage_extra(mut self, on: bool) -> SsReg {
+        self.stage_extra = on;
         self
     }
 
@@ -721,6 +787,7 @@ impl SsReg {
         launch.emit_split = self.emit_split;
         launch.hints_first_rule = self.hints_first;
         launch.stage_out_rule = self.stage_out;
+        launch.stage_extra_rule = self.stage_extra;
         launch.knobs = self.knobs.clone();
         Ok(launch)
     }
@@ -757,12 +824,12 @@ impl Arm for SsReg {
             &SS_REG,
             &plan.build_defines(false),
             &name,
-            plan.dyn_smem_bytes,
+            plan.launch_smem_bytes(),
         )?;
         if plan.next_wave {
             let per_sm = self
                 .staged
-                .resident_ctas_per_sm(plan.entry.blk, plan.dyn_smem_bytes)?;
+                .resident_ctas_per_sm(plan.entry.blk, plan.launch_smem_bytes())?;
             let facts = &self.staged.gpu().facts;
             plan.args.ahead = next_wave_ahead(
                 shape.rows as u64,
@@ -776,7 +843,7 @@ impl Arm for SsReg {
                     &SS_REG,
                     &plan.build_defines(true),
                     &name,
-                    plan.dyn_smem_bytes,
+                    plan.launch_smem_bytes(),
                 )?;
             }
         }
@@ -1086,6 +1153,42 @@ mod tests {
             cursors.args.cur = 1;
             assert!(!cursors.stage_out(), "the cursor form keeps its histogram");
         }
+    }
+
+    #[test]
+    fn rows_of_k_above_nbh_stage_in_extra_words_only_when_asked() {
+        let dev = DeviceProfile::h200();
+        let mut launch = plan_reg(&shape(1024, 4111, 2048), &dev).unwrap();
+        assert_eq!(
+            (launch.entry.blk, launch.entry.vpt, launch.entry.nbh),
+            (512, 2, 1024)
+        );
+        assert_eq!(launch.args.cur, 0, "slots form");
+        assert!(launch.stage_extra_fits && !launch.stage_out_fits);
+        assert_eq!(launch.stage_out_mode(), 0, "off by default (not measured)");
+        assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes);
+        launch.stage_extra_rule = true;
+        assert_eq!(launch.stage_out_mode(), 2);
+        assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes + 4 * 2048);
+        assert_eq!(launch.config().shared_mem_bytes, launch.launch_smem_bytes());
+        assert!(
+            launch.variant().ends_with("+stageextra"),
+            "{}",
+            launch.variant()
+        );
+        // Four 512/2 CTAs per SM still fit with the extra 8 KB each.
+        let per_cta = launch.launch_smem_bytes() as usize + 512 + 1024;
+        assert!(4 * per_cta <= dev.smem_optin as usize + 1024);
+        // Where k <= NBH the histogram stages (mode 1) whatever the switch.
+        let mut fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
+        fits.stage_extra_rule = true;
+        assert_eq!(fits.stage_out_mode(), 1);
+        assert_eq!(fits.launch_smem_bytes(), fits.dyn_smem_bytes);
+        // About two indices per thread: never.
+        let mut two = plan_reg(&shape(1024, 4099, 1024), &dev).unwrap();
+        two.stage_extra_rule = true;
+        two.args.cur = 0;
+        assert_eq!(two.stage_out_mode(), 0);
     }
 
     #[test]

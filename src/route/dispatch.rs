@@ -175,6 +175,14 @@ pub fn reg_stage_out(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile
     b > dev.sms as usize && k >= 4 * blk as usize && k <= nbh as usize
 }
 
+/// The same batches and emit counts with k > NBH, staged in k extra words of
+/// dynamic shared memory (`SS_REG_STAGE_OUT` 2): a candidate for 512/2 at
+/// K 2048 (B 512 / 1,024 in the grid), not measured; the arm builds it only
+/// under `GVR_SS_REG_STAGE_EXTRA=on`.
+pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
+    b > dev.sms as usize && k >= 4 * blk as usize && k > nbh as usize
+}
+
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
