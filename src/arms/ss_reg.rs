@@ -23,6 +23,7 @@ use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::dispatch::{reg_hints_first, reg_stage_out, reg_stage_out_extra};
+use crate::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
 /// One compiled entry point of `ss_reg.cu`.
@@ -258,10 +259,6 @@ pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
     on_suffix: "+stageextra",
     off_suffix: "+nostageextra",
 };
-
-/// Shared memory the driver reserves per resident CTA beside its own (an
-/// SM holds the per-block opt-in limit plus one such reserve: 228 KB on the H200).
-const SMEM_RESERVED_PER_CTA: usize = 1024;
 
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
@@ -623,8 +620,8 @@ pub fn plan_reg_with(
         stage_extra_rule: STAGE_EXTRA.default,
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
-                * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + SMEM_RESERVED_PER_CTA)
-                <= dev.smem_optin as usize + SMEM_RESERVED_PER_CTA,
+                * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
+                <= SMEM_PER_SM,
     })
 }
 
@@ -1177,8 +1174,8 @@ mod tests {
             launch.variant()
         );
         // Four 512/2 CTAs per SM still fit with the extra 8 KB each.
-        let per_cta = launch.launch_smem_bytes() as usize + 512 + 1024;
-        assert!(4 * per_cta <= dev.smem_optin as usize + 1024);
+        let per_cta = launch.launch_smem_bytes() as usize + 512 + DRIVER_SMEM_PER_CTA;
+        assert!(4 * per_cta <= SMEM_PER_SM);
         // Where k <= NBH the histogram stages (mode 1) whatever the switch.
         let mut fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
         fits.stage_extra_rule = true;

@@ -331,10 +331,12 @@ fn params_for_sms(
 }
 
 /// Shared memory one SM hands out to resident CTAs (sm_90: 228 KiB).
-const SMEM_PER_SM: usize = 233_472;
+pub const SMEM_PER_SM: usize = 233_472;
+/// Shared memory the driver reserves per resident CTA beside its own.
+pub const DRIVER_SMEM_PER_CTA: usize = 1024;
 /// Per-CTA shared memory besides the staging: `SsShared` (~1.5 KiB, rounded
-/// up) plus the 1 KiB the driver reserves per CTA.
-const MAIN_CTA_SMEM_EXTRA: usize = 3 * 1024;
+/// up) plus the driver's reserve.
+const MAIN_CTA_SMEM_EXTRA: usize = 2 * 1024 + DRIVER_SMEM_PER_CTA;
 
 /// Resident CTAs per SM of a one-CTA-per-row main launch: the entry's MINB
 /// (its register budget) or what the staging leaves room for, whichever is
