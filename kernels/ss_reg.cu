@@ -612,9 +612,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             // The emitted indices gather in the histogram (dead in this form
             // after the scan; k <= NBH words hold [0, above + m) of a whole
             // bin), or in the host's extra k words, and leave in one
-            // coalesced copy. Two written-out visits: NVRTC rejects a generic
-            // lambda over the destination, and a runtime choice would sit on
-            // every emitted element.
+            // coalesced copy. Two written-out visits: a shared helper taking
+            // the store as a lambda re-allocated the registers of every
+            // slots-only build (same instruction counts, different SASS), which
+            // was not measured; a runtime choice would sit on every element.
             u32* const so = SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist;
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);

@@ -407,6 +407,33 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
     }
 }
 
+/// Each (entry id, n, k) forced on an adversarial batch (n capped at the
+/// entry's capacity), with `extra_words` of dynamic shared memory beyond the
+/// entry's, run in both emit forms by `emu_check`.
+fn check_forced_shapes(
+    exe: &Path,
+    shapes: &[(u32, usize, usize)],
+    extra_words: bool,
+    label: &str,
+    seed: u64,
+) {
+    for &(id, n, k) in shapes {
+        let e = REG_ENTRIES[id as usize];
+        let n = n.min(e.capacity());
+        let b = adversarial_batch(n, k, id as usize, seed + id as u64);
+        let mut launch = RegEmu::forced(id, &b, b.rows);
+        if extra_words {
+            launch.extra_words = k;
+        }
+        emu_check(
+            exe,
+            &b,
+            &launch,
+            &format!("{label} {} n={n} k={k}", e.name()),
+        );
+    }
+}
+
 #[test]
 fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     // emu_check runs each launch with cur = 1 and cur = 0; in a slots-only
@@ -415,7 +442,7 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
         return;
     };
     // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024).
-    for (id, n, k) in [
+    let shapes = [
         (0u32, 2049usize, 512usize),
         (1, 2051, 1024),
         (2, 4111, 2048),
@@ -424,18 +451,8 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
         (5, 8_195, 1024),
         (5, 8_207, 2048),
         (6, 4099, 512),
-    ] {
-        let e = REG_ENTRIES[id as usize];
-        let n = n.min(e.capacity());
-        let b = adversarial_batch(n, k, id as usize, 4242 + id as u64);
-        let launch = RegEmu::forced(id, &b, b.rows);
-        emu_check(
-            exe,
-            &b,
-            &launch,
-            &format!("slots-only {} n={n} k={k}", e.name()),
-        );
-    }
+    ];
+    check_forced_shapes(exe, &shapes, false, "slots-only", 4242);
 }
 
 #[test]
@@ -445,23 +462,13 @@ fn staging_in_extra_words_is_exact_for_any_k() {
     let Some(exe) = stage_extra_emulator() else {
         return;
     };
-    for (id, n, k) in [
+    let shapes = [
         (3u32, 4111usize, 2048usize),
         (3, 4099, 1024),
         (0, 1027, 1024),
         (5, 8_207, 2048),
-    ] {
-        let e = REG_ENTRIES[id as usize];
-        let b = adversarial_batch(n, k, id as usize, 777 + id as u64);
-        let mut launch = RegEmu::forced(id, &b, b.rows);
-        launch.extra_words = k;
-        emu_check(
-            exe,
-            &b,
-            &launch,
-            &format!("stage-extra {} n={n} k={k}", e.name()),
-        );
-    }
+    ];
+    check_forced_shapes(exe, &shapes, true, "stage-extra", 777);
 }
 
 #[test]

@@ -368,27 +368,67 @@ pub struct RegLaunch {
     /// (1, rows, 1): rows are `blockIdx.y`.
     pub grid: (u32, u32, u32),
     pub dyn_smem_bytes: u32,
+    /// The arm's tuning switches (each non-default one a variant suffix).
+    pub switches: RegSwitches,
+    /// [`reg_stage_out`] holds for the batch and entry on the planned device.
+    pub stage_out_fits: bool,
+    /// [`reg_stage_out_extra`] holds and MINB CTAs still fit an SM with the
+    /// k extra words.
+    pub stage_extra_fits: bool,
+}
+
+/// The tuning switches of the register families, as the arm holds them and
+/// every launch it plans carries them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegSwitches {
     /// The next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`; variant `+wave` /
     /// `+nowave` when it is not the default).
     pub next_wave: bool,
-    /// A build with only this launch's emit form (`GVR_SS_REG_EMIT_SPLIT`;
+    /// A build with only the launch's emit form (`GVR_SS_REG_EMIT_SPLIT`;
     /// variant `+split` / `+both` when it is not the default).
     pub emit_split: bool,
     /// The hint indices ahead of the row where the rule says so
     /// (`GVR_SS_REG_HINTS_FIRST`; see [`RegLaunch::hints_first`]).
-    pub hints_first_rule: bool,
-    /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
-    pub knobs: Defines,
+    pub hints_first: bool,
     /// The staged slots emit where the rule says so (`GVR_SS_REG_STAGE_OUT`;
     /// see [`RegLaunch::stage_out`]).
-    pub stage_out_rule: bool,
-    /// [`reg_stage_out`] holds for the batch and entry on the planned device.
-    pub stage_out_fits: bool,
+    pub stage_out: bool,
     /// Staging in extra words where k > NBH (`GVR_SS_REG_STAGE_EXTRA`).
-    pub stage_extra_rule: bool,
-    /// [`reg_stage_out_extra`] holds and MINB CTAs still fit an SM with the
-    /// k extra words.
-    pub stage_extra_fits: bool,
+    pub stage_extra: bool,
+    /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
+    pub knobs: Defines,
+}
+
+impl Default for RegSwitches {
+    fn default() -> RegSwitches {
+        RegSwitches {
+            next_wave: NEXT_WAVE.default,
+            emit_split: EMIT_SPLIT.default,
+            hints_first: HINTS_FIRST.default,
+            stage_out: STAGE_OUT.default,
+            stage_extra: STAGE_EXTRA.default,
+            knobs: Defines::new(),
+        }
+    }
+}
+
+impl RegSwitches {
+    /// The switches the environment sets (unset: the defaults).
+    pub fn from_env() -> Result<RegSwitches> {
+        let knobs =
+            reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
+        if !knobs.is_empty() {
+            tracing::warn!("{REG_DEFINES_ENV}: every reg launch is built with {knobs:?}");
+        }
+        Ok(RegSwitches {
+            next_wave: NEXT_WAVE.from_env()?,
+            emit_split: EMIT_SPLIT.from_env()?,
+            hints_first: HINTS_FIRST.from_env()?,
+            stage_out: STAGE_OUT.from_env()?,
+            stage_extra: STAGE_EXTRA.from_env()?,
+            knobs,
+        })
+    }
 }
 
 impl RegLaunch {
@@ -399,18 +439,19 @@ impl RegLaunch {
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
         }
-        tail += NEXT_WAVE.suffix(self.next_wave);
-        tail += EMIT_SPLIT.suffix(self.emit_split);
-        tail += HINTS_FIRST.suffix(self.hints_first_rule);
-        tail += STAGE_OUT.suffix(self.stage_out_rule);
-        tail += STAGE_EXTRA.suffix(self.stage_extra_rule);
+        let sw = &self.switches;
+        tail += NEXT_WAVE.suffix(sw.next_wave);
+        tail += EMIT_SPLIT.suffix(sw.emit_split);
+        tail += HINTS_FIRST.suffix(sw.hints_first);
+        tail += STAGE_OUT.suffix(sw.stage_out);
+        tail += STAGE_EXTRA.suffix(sw.stage_extra);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
             RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
             RegSource::Forced => format!("reg(forced)/{tail}"),
         };
-        super::ss::with_knobs(variant, &self.knobs)
+        super::ss::with_knobs(variant, &self.switches.knobs)
     }
 
     /// Whether the kernel loads the first hint indices ahead of the row:
@@ -419,7 +460,7 @@ impl RegLaunch {
     /// slower with it; the image entry gathers from shared memory) and
     /// [`reg_hints_first`] holds for its rows.
     pub fn hints_first(&self) -> bool {
-        self.hints_first_rule
+        self.switches.hints_first
             && self.args.use_hints != 0
             && self.entry.vpt == 4
             && !self.entry.img
@@ -434,13 +475,13 @@ impl RegLaunch {
     /// the rule is on, the launch emits in the slots form and
     /// [`reg_stage_out`] holds for its batch and entry.
     pub fn stage_out(&self) -> bool {
-        self.stage_out_rule && self.args.cur == 0 && self.stage_out_fits
+        self.switches.stage_out && self.args.cur == 0 && self.stage_out_fits
     }
 
     /// Whether it stages in k extra words instead (k > NBH; see
     /// [`STAGE_EXTRA`]).
     pub fn stage_extra(&self) -> bool {
-        self.stage_extra_rule && self.args.cur == 0 && self.stage_extra_fits
+        self.switches.stage_extra && self.args.cur == 0 && self.stage_extra_fits
     }
 
     /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
@@ -471,7 +512,7 @@ impl RegLaunch {
     /// emit form of `args.cur` (else both, `cur` picking at run time),
     /// [`Self::hints_first`] and the tuning knobs.
     pub fn build_defines(&self, prefetch: bool) -> Defines {
-        let form = if self.emit_split {
+        let form = if self.switches.emit_split {
             self.args.cur.to_string()
         } else {
             EMIT_FORM_BOTH.to_string()
@@ -485,7 +526,7 @@ impl RegLaunch {
             ),
             (STAGE_OUT_DEFINE, self.stage_out_mode().to_string()),
         ];
-        defines.extend(self.knobs.iter().cloned());
+        defines.extend(self.switches.knobs.iter().cloned());
         defines
     }
 
@@ -611,13 +652,8 @@ pub fn plan_reg_with(
         source,
         grid: (1, to_u32(shape.rows, "rows")?, 1),
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
-        next_wave: NEXT_WAVE.default,
-        emit_split: EMIT_SPLIT.default,
-        hints_first_rule: HINTS_FIRST.default,
-        knobs: Defines::new(),
-        stage_out_rule: STAGE_OUT.default,
+        switches: RegSwitches::default(),
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
-        stage_extra_rule: STAGE_EXTRA.default,
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
                 * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
@@ -658,18 +694,8 @@ pub struct SsReg {
     forced: Option<RegEntry>,
     /// `GVR_SS_REG_EMIT`: the emit form of every launch.
     emit: Option<u32>,
-    /// `GVR_SS_NEXT_WAVE`: the next-wave L2 prefetch.
-    next_wave: bool,
-    /// `GVR_SS_REG_EMIT_SPLIT`: builds with one emit form each.
-    emit_split: bool,
-    /// `GVR_SS_REG_HINTS_FIRST`: hint indices ahead of the row by the rule.
-    hints_first: bool,
-    /// `GVR_SS_REG_DEFINES`: kernel knobs of every launch.
-    knobs: Defines,
-    /// `GVR_SS_REG_STAGE_OUT`: the staged slots emit by the rule.
-    stage_out: bool,
-    /// `GVR_SS_REG_STAGE_EXTRA`: staging in extra words where k > NBH.
-    stage_extra: bool,
+    /// The tuning switches every launch carries.
+    switches: RegSwitches,
 }
 
 impl SsReg {
@@ -681,12 +707,7 @@ impl SsReg {
             plan: None,
             forced: None,
             emit: None,
-            next_wave: NEXT_WAVE.default,
-            emit_split: EMIT_SPLIT.default,
-            hints_first: HINTS_FIRST.default,
-            knobs: Defines::new(),
-            stage_out: STAGE_OUT.default,
-            stage_extra: STAGE_EXTRA.default,
+            switches: RegSwitches::default(),
         }
     }
 
@@ -694,58 +715,47 @@ impl SsReg {
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
     /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_STAGE_EXTRA`,
     /// `GVR_SS_REG_DEFINES`.
-    pub fn with_env_tuning(self) -> Result<SsReg> {
-        let knobs =
-            reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
-        if !knobs.is_empty() {
-            tracing::warn!("{REG_DEFINES_ENV}: every reg launch is built with {knobs:?}");
-        }
-        Ok(self
-            .with_emit_form(emit_form_from_env()?)
-            .with_next_wave(NEXT_WAVE.from_env()?)
-            .with_emit_split(EMIT_SPLIT.from_env()?)
-            .with_hints_first(HINTS_FIRST.from_env()?)
-            .with_stage_out(STAGE_OUT.from_env()?)
-            .with_stage_extra(STAGE_EXTRA.from_env()?)
-            .with_knobs(knobs))
+    pub fn with_env_tuning(mut self) -> Result<SsReg> {
+        self.switches = RegSwitches::from_env()?;
+        Ok(self.with_emit_form(emit_form_from_env()?))
     }
 
     /// Gather the slots emit's indices in shared memory where the rule says
     /// so (`GVR_SS_REG_STAGE_OUT`).
     pub fn with_stage_out(mut self, on: bool) -> SsReg {
-        self.stage_out = on;
+        self.switches.stage_out = on;
         self
     }
 
     /// Stage in k extra words of shared memory where k > NBH
     /// (`GVR_SS_REG_STAGE_EXTRA`).
     pub fn with_stage_extra(mut self, on: bool) -> SsReg {
-        self.stage_extra = on;
+        self.switches.stage_extra = on;
         self
     }
 
     /// Build every launch with these kernel knobs (`GVR_SS_REG_DEFINES`).
     pub fn with_knobs(mut self, knobs: Defines) -> SsReg {
-        self.knobs = knobs;
+        self.switches.knobs = knobs;
         self
     }
 
     /// Load the first hint indices ahead of the row where the rule says so
     /// (`GVR_SS_REG_HINTS_FIRST`).
     pub fn with_hints_first(mut self, on: bool) -> SsReg {
-        self.hints_first = on;
+        self.switches.hints_first = on;
         self
     }
 
     /// Prefetch the next wave's rows into L2 (`GVR_SS_NEXT_WAVE`).
     pub fn with_next_wave(mut self, on: bool) -> SsReg {
-        self.next_wave = on;
+        self.switches.next_wave = on;
         self
     }
 
     /// Build each launch with only its emit form (`GVR_SS_REG_EMIT_SPLIT`).
     pub fn with_emit_split(mut self, on: bool) -> SsReg {
-        self.emit_split = on;
+        self.switches.emit_split = on;
         self
     }
 
@@ -780,12 +790,7 @@ impl SsReg {
         if let Some(code) = self.emit {
             launch.args.cur = code;
         }
-        launch.next_wave = self.next_wave;
-        launch.emit_split = self.emit_split;
-        launch.hints_first_rule = self.hints_first;
-        launch.stage_out_rule = self.stage_out;
-        launch.stage_extra_rule = self.stage_extra;
-        launch.knobs = self.knobs.clone();
+        launch.switches = self.switches.clone();
         Ok(launch)
     }
 }
@@ -823,7 +828,7 @@ impl Arm for SsReg {
             &name,
             plan.launch_smem_bytes(),
         )?;
-        if plan.next_wave {
+        if plan.switches.next_wave {
             let per_sm = self
                 .staged
                 .resident_ctas_per_sm(plan.entry.blk, plan.launch_smem_bytes())?;
@@ -950,7 +955,7 @@ mod tests {
     fn a_launch_builds_with_its_prefetch_and_emit_defines() {
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
         assert!(
-            launch.emit_split,
+            launch.switches.emit_split,
             "one form per build by default (measured)"
         );
         let planned_cur = launch.args.cur;
@@ -968,7 +973,7 @@ mod tests {
         }
         launch.args.cur = planned_cur;
         assert!(!launch.variant().contains('+'), "{}", launch.variant());
-        launch.emit_split = false;
+        launch.switches.emit_split = false;
         let both = EMIT_FORM_BOTH.to_string();
         launch.args.use_hints = 0; // hint-free: nothing to load ahead
         assert_eq!(
@@ -1013,7 +1018,7 @@ mod tests {
         let err = reg_knobs(Some("SS_PIPELINE=1")).unwrap_err();
         assert!(err.contains("SS_REG_HINT_NC"), "{err}");
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
-        launch.knobs = knobs;
+        launch.switches.knobs = knobs;
         assert!(launch
             .build_defines(false)
             .contains(&("SS_REG_HINT_NC", "1".to_string())));
@@ -1033,7 +1038,7 @@ mod tests {
         let dev = DeviceProfile::h200();
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &dev).unwrap();
         assert!(launch.hints_first());
-        launch.hints_first_rule = false;
+        launch.switches.hints_first = false;
         assert!(!launch.hints_first());
         assert!(
             launch.variant().ends_with("+nohintsfirst"),
@@ -1144,7 +1149,7 @@ mod tests {
                 .map(|(_, value)| value);
             assert_eq!(define.as_deref(), Some(if staged { "1" } else { "0" }));
             let mut off = launch.clone();
-            off.stage_out_rule = false;
+            off.switches.stage_out = false;
             assert!(!off.stage_out());
             let mut cursors = launch.clone();
             cursors.args.cur = 1;
@@ -1164,7 +1169,7 @@ mod tests {
         assert!(launch.stage_extra_fits && !launch.stage_out_fits);
         assert_eq!(launch.stage_out_mode(), 0, "off by default (not measured)");
         assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes);
-        launch.stage_extra_rule = true;
+        launch.switches.stage_extra = true;
         assert_eq!(launch.stage_out_mode(), 2);
         assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes + 4 * 2048);
         assert_eq!(launch.config().shared_mem_bytes, launch.launch_smem_bytes());
@@ -1178,12 +1183,12 @@ mod tests {
         assert!(4 * per_cta <= SMEM_PER_SM);
         // Where k <= NBH the histogram stages (mode 1) whatever the switch.
         let mut fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
-        fits.stage_extra_rule = true;
+        fits.switches.stage_extra = true;
         assert_eq!(fits.stage_out_mode(), 1);
         assert_eq!(fits.launch_smem_bytes(), fits.dyn_smem_bytes);
         // About two indices per thread: never.
         let mut two = plan_reg(&shape(1024, 4099, 1024), &dev).unwrap();
-        two.stage_extra_rule = true;
+        two.switches.stage_extra = true;
         two.args.cur = 0;
         assert_eq!(two.stage_out_mode(), 0);
     }
