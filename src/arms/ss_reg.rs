@@ -252,10 +252,13 @@ pub const STAGE_OUT: TuningSwitch = TuningSwitch {
 
 /// Slots-form launches of k > NBH stage in k extra words of shared memory
 /// where [`reg_stage_out_extra`] says so and the entry's CTAs per SM still
-/// fit (`SS_REG_STAGE_OUT` 2); off by default: not measured yet.
+/// fit (`SS_REG_STAGE_OUT` 2). Measured on the H200 (reports/h200/2026-12-04,
+/// same binary, two interleaved rounds, radix-normalised): 512/2 at 4111 × K 2048
+/// +26 / +22 % at B 512 / 1,024, every other (entry, n, k, B) group of WAVE
+/// 0.994–1.014; WAVE 1.019–1.021.
 pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
     env: "GVR_SS_REG_STAGE_EXTRA",
-    default: false,
+    default: true,
     on_suffix: "+stageextra",
     off_suffix: "+nostageextra",
 };
@@ -1128,37 +1131,44 @@ mod tests {
     fn slots_launches_stage_their_output_where_each_thread_emits_four() {
         let dev = DeviceProfile::h200();
         let sms = dev.sms as usize;
-        // (b, n, k) -> staged, each launch in the slots form (the route's
-        // form in all but the one-wave batch)
-        for (b, n, k, staged) in [
-            (sms + 1, 8207, 2048, true), // 512/4: k = 4·BLK
-            (1024, 1027, 1024, true),    // 256/1: k = 4·BLK
-            (sms, 8207, 2048, false),    // one row per SM
-            (1024, 1027, 512, false),    // 256/1: k = 2·BLK
-            (1024, 2051, 1024, false),   // 512/1: k = 2·BLK
-            (1024, 4111, 2048, false),   // 512/2: k > NBH
-            (1024, 16_399, 2048, false), // 1024/4: k = 2·BLK
+        // (b, n, k) -> SS_REG_STAGE_OUT (0 direct, 1 in the histogram, 2 in
+        // extra words), each launch in the slots form (the route's form in
+        // all but the one-wave batch)
+        for (b, n, k, mode) in [
+            (sms + 1, 8207, 2048, 1), // 512/4: k = 4·BLK
+            (1024, 1027, 1024, 1),    // 256/1: k = 4·BLK
+            (sms, 8207, 2048, 0),     // one row per SM
+            (1024, 1027, 512, 0),     // 256/1: k = 2·BLK
+            (1024, 2051, 1024, 0),    // 512/1: k = 2·BLK
+            (1024, 4111, 2048, 2),    // 512/2: k > NBH
+            (1024, 16_399, 2048, 0),  // 1024/4: k = 2·BLK
         ] {
             let mut launch = plan_reg(&shape(b, n, k), &dev).unwrap();
             launch.args.cur = 0;
-            assert_eq!(launch.stage_out(), staged, "b={b} n={n} k={k}");
+            assert_eq!(launch.stage_out(), mode == 1, "b={b} n={n} k={k}");
+            assert_eq!(launch.stage_extra(), mode == 2, "b={b} n={n} k={k}");
+            assert_eq!(launch.stage_out_mode(), mode, "b={b} n={n} k={k}");
             let define = launch
                 .build_defines(false)
                 .into_iter()
                 .find(|(name, _)| *name == STAGE_OUT_DEFINE)
                 .map(|(_, value)| value);
-            assert_eq!(define.as_deref(), Some(if staged { "1" } else { "0" }));
+            assert_eq!(define, Some(mode.to_string()));
             let mut off = launch.clone();
             off.switches.stage_out = false;
             assert!(!off.stage_out());
             let mut cursors = launch.clone();
             cursors.args.cur = 1;
-            assert!(!cursors.stage_out(), "the cursor form keeps its histogram");
+            assert_eq!(
+                cursors.stage_out_mode(),
+                0,
+                "the cursor form keeps its histogram"
+            );
         }
     }
 
     #[test]
-    fn rows_of_k_above_nbh_stage_in_extra_words_only_when_asked() {
+    fn rows_of_k_above_nbh_stage_in_extra_words_unless_switched_off() {
         let dev = DeviceProfile::h200();
         let mut launch = plan_reg(&shape(1024, 4111, 2048), &dev).unwrap();
         assert_eq!(
@@ -1167,28 +1177,27 @@ mod tests {
         );
         assert_eq!(launch.args.cur, 0, "slots form");
         assert!(launch.stage_extra_fits && !launch.stage_out_fits);
-        assert_eq!(launch.stage_out_mode(), 0, "off by default (not measured)");
-        assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes);
-        launch.switches.stage_extra = true;
-        assert_eq!(launch.stage_out_mode(), 2);
+        assert_eq!(launch.stage_out_mode(), 2, "on by default");
         assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes + 4 * 2048);
         assert_eq!(launch.config().shared_mem_bytes, launch.launch_smem_bytes());
-        assert!(
-            launch.variant().ends_with("+stageextra"),
-            "{}",
-            launch.variant()
+        assert_eq!(
+            launch.variant(),
+            "reg/blk512/v2",
+            "the default adds no suffix"
         );
         // Four 512/2 CTAs per SM still fit with the extra 8 KB each.
         let per_cta = launch.launch_smem_bytes() as usize + 512 + DRIVER_SMEM_PER_CTA;
         assert!(4 * per_cta <= SMEM_PER_SM);
+        launch.switches.stage_extra = false;
+        assert_eq!(launch.stage_out_mode(), 0);
+        assert!(launch.variant().ends_with("+nostageextra"));
+        assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes);
         // Where k <= NBH the histogram stages (mode 1) whatever the switch.
-        let mut fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
-        fits.switches.stage_extra = true;
+        let fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
         assert_eq!(fits.stage_out_mode(), 1);
         assert_eq!(fits.launch_smem_bytes(), fits.dyn_smem_bytes);
         // About two indices per thread: never.
         let mut two = plan_reg(&shape(1024, 4099, 1024), &dev).unwrap();
-        two.switches.stage_extra = true;
         two.args.cur = 0;
         assert_eq!(two.stage_out_mode(), 0);
     }
