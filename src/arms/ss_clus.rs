@@ -27,8 +27,11 @@ use crate::route::{route, DeviceProfile, Family};
 pub const REGCLUS_BLK: u32 = 1024;
 /// float4 per thread of the compiled entries `ss_regclus_v{1,2,4}`.
 pub const REGCLUS_VPT: [u32; 3] = [1, 2, 4];
-/// Largest k the family serves (its bracket gathers one hint per thread).
-pub const REGCLUS_MAX_K: usize = 1024;
+/// Largest k the family serves: the grid's largest K. The kernel folds the
+/// k hints (or first k values) in a block-strided loop, so k is not tied to
+/// the block (the emulator runs k up to 4·BLK: tests/ss_clus_emu.rs), and the
+/// crossing slots (CS·4096) do not depend on k.
+pub const REGCLUS_MAX_K: usize = 2048;
 /// Crossing-candidate slots per CTA (`RC_CAP(1024)` in ss_clus.cu).
 pub const REGCLUS_CAND_PER_CTA: u32 = 4 * REGCLUS_BLK;
 /// Dynamic shared memory per CTA: prelude[128] | hist | mrg | hoff (1024
@@ -345,7 +348,8 @@ mod tests {
         // 8·1024·4 float4 = 131,072 values plus a 3-value tail is the limit.
         assert!(plan_regclus(&shape(1, 131_075, 512), &dev).is_ok());
         assert!(plan_regclus(&shape(1, 131_076, 512), &dev).is_err());
-        assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_err());
+        assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_ok());
+        assert!(plan_regclus(&shape(1, 50_000, 4096), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss
     }
 
