@@ -715,3 +715,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) ss_reg_b512_v4(SS_REG_ARGS)
 extern "C" __global__ void __launch_bounds__(1024, 2) ss_regimg_b1024_v1(SS_REG_ARGS) {
     ss_reg_body<1024, 1, 2048, true, 2>(SS_REG_PASS);
 }
+extern "C" __global__ void __launch_bounds__(1024, 1) ss_reg_b1024_v2(SS_REG_ARGS) {
+    ss_reg_body<1024, 2, 2048, false, 1>(SS_REG_PASS);
+}

@@ -105,7 +105,7 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
 /// One emulated launch.
 #[derive(Debug, Clone, Copy)]
 struct RegEmu {
-    /// Index in reg_main.cpp's table (0..5 = REG_ENTRIES, 5.. small CTAs).
+    /// Index in reg_main.cpp's table (0..REG_ENTRIES.len() = REG_ENTRIES, 16.. small CTAs).
     entry: u32,
     block: u32,
     nbh: u32,

@@ -57,6 +57,8 @@ const SHAPES: &[ShapeCase] = &[
     // slots emit gathers them in shared memory (reg_stage_out).
     (300, 8207, 2048, (512, 4), true),
     (512, 1027, 1024, (256, 1), true),
+    // Not routed: the smallest capacity above 512/4's (8,704 values).
+    (256, 9000, 512, (1024, 2), false), // route: main
 ];
 
 fn hints_for(row: &[f32], k: usize, mode: usize, rng: &mut ChaCha8Rng) -> Vec<i32> {

@@ -123,6 +123,15 @@ pub const REG_ENTRIES: &[RegEntry] = &[
         nbh: 2048,
         img: true,
     },
+    // Not routed yet: a candidate for K = 2048 rows of 4K–8K values at one
+    // row per SM (half the values per thread of 512/4).
+    RegEntry {
+        blk: 1024,
+        vpt: 2,
+        minb: 1,
+        nbh: 2048,
+        img: false,
+    },
 ];
 
 /// Entry point name of a compiled reg (not IMG) (BLK, VPT) shape.

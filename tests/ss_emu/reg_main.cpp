@@ -19,7 +19,7 @@ void small_entry(SS_REG_ARGS) {
     ss_reg_body<BLK, VPT, NBH, IMG, MINB>(SS_REG_PASS);
 }
 
-// Ids 0..6 follow arms::ss_reg::REG_ENTRIES; 16.. are small CTAs for stress
+// Ids 0..7 follow arms::ss_reg::REG_ENTRIES; 16.. are small CTAs for stress
 // (NBH >= 256: the narrowing reuses the histogram's first 256 bins; MINB 1
 // or 2 picks either form of the crossing scan).
 static Entry entry_by_id(u32 id, u32* block) {
@@ -31,6 +31,7 @@ static Entry entry_by_id(u32 id, u32* block) {
         case 4: *block = 1024; return ss_reg_b1024_v4;
         case 5: *block = 512; return ss_reg_b512_v4;
         case 6: *block = 1024; return ss_regimg_b1024_v1;
+        case 7: *block = 1024; return ss_reg_b1024_v2;
         case 16: *block = 64; return small_entry<64, 1, 256, false, 1>;
         case 17: *block = 64; return small_entry<64, 4, 256, true, 2>;
         case 18: *block = 128; return small_entry<128, 2, 512, false, 1>;
