@@ -47,7 +47,7 @@ const SHAPES: &[ShapeCase] = &[
     // Rows past the float4 registers, held by the tail scalars.
     (64, 4111, 2048, (1024, 1), true),
     (8, 8207, 2048, (512, 4), true),
-    (256, 4111, 2048, (1024, 1), true),
+    (256, 4111, 2048, (512, 2), true),
     (512, 4111, 2048, (512, 2), true),
     (1, 16_399, 2048, (1024, 4), true),
     (1024, 16_399, 2048, (1024, 4), true),
@@ -57,7 +57,9 @@ const SHAPES: &[ShapeCase] = &[
     // slots emit gathers them in shared memory (reg_stage_out).
     (300, 8207, 2048, (512, 4), true),
     (512, 1027, 1024, (256, 1), true),
-    // Not routed: the smallest capacity above 512/4's (8,704 values).
+    // 1024/2: routed for K <= 1024 rows of 8K at b <= 64; the nearest plan
+    // for rows just above 512/4's capacity (8,704 values).
+    (32, 8195, 1024, (1024, 2), true),
     (256, 9000, 512, (1024, 2), false), // route: main
 ];
 

@@ -243,13 +243,16 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         // per B): 1024/1 beats 512/2 by 4–6 % at B <= 64 and 13–17 % at
         // B = 128–256 while a batch fits one wave of two 1024-thread CTAs per
         // SM; at B = 512 / 1024 it loses (0.99 / 0.89: a second wave).
-        if n <= reg_capacity(1024, 1) && b <= 2 * sms {
+        // Since 512/2 stages its emit in extra words beyond one row per SM
+        // (reports/h200/2026-12-04, forced 512/2 vs routed 1024/1 on the 61
+        // v32 N = 4,111 layers): 1.069 at B = 256, 0.891 / 0.931 at B 128 / 64.
+        if n <= reg_capacity(1024, 1) && b <= sms {
             return Some(reg(
                 1024,
                 1,
                 2,
                 2048,
-                "reg (H200, measured): K = 2048, n <= 4·1024 + 1024, b <= 2·SMs",
+                "reg (H200, measured): K = 2048, n <= 4·1024 + 1024, b <= SMs",
             ));
         }
         if n <= reg_capacity(512, 2) {
@@ -258,7 +261,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
                 2,
                 4,
                 1024,
-                "reg (H200, measured): K = 2048, n <= 4·1024 + 512, b > 2·SMs",
+                "reg (H200, measured): K = 2048, n <= 4·1024 + 512, b > SMs",
             ));
         }
         if n <= reg_capacity(512, 4) {
@@ -322,10 +325,27 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             "reg (H200, measured): n <= 4·2048 + 512, SMs < b <= 2·SMs",
         ));
     }
-    if n4 > 4096 && n4 <= 32768 && k <= 1024 {
+    // K = 2048 (H200, reports/h200/2026-12-04, forced reg_clus vs routed main
+    // SPLIT on v32 rows): N = 32,783 at B 1–8 (rc8x2) 1.19–1.21, B 16 (rc4x4)
+    // 1.12; N = 65,551 (rc8x4) only 1.02–1.05, where clus does better (the
+    // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
+    let k_fits = k <= 1024 || (dev.k2048_clusters && n4 <= 16384 && b <= 16);
+    if n4 > 4096 && n4 <= 32768 && k_fits {
         if let Some(decision) = reg_clus_rung(b, n4, dev) {
             return Some(decision);
         }
+    }
+    // H200 (reports/h200/2026-12-04, forced 1024/2 vs routed 1024/4 on the
+    // flash / pro N = 8,195 rows): 1.016–1.027 at B <= 32, 1.005 / 1.011 at
+    // B 64, 0.993 / 0.989 at B 128.
+    if dev.reg_1024x2_rung && k <= 1024 && n <= reg_capacity(1024, 2) && b <= 64 {
+        return Some(reg(
+            1024,
+            2,
+            1,
+            2048,
+            "reg (H200, measured): k <= 1024, n <= 4·2048 + 1024, b <= 64",
+        ));
     }
     if n <= reg_capacity(1024, 4) && wide {
         return Some(reg(1024, 4, 1, 2048, "reg: n <= 4·4096 + 1024, wide batch"));
@@ -387,6 +407,28 @@ fn streaming_block(
 ) -> RouteDecision {
     let sms = dev.sms as usize;
     let n4 = n >> 2;
+    // H200 (reports/h200/2026-12-04, forced clus vs routed main SPLIT on v32
+    // N = 65,551 rows): CS 8 1.054–1.072 at B 1–8; at N = 131,087 0.97–0.99.
+    if dev.k2048_clusters
+        && k > 1024
+        && n4 > 16384
+        && n4 <= 24576
+        && dev.max_cluster >= 8
+        && dev.cluster_fits(8, b)
+    {
+        let params = clus_params(b, n, npad, k, 8, dev);
+        return RouteDecision {
+            family: Family::Clus,
+            ctas_per_row: 8,
+            cluster: 8,
+            blk: 1024,
+            minb: 1,
+            smem_bytes: params.smem_bytes,
+            params: Some(params),
+            reg: None,
+            reason: "clus (H200, measured): K = 2048, 64K < n <= 96K, co-resident 8-CTA clusters",
+        };
+    }
     let (mut r, mut reason) = if b <= 32 {
         let r = (sms / b).min(n4.div_ceil(1024)).max(1);
         (r, "main: b <= 32 splits the row over the SMs")
@@ -681,9 +723,9 @@ mod h200_rung_tests {
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
                 assert_eq!((d.blk, d.reg.unwrap().vpt), shape, "b={b} n={n}");
             }
-            // Rows that 1024/1 holds: that CTA while one wave of two per SM
-            // takes the batch, else the smallest CTA that holds the row.
-            let one_wave = b <= 264;
+            // Rows that 1024/1 holds: that CTA while the batch has at most
+            // one row per SM, else the smallest CTA that holds the row.
+            let one_wave = b <= 132;
             for (n, shape) in [
                 (4111, if one_wave { (1024, 1) } else { (512, 2) }),
                 (4608, if one_wave { (1024, 1) } else { (512, 2) }),
@@ -694,16 +736,28 @@ mod h200_rung_tests {
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
                 assert_eq!((d.blk, d.reg.unwrap().vpt), shape, "b={b} n={n}");
             }
-            // One value past the register capacity streams.
-            assert_eq!(route(b, 17_409, 17_472, 2048, &h200).family, Family::Main);
-            // K <= 1024: reg 512/4 only in the second-wave band SMs < b <= 2·SMs.
+            // One value past the register capacity: clustered registers
+            // while a cluster fits the batch, else streaming.
+            let past = route(b, 17_409, 17_472, 2048, &h200).family;
+            let clustered = if b <= 16 {
+                Family::RegClus
+            } else {
+                Family::Main
+            };
+            assert_eq!(past, clustered, "b={b}");
+            // K <= 1024: reg 1024/2 up to 64 rows, 1024/4 up to one row per
+            // SM, 512/4 in the second-wave band SMs < b <= 2·SMs, then main.
             let d = route(b, 8195, 8256, 1024, &h200);
-            let second_wave = b > 132 && b <= 264;
-            assert_eq!(
-                (d.family, d.blk, d.reg.map(|r| r.vpt)) == (Family::Reg, 512, Some(4)),
-                second_wave,
-                "b={b}: {d:?}"
-            );
+            let expected = match b {
+                ..=64 => (Family::Reg, 1024, Some(2)),
+                65..=132 => (Family::Reg, 1024, Some(4)),
+                133..=264 => (Family::Reg, 512, Some(4)),
+                _ => (Family::Main, d.blk, None),
+            };
+            assert_eq!((d.family, d.blk, d.reg.map(|r| r.vpt)), expected, "b={b}");
+            // One value past 1024/2's capacity: 1024/4.
+            let d = route(b.min(64), 9217, 9280, 512, &h200);
+            assert_eq!((d.blk, d.reg.map(|r| r.vpt)), (1024, Some(4)));
         }
         // The B200 route keeps the spec's rungs.
         let shape = |d: RouteDecision| (d.family, d.blk, d.reg.map(|r| r.vpt));
@@ -711,5 +765,43 @@ mod h200_rung_tests {
         assert_eq!(shape(b200_8k), (Family::Reg, 1024, Some(4)));
         assert_eq!(route(512, 16_399, 16_448, 2048, &b200).family, Family::Main);
         assert_eq!(route(256, 8195, 8256, 1024, &b200).family, Family::Main);
+        assert_eq!(
+            shape(route(8, 8195, 8256, 1024, &b200)),
+            (Family::Reg, 1024, Some(4))
+        );
+    }
+
+    #[test]
+    fn k2048_rows_of_32k_to_96k_take_clusters_at_small_batch_on_the_h200_only() {
+        let h200 = DeviceProfile::h200();
+        let b200 = DeviceProfile::b200();
+        let shape = |d: RouteDecision| (d.family, d.cluster, d.reg.map(|r| r.vpt));
+        for b in [1usize, 2, 4, 8, 16, 32, 64] {
+            // N = 32,783: reg_clus while its rung fits (8 x 2 up to 15 rows, then 4 x 4).
+            let expected = match b {
+                ..=8 => (Family::RegClus, 8, Some(2)),
+                16 => (Family::RegClus, 4, Some(4)),
+                _ => (Family::Main, 1, None),
+            };
+            let d = route(b, 32_783, 32_832, 2048, &h200);
+            assert_eq!(shape(d), expected, "b={b} n=32783");
+            // N = 65,551 (n4 above 16,384): clus with 8-CTA clusters while they are co-resident.
+            let d = route(b, 65_551, 65_600, 2048, &h200);
+            let expected = if b <= 15 {
+                (Family::Clus, 8, None)
+            } else {
+                (Family::Main, 1, None)
+            };
+            assert_eq!(shape(d), expected, "b={b} n=65551");
+            if d.family == Family::Clus {
+                assert!(h200.cluster_fits(d.cluster, b));
+            }
+            // Past n4 = 24,576 and at K <= 1024 the rungs are unchanged.
+            assert_eq!(route(b, 131_087, 131_136, 2048, &h200).family, Family::Main);
+            assert_eq!(route(b, 98_308, 98_368, 2048, &h200).family, Family::Main);
+            // The B200 route serves K = 2048 with main only.
+            assert_eq!(route(b, 32_783, 32_832, 2048, &b200).family, Family::Main);
+            assert_eq!(route(b, 65_551, 65_600, 2048, &b200).family, Family::Main);
+        }
     }
 }

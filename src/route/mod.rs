@@ -57,6 +57,16 @@ pub struct DeviceProfile {
     /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
     /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
     pub measured_reg_emit: bool,
+    /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
+    /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
+    /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
+    /// instead of main SPLIT (H200 rungs measured against main with the forced
+    /// arms, reports/h200/2026-12-04; the spec serves K = 2048 with main only).
+    pub k2048_clusters: bool,
+    /// K <= 1024 rows of `reg_capacity(1024, 1)` < n <= `reg_capacity(1024, 2)`
+    /// values at b <= 64 take reg 1024/2 instead of 1024/4 (an H200 rung,
+    /// reports/h200/2026-12-04).
+    pub reg_1024x2_rung: bool,
 }
 
 impl DeviceProfile {
@@ -77,6 +87,8 @@ impl DeviceProfile {
             regimg_rung: false,
             clus_max_rank_f4: Some(8192),
             measured_reg_emit: true,
+            k2048_clusters: true,
+            reg_1024x2_rung: true,
         }
     }
 
@@ -96,6 +108,8 @@ impl DeviceProfile {
             regimg_rung: true,
             clus_max_rank_f4: None,
             measured_reg_emit: false,
+            k2048_clusters: false,
+            reg_1024x2_rung: false,
         }
     }
 
