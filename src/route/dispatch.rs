@@ -335,16 +335,16 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             return Some(decision);
         }
     }
-    // H200 (reports/h200/2026-12-04, forced 1024/2 vs routed 1024/4 on the
-    // flash / pro N = 8,195 rows): 1.016–1.027 at B <= 32, 1.005 / 1.011 at
-    // B 64, 0.993 / 0.989 at B 128.
-    if dev.reg_1024x2_rung && k <= 1024 && n <= reg_capacity(1024, 2) && b <= 64 {
+    // H200 (reports/h200/2026-12-04, flash / pro N = 8,195 rows): forced
+    // 1024/2 vs routed 1024/4 1.016–1.027 at B <= 32, 1.005 / 1.011 at B 64,
+    // 0.993 / 0.989 at B 128; routed, two rounds: 1.008–1.050 at B <= 32.
+    if dev.reg_1024x2_rung && k <= 1024 && n <= reg_capacity(1024, 2) && b <= 32 {
         return Some(reg(
             1024,
             2,
             1,
             2048,
-            "reg (H200, measured): k <= 1024, n <= 4·2048 + 1024, b <= 64",
+            "reg (H200, measured): k <= 1024, n <= 4·2048 + 1024, b <= 32",
         ));
     }
     if n <= reg_capacity(1024, 4) && wide {
@@ -745,18 +745,18 @@ mod h200_rung_tests {
                 Family::Main
             };
             assert_eq!(past, clustered, "b={b}");
-            // K <= 1024: reg 1024/2 up to 64 rows, 1024/4 up to one row per
+            // K <= 1024: reg 1024/2 up to 32 rows, 1024/4 up to one row per
             // SM, 512/4 in the second-wave band SMs < b <= 2·SMs, then main.
             let d = route(b, 8195, 8256, 1024, &h200);
             let expected = match b {
-                ..=64 => (Family::Reg, 1024, Some(2)),
-                65..=132 => (Family::Reg, 1024, Some(4)),
+                ..=32 => (Family::Reg, 1024, Some(2)),
+                33..=132 => (Family::Reg, 1024, Some(4)),
                 133..=264 => (Family::Reg, 512, Some(4)),
                 _ => (Family::Main, d.blk, None),
             };
             assert_eq!((d.family, d.blk, d.reg.map(|r| r.vpt)), expected, "b={b}");
             // One value past 1024/2's capacity: 1024/4.
-            let d = route(b.min(64), 9217, 9280, 512, &h200);
+            let d = route(b.min(32), 9217, 9280, 512, &h200);
             assert_eq!((d.blk, d.reg.map(|r| r.vpt)), (1024, Some(4)));
         }
         // The B200 route keeps the spec's rungs.

@@ -64,7 +64,7 @@ pub struct DeviceProfile {
     /// arms, reports/h200/2026-12-04; the spec serves K = 2048 with main only).
     pub k2048_clusters: bool,
     /// K <= 1024 rows of `reg_capacity(1024, 1)` < n <= `reg_capacity(1024, 2)`
-    /// values at b <= 64 take reg 1024/2 instead of 1024/4 (an H200 rung,
+    /// values at b <= 32 take reg 1024/2 instead of 1024/4 (an H200 rung,
     /// reports/h200/2026-12-04).
     pub reg_1024x2_rung: bool,
 }
