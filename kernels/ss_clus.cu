@@ -210,8 +210,14 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         if (rank == 0u) write_identity_row(out_row, n, k);
         return;
     }
+    // The cluster's registers hold the first body4 float4s; the rest (the
+    // 0–3 value remainder, or up to BLK values past the float4s, as in v32's
+    // 2^17 + 15) sits in one tail scalar per thread of rank 0.
     const u32 n4 = n >> 2;
-    const bool fits = cs <= 8u && (u64)n4 <= (u64)cs * BLK * VPT;
+    const u32 cap4 = (cs <= 8u ? cs : 8u) * (u32)BLK * (u32)VPT;
+    const u32 body4 = n4 < cap4 ? n4 : cap4;
+    const u32 ntail = n - body4 * 4u;
+    const bool fits = cs <= 8u && ntail <= (u32)BLK;
 
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) hist[b] = 0u;
 
@@ -221,13 +227,13 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 g = (rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x;
-        if (fits && g < n4)
+        if (fits && g < body4)
             v[u] = ldg_nc_f4(X + (u64)g * 4u);
         else
             v[u] = float4{NEG_INF, NEG_INF, NEG_INF, NEG_INF};
     }
-    const bool has_tail = fits && rank == 0u && threadIdx.x < (n & 3u);
-    const float tail = has_tail ? ldg_nc_f(X + n4 * 4u + threadIdx.x) : NEG_INF;
+    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
+    const float tail = has_tail ? ldg_nc_f(X + body4 * 4u + threadIdx.x) : NEG_INF;
 
     // Bracket, identical in every rank (§4.3): the hinted values; when the
     // hints give no usable bracket (none valid, all on one value, ±inf or
@@ -349,7 +355,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
                 idx = ((rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x) * 4u + c;
             } else {
                 x = tail;
-                idx = n4 * 4u + threadIdx.x;
+                idx = body4 * 4u + threadIdx.x;
             }
             const u32 b = rc_bin(x, sc, cq);
             if (b >= cbin) {  // cbin ≥ 1: fill and tail-less slots (bin 0) never pass

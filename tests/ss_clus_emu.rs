@@ -191,17 +191,20 @@ fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
                 let k = [37usize, 100, 256][(cs.trailing_zeros() as usize + vpt as usize) % 3]
                     .min(cap / 4);
                 // Full cluster, full minus a 3-element tail (n not a multiple
-                // of 4), exactly the float4 capacity plus a tail, half, just
+                // of 4), the float4 capacity plus a 3-value tail and plus a
+                // full tail (one value per thread of rank 0), half, just
                 // above k, short rows, and one row too long for the cluster.
+                let tail = blk as usize;
                 let lengths = [
                     cap,
                     cap - 3,
                     cap + 3,
+                    cap + tail,
                     cap / 2 + 1,
                     k + 1,
                     k,
                     k / 2,
-                    cap + 64,
+                    cap + tail + 1,
                 ];
                 let b = generated_batch(&mut rng, k, &lengths, &HINT_MODES);
                 let entry = small_entry(blk, vpt);
@@ -277,8 +280,8 @@ fn constructed_paths_report_the_expected_trace() {
         })
         .collect();
     let two_hints: Vec<i32> = (0..k as i32).collect();
-    // Too long for the cluster's registers → escape.
-    let long: Vec<f32> = (0..(cs * blk * vpt * 4) as usize + 8)
+    // Too long for the cluster's registers and rank 0's tail → escape.
+    let long: Vec<f32> = (0..((cs * blk * vpt * 4) + blk) as usize + 8)
         .map(|i| i as f32)
         .collect();
     let long_hints = reference_topk(&long, k);
@@ -349,7 +352,7 @@ fn randomized_rows_match_the_reference() {
         let mut rows = Vec::new();
         let mut hints = Vec::new();
         for _ in 0..12 {
-            let n = rng.random_range(k + 1..=cap + 3);
+            let n = rng.random_range(k + 1..=cap + blk as usize);
             let g = &generators[rng.random_range(0..generators.len())];
             let row = (g.generate)(&mut rng as &mut dyn RngCore, n);
             let mode = HINT_MODES[rng.random_range(0..HINT_MODES.len())];
@@ -372,9 +375,11 @@ fn compiled_entries_at_full_size_are_exact() {
         (0u32, 1u32, 8u32, 32_768usize, 512usize),
         (1, 2, 4, 30_001, 1024),
         (2, 4, 2, 32_771, 512),
+        // v32's 2^17 + 15 at K = 2048: 15 values past the float4s.
+        (2, 4, 8, 131_087, 2048),
     ] {
         let cap = (cs * 1024 * vpt * 4) as usize;
-        assert!(n <= cap + 3);
+        assert!(n <= cap + 1024);
         let gens = row_generators();
         let mut rows = Vec::new();
         let mut hints = Vec::new();

@@ -17,14 +17,17 @@ use rand_chacha::ChaCha8Rng;
 use gvr_bench::arms::ss_clus::plan_regclus;
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::suite;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::route::{DeviceProfile, REG_CLUS_MAX_N};
 use ss_support::open_gpu;
 
 /// (rows, n, cluster, vpt) for every routed reg_clus shape kind on the H200.
-const ROUTED: [(usize, usize, u32, u32); 6] = [
+const ROUTED: [(usize, usize, u32, u32); 8] = [
     (1, 32_768, 8, 1),
     (1, 65_536, 8, 2),
     (1, 131_072, 8, 4),
+    // Past the float4s: 15 values and a full tail in rank 0's scalars.
+    (1, 131_087, 8, 4),
+    (2, REG_CLUS_MAX_N, 8, 4),
     (16, 32_768, 4, 2),
     (16, 65_536, 4, 4),
     (64, 32_768, 2, 4),
@@ -85,6 +88,8 @@ fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
             32_768,
             65_539,
             131_075,
+            131_087,
+            REG_CLUS_MAX_N,
         ];
         let b = ss_support::mixed_length_batch(&mut rng, &lengths, k);
         ss_support::gpu_check(&gpu, "ss-regclus", &b, &format!("varlen k={k}"));

@@ -21,7 +21,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS;
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::{route, DeviceProfile, Family};
+use crate::route::{reg_clus_float4s, route, DeviceProfile, Family};
 
 /// Threads per CTA of every compiled reg_clus entry.
 pub const REGCLUS_BLK: u32 = 1024;
@@ -101,11 +101,14 @@ pub fn regclus_entry(vpt: u32) -> String {
 }
 
 /// CTAs of `vpt` float4 per thread needed for `n` values: the smallest power
-/// of two, at least 2, whose registers hold the row's float4s (the 0–3
-/// element tail sits beside them on rank 0).
+/// of two, at least 2, whose registers hold the row's float4s (the rest, up
+/// to one value per thread, sits in rank 0's tail scalars).
 fn cluster_for(n: usize, vpt: u32) -> usize {
     let per_cta = (REGCLUS_BLK * vpt) as usize;
-    (n >> 2).div_ceil(per_cta).next_power_of_two().max(2)
+    reg_clus_float4s(n)
+        .div_ceil(per_cta)
+        .next_power_of_two()
+        .max(2)
 }
 
 /// The reg_clus launch for `shape` on `dev`: the route's (CS, VPT) when the
@@ -270,6 +273,7 @@ impl Arm for SsRegClus {
 mod tests {
     use super::*;
     use crate::gpu::sources::declared_entries;
+    use crate::route::REG_CLUS_MAX_N;
 
     fn shape(rows: usize, n: usize, k: usize) -> Shape {
         Shape {
@@ -345,9 +349,13 @@ mod tests {
         // Short rows: the smallest cluster.
         let p = plan_regclus(&shape(1, 300, 512), &dev).unwrap();
         assert_eq!((p.cluster, p.vpt), (2, 1));
-        // 8·1024·4 float4 = 131,072 values plus a 3-value tail is the limit.
+        // 8·1024·4 float4 = 131,072 values plus one tail value per thread
+        // of rank 0 is the limit (v32's 131,087 fits).
         assert!(plan_regclus(&shape(1, 131_075, 512), &dev).is_ok());
-        assert!(plan_regclus(&shape(1, 131_076, 512), &dev).is_err());
+        let p = plan_regclus(&shape(1, 131_087, 2048), &dev).unwrap();
+        assert_eq!((p.cluster, p.vpt), (8, 4));
+        assert!(plan_regclus(&shape(1, REG_CLUS_MAX_N, 512), &dev).is_ok());
+        assert!(plan_regclus(&shape(1, REG_CLUS_MAX_N + 1, 512), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_ok());
         assert!(plan_regclus(&shape(1, 50_000, 4096), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss

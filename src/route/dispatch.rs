@@ -120,6 +120,25 @@ pub const fn reg_capacity(blk: u32, vpt: u32) -> usize {
     (4 * blk * vpt + blk) as usize
 }
 
+/// Float4s of the largest reg_clus cluster (CS 8 × 1024 threads × VPT 4).
+const REG_CLUS_MAX_F4: usize = 8 * 1024 * 4;
+
+/// Longest row reg_clus holds: the largest cluster's float4s plus one tail
+/// scalar per thread of rank 0 (v32's 2^17 + 15 is 15 values past the float4s).
+pub const REG_CLUS_MAX_N: usize = 4 * REG_CLUS_MAX_F4 + 1024;
+
+/// Float4s a reg_clus cluster must hold for a row of `n` values: all of
+/// them, except that a row past the largest cluster's float4s (at most
+/// [`REG_CLUS_MAX_N`]) leaves the rest to rank 0's tail scalars.
+pub fn reg_clus_float4s(n: usize) -> usize {
+    let n4 = n >> 2;
+    if n <= REG_CLUS_MAX_N {
+        n4.min(REG_CLUS_MAX_F4)
+    } else {
+        n4
+    }
+}
+
 /// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
@@ -330,8 +349,8 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     // 1.12; N = 65,551 (rc8x4) only 1.02–1.05, where clus does better (the
     // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
     let k_fits = k <= 1024 || (dev.k2048_clusters && n4 <= 16384 && b <= 16);
-    if n4 > 4096 && n4 <= 32768 && k_fits {
-        if let Some(decision) = reg_clus_rung(b, n4, dev) {
+    if n4 > 4096 && n <= REG_CLUS_MAX_N && k_fits {
+        if let Some(decision) = reg_clus_rung(b, reg_clus_float4s(n), dev) {
             return Some(decision);
         }
     }

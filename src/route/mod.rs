@@ -9,7 +9,9 @@
 pub mod dispatch;
 pub mod params;
 
-pub use dispatch::{reg_capacity, route, Family, RegPlan, RouteDecision};
+pub use dispatch::{
+    reg_capacity, reg_clus_float4s, route, Family, RegPlan, RouteDecision, REG_CLUS_MAX_N,
+};
 pub use params::{clus_params, main_params, MainParams};
 
 use serde::Serialize;
