@@ -348,7 +348,9 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     // SPLIT on v32 rows): N = 32,783 at B 1–8 (rc8x2) 1.19–1.21, B 16 (rc4x4)
     // 1.12; N = 65,551 (rc8x4) only 1.02–1.05, where clus does better (the
     // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
-    let k_fits = k <= 1024 || (dev.k2048_clusters && n4 <= 16384 && b <= 16);
+    // N = 131,087 (rc8x4 with 15 values in rank 0's tail, two rounds): 1.011–1.032
+    // at B 1–8 (B 16 has no co-resident 8-CTA cluster).
+    let k_fits = k <= 1024 || (dev.k2048_clusters && (n4 <= 16384 || n4 > 24576) && b <= 16);
     if n4 > 4096 && n <= REG_CLUS_MAX_N && k_fits {
         if let Some(decision) = reg_clus_rung(b, reg_clus_float4s(n), dev) {
             return Some(decision);
@@ -791,7 +793,7 @@ mod h200_rung_tests {
     }
 
     #[test]
-    fn k2048_rows_of_32k_to_96k_take_clusters_at_small_batch_on_the_h200_only() {
+    fn k2048_rows_of_32k_to_132k_take_clusters_at_small_batch_on_the_h200_only() {
         let h200 = DeviceProfile::h200();
         let b200 = DeviceProfile::b200();
         let shape = |d: RouteDecision| (d.family, d.cluster, d.reg.map(|r| r.vpt));
@@ -815,9 +817,19 @@ mod h200_rung_tests {
             if d.family == Family::Clus {
                 assert!(h200.cluster_fits(d.cluster, b));
             }
-            // Past n4 = 24,576 and at K <= 1024 the rungs are unchanged.
-            assert_eq!(route(b, 131_087, 131_136, 2048, &h200).family, Family::Main);
-            assert_eq!(route(b, 98_308, 98_368, 2048, &h200).family, Family::Main);
+            // Past n4 = 24,576: reg_clus 8 x 4 while co-resident, the last
+            // 15 values in rank 0's tail scalars.
+            let expected = if b <= 15 {
+                (Family::RegClus, 8, Some(4))
+            } else {
+                (Family::Main, 1, None)
+            };
+            assert_eq!(
+                shape(route(b, 131_087, 131_136, 2048, &h200)),
+                expected,
+                "b={b}"
+            );
+            assert_eq!(route(b, 132_097, 132_160, 2048, &h200).family, Family::Main);
             // The B200 route serves K = 2048 with main only.
             assert_eq!(route(b, 32_783, 32_832, 2048, &b200).family, Family::Main);
             assert_eq!(route(b, 65_551, 65_600, 2048, &b200).family, Family::Main);

@@ -59,9 +59,10 @@ pub struct DeviceProfile {
     /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
     /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
     pub measured_reg_emit: bool,
-    /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
-    /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
-    /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
+    /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) and of 96K < n
+    /// <= `REG_CLUS_MAX_N` take the reg_clus rung where it fits, and rows of
+    /// 64K < n <= 96K values (n4 <= 24,576) take clus with CS 8 where 8-CTA
+    /// clusters are co-resident,
     /// instead of main SPLIT (H200 rungs measured against main with the forced
     /// arms, reports/h200/2026-12-04; the spec serves K = 2048 with main only).
     pub k2048_clusters: bool,
