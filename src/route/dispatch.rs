@@ -139,6 +139,11 @@ pub fn reg_clus_float4s(n: usize) -> usize {
     }
 }
 
+/// K = 2048 rows whose float4s (n/4) lie in this band take clus with CS 8 on
+/// the H200 (`DeviceProfile::k2048_clusters`); below and above it, reg_clus.
+/// Measured at the grid's N 32,783 / 65,551 / 131,087 (reports/h200/2026-12-04).
+const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
+
 /// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
@@ -350,7 +355,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
     // N = 131,087 (rc8x4 with 15 values in rank 0's tail, two rounds): 1.011–1.032
     // at B 1–8 (B 16 has no co-resident 8-CTA cluster).
-    let k_fits = k <= 1024 || (dev.k2048_clusters && (n4 <= 16384 || n4 > 24576) && b <= 16);
+    let k_fits = k <= 1024 || (dev.k2048_clusters && !K2048_CLUS_BAND_F4.contains(&n4) && b <= 16);
     if n4 > 4096 && n <= REG_CLUS_MAX_N && k_fits {
         if let Some(decision) = reg_clus_rung(b, reg_clus_float4s(n), dev) {
             return Some(decision);
@@ -418,6 +423,30 @@ fn reg_clus_rung(b: usize, n4: usize, dev: &DeviceProfile) -> Option<RouteDecisi
     None
 }
 
+/// The clus launch of `cs` 1024-thread CTAs per row.
+fn clus_decision(
+    b: usize,
+    n: usize,
+    npad: usize,
+    k: usize,
+    cs: u32,
+    reason: &'static str,
+    dev: &DeviceProfile,
+) -> RouteDecision {
+    let params = clus_params(b, n, npad, k, cs, dev);
+    RouteDecision {
+        family: Family::Clus,
+        ctas_per_row: cs,
+        cluster: cs,
+        blk: 1024,
+        minb: 1,
+        smem_bytes: params.smem_bytes,
+        params: Some(params),
+        reg: None,
+        reason,
+    }
+}
+
 /// §5.2: split factor, cluster rounding, then clus or main.
 fn streaming_block(
     b: usize,
@@ -432,23 +461,12 @@ fn streaming_block(
     // N = 65,551 rows): CS 8 1.054–1.072 at B 1–8; at N = 131,087 0.97–0.99.
     if dev.k2048_clusters
         && k > 1024
-        && n4 > 16384
-        && n4 <= 24576
+        && K2048_CLUS_BAND_F4.contains(&n4)
         && dev.max_cluster >= 8
         && dev.cluster_fits(8, b)
     {
-        let params = clus_params(b, n, npad, k, 8, dev);
-        return RouteDecision {
-            family: Family::Clus,
-            ctas_per_row: 8,
-            cluster: 8,
-            blk: 1024,
-            minb: 1,
-            smem_bytes: params.smem_bytes,
-            params: Some(params),
-            reg: None,
-            reason: "clus (H200, measured): K = 2048, 64K < n <= 96K, co-resident 8-CTA clusters",
-        };
+        let reason = "clus (H200, measured): K = 2048, 64K < n <= 96K, co-resident 8-CTA clusters";
+        return clus_decision(b, n, npad, k, 8, reason, dev);
     }
     let (mut r, mut reason) = if b <= 32 {
         let r = (sms / b).min(n4.div_ceil(1024)).max(1);
@@ -476,18 +494,8 @@ fn streaming_block(
         if slice_too_long {
             reason = "main: per-rank clus slice above the H200 limit";
         } else if cs >= 2 {
-            let params = clus_params(b, n, npad, k, cs as u32, dev);
-            return RouteDecision {
-                family: Family::Clus,
-                ctas_per_row: cs as u32,
-                cluster: cs as u32,
-                blk: 1024,
-                minb: 1,
-                smem_bytes: params.smem_bytes,
-                params: Some(params),
-                reg: None,
-                reason: "clus: 2 <= R <= 8, k <= 1024, co-resident cluster",
-            };
+            let reason = "clus: 2 <= R <= 8, k <= 1024, co-resident cluster";
+            return clus_decision(b, n, npad, k, cs as u32, reason, dev);
         } else {
             // No co-resident cluster of two: one CTA per row is always admissible.
             r = 1;
@@ -746,12 +754,12 @@ mod h200_rung_tests {
             }
             // Rows that 1024/1 holds: that CTA while the batch has at most
             // one row per SM, else the smallest CTA that holds the row.
-            let one_wave = b <= 132;
+            let one_per_sm = b <= 132;
             for (n, shape) in [
-                (4111, if one_wave { (1024, 1) } else { (512, 2) }),
-                (4608, if one_wave { (1024, 1) } else { (512, 2) }),
-                (4609, if one_wave { (1024, 1) } else { (512, 4) }),
-                (5120, if one_wave { (1024, 1) } else { (512, 4) }),
+                (4111, if one_per_sm { (1024, 1) } else { (512, 2) }),
+                (4608, if one_per_sm { (1024, 1) } else { (512, 2) }),
+                (4609, if one_per_sm { (1024, 1) } else { (512, 4) }),
+                (5120, if one_per_sm { (1024, 1) } else { (512, 4) }),
             ] {
                 let d = route(b, n, n.div_ceil(64) * 64, 2048, &h200);
                 assert_eq!(d.family, Family::Reg, "b={b} n={n}");
