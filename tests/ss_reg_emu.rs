@@ -441,7 +441,8 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     let Some(exe) = slots_only_emulator() else {
         return;
     };
-    // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024).
+    // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024); every
+    // entry of REG_ENTRIES once at least.
     let shapes = [
         (0u32, 2049usize, 512usize),
         (1, 2051, 1024),
@@ -451,7 +452,11 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
         (5, 8_195, 1024),
         (5, 8_207, 2048),
         (6, 4099, 512),
+        (7, 8_195, 1024),
     ];
+    for id in 0..REG_ENTRIES.len() as u32 {
+        assert!(shapes.iter().any(|s| s.0 == id), "entry {id} not covered");
+    }
     check_forced_shapes(exe, &shapes, false, "slots-only", 4242);
 }
 

@@ -40,9 +40,9 @@ pub struct DeviceProfile {
     /// K = 2048 rows of up to `reg_capacity(1024, 4)` values take the
     /// register family at every batch size, in its smallest CTA that holds
     /// the row (512/2, 512/4, then 1024/4), except that rows 1024/1 holds
-    /// take it while the batch fits one wave of two such CTAs per SM: H200
-    /// rungs measured against main and the spec's rungs (reports/h200/
-    /// 2026-12-02d, 2026-12-03d); not in the B200 route.
+    /// take it while the batch has at most one row per SM: H200 rungs
+    /// measured against main and the spec's rungs (reports/h200/2026-12-02d,
+    /// 2026-12-03d, 2026-12-04); not in the B200 route.
     pub reg_k2048_rungs: bool,
     /// K <= 1024 rows of `reg_capacity(512, 2)` < n <= `reg_capacity(512, 4)`
     /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
