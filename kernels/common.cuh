@@ -215,6 +215,14 @@ __device__ __forceinline__ float ldg_nc_f(const float* p) {
     return v;
 }
 
+// Loads of a row issued before its length is known (speculative): the
+// address is inside the row's stride, but the value may lie past n and is
+// used only once the length says it is the row's. The same instruction as
+// ldg_nc_f4 / ldg_nc_f; separate names so the host emulator can poison what
+// lies past n (tests/ss_emu/common.cuh) instead of refusing the load.
+__device__ __forceinline__ float4 ldg_nc_f4_ahead(const float* p) { return ldg_nc_f4(p); }
+__device__ __forceinline__ float ldg_nc_f_ahead(const float* p) { return ldg_nc_f(p); }
+
 __device__ __forceinline__ i32 ldg_nc_i32(const i32* p) {
     i32 v;
     asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p));

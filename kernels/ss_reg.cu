@@ -67,6 +67,7 @@ struct SsRegParams {
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
     u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8; GVR_SS_REG_EMIT)
     u32 ahead;      // next-wave L2 prefetch distance in rows (resident CTAs), 0 = off (ss_prefetch_next_wave)
+    u32 row_guess;  // SS_REG_ROW_AHEAD: the row length whose loads go out before the row's own length; 0 = none
 };
 
 // Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
@@ -131,6 +132,17 @@ struct SsRegParams {
 // 512-1024) and never take it.
 #ifndef SS_REG_HINTS_FIRST
 #define SS_REG_HINTS_FIRST 0
+#endif
+
+// 1: the row's loads go out before its length arrives, for the length the
+// host expects (`row_guess`, the batch's n in the batch-uniform entry); a row
+// whose length differs loads again. Without it the row loads wait for the
+// length load: two dependent DRAM round trips before the first value, which
+// the ncu profile of 512/4 at 8K x 128 put at 4.5 % of its samples on the
+// length and 11.6 % on the row's first use (2026-12-04). The loads stay
+// inside the row's stride (row_guess <= npad).
+#ifndef SS_REG_ROW_AHEAD
+#define SS_REG_ROW_AHEAD 0
 #endif
 
 // Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1): the hint index loads
@@ -291,6 +303,31 @@ struct SsRegRow {
     float tail;
 };
 
+// The thread's share of a row of n values into registers: float4 i4 < n4 =
+// min(n / 4, BLK·VPT), the tail scalar [4·n4, n) (the n mod 4 remainder or,
+// for rows just past the float4 capacity (N = 2^j + 15 at K = 2048), up to
+// BLK more values), −inf elsewhere. AHEAD: n is a guess, not yet the row's.
+template <int BLK, int VPT, bool AHEAD>
+__device__ __forceinline__ void ss_reg_load_row(SsRegRow<VPT>& r, const float* X, u32 n) {
+    const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);
+    const float NEG_INF = ss_neg_inf();
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = threadIdx.x + (u32)u * BLK;
+        if (i4 < n4) {
+            r.v[u] = AHEAD ? ldg_nc_f4_ahead(X + 4u * i4) : ldg_nc_f4(X + 4u * i4);
+        } else {
+            r.v[u].x = NEG_INF;
+            r.v[u].y = NEG_INF;
+            r.v[u].z = NEG_INF;
+            r.v[u].w = NEG_INF;
+        }
+    }
+    r.tail = NEG_INF;
+    const u32 et = 4u * n4 + threadIdx.x;
+    if (et < n) r.tail = AHEAD ? ldg_nc_f_ahead(X + et) : ldg_nc_f(X + et);
+}
+
 // Visit every valid element of the thread's registers: f(x, index).
 template <int BLK, int VPT, class F>
 __device__ __forceinline__ void ss_reg_each(const SsRegRow<VPT>& r, u32 n4, u32 n, F f) {
@@ -409,6 +446,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             }
         }
     }
+    const float* X = logits + (u64)row * p.npad;
+    constexpr u32 HELD = 4u * BLK * VPT + BLK;  // the most values a row may have here
+    SsRegRow<VPT> r;
+    u32 guess = 0u;  // the length r was loaded for; 0: not loaded
+    if (SS_REG_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= HELD && p.row_guess <= p.npad) {
+        guess = p.row_guess;
+        ss_reg_load_row<BLK, VPT, true>(r, X, guess);
+    }
     const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
     i32* O = out + (u64)row * k;
     if (n <= k) {
@@ -416,7 +461,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         write_identity_row(O, n, k);
         return;
     }
-    const float* X = logits + (u64)row * p.npad;
     u32* hist = ss_reg_dyn;
     u32* ck = ss_reg_dyn + NBH;
     i32* ci = reinterpret_cast<i32*>(ss_reg_dyn + NBH + p.cmp);
@@ -425,7 +469,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     nsh.cross = s.cross;
     nsh.win = &s.win;
     nsh.tie = &s.tie;
-    if (n > (u32)(4 * BLK * VPT + BLK)) {  // bad per-row n: exact, from global memory
+    if (n > HELD) {  // bad per-row n: exact, from global memory
         SS_RTRACE(SS_RTR_OVERSIZE);
         typename SsRegSrcFor<SsSrcRow, BLK == 512 && VPT == 4>::type src;
         src.row = X;
@@ -433,27 +477,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         return;
     }
 
-    // ---- 1. the row, once, into registers ----
-    // n4: float4 held (at most BLK·VPT); the tail scalar takes [4·n4, n),
-    // which is the n mod 4 remainder or, for rows just past the float4
-    // capacity (N = 2^j + 15 at K = 2048), up to BLK more values.
-    const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);
-    SsRegRow<VPT> r;
+    // ---- 1. the row, once, into registers (unless it went out ahead for this n) ----
+    if (n != guess) ss_reg_load_row<BLK, VPT, false>(r, X, n);
+    const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);  // float4 held
     const float NEG_INF = ss_neg_inf();
-#pragma unroll
-    for (int u = 0; u < VPT; ++u) {
-        const u32 i4 = t + (u32)u * BLK;
-        if (i4 < n4) {
-            r.v[u] = ldg_nc_f4(X + 4u * i4);
-        } else {
-            r.v[u].x = NEG_INF;
-            r.v[u].y = NEG_INF;
-            r.v[u].z = NEG_INF;
-            r.v[u].w = NEG_INF;
-        }
-    }
-    r.tail = NEG_INF;
-    if (4u * n4 + t < n) r.tail = ldg_nc_f(X + 4u * n4 + t);
 #if SS_NEXT_WAVE_PREFETCH
     const u32 next_len = ss_next_wave_len(row_n, p.ahead, p.next_n, p.npad);
 #endif

@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
     plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE, NEXT_WAVE_DEFINE,
-    REG_ENTRIES, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
+    REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -51,18 +51,26 @@ const OVERSIZE: u32 = 1024;
 
 /// Build the emulator once per source version; `None` if g++ is missing.
 /// Built with the hint indices loaded ahead of the row (`SS_REG_HINTS_FIRST=1`,
-/// as the host builds large hinted launches): every test on this build
-/// covers that load order; the build without it is the slots-only one below.
+/// as the host builds large hinted launches) and the row loaded ahead of its
+/// length (`SS_REG_ROW_AHEAD=1`, as the host builds every batch-uniform
+/// launch; [`emu_check`] sets the guess): every test on this build covers
+/// that load order; the build without them is the slots-only one below.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_emulator(&[format!("-D{HINTS_FIRST_DEFINE}=1")]))
+        .get_or_init(|| {
+            build_emulator(&[
+                format!("-D{HINTS_FIRST_DEFINE}=1"),
+                format!("-D{ROW_AHEAD_DEFINE}=1"),
+            ])
+        })
         .as_deref()
 }
 
 /// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
 /// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is
-/// ignored. The hint indices load after the row here (the source's default),
+/// ignored. The hint indices and the row load after the row length here (the
+/// source's default),
 /// and the emitted indices go through shared memory where k <= NBH (the
 /// `SS_REG_STAGE_OUT` knob).
 fn slots_only_emulator() -> Option<&'static Path> {
@@ -160,6 +168,7 @@ impl RegEmu {
                 cr_shift: 0,
                 cur: 1,
                 ahead: 0,
+                row_guess: 0,
             },
             rows,
             extra_words: 0,
@@ -191,13 +200,18 @@ impl RegEmu {
 /// slots: the path is the same, only the order of the output differs); check
 /// every emulated row of each; return the rows' trace bits. The slots run
 /// also prefetches the next row as a next-wave launch would (the emulator
-/// bounds-checks both ends of every prefetched range).
+/// bounds-checks both ends of every prefetched range). Where the build loads
+/// rows ahead of their length, the cursor run guesses the batch's longest
+/// row (as `ss-reg` plans) and the slots run the row stride, so rows of
+/// other lengths discard loads that reach past their n (which the emulator
+/// poisons).
 fn emu_check(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u32> {
     let mut traces = Vec::new();
     for cur in [1, 0] {
         let mut form = *launch;
         form.args.cur = cur;
         form.args.ahead = 1 - cur;
+        form.args.row_guess = if cur == 1 { b.n_max() } else { b.npad } as u32;
         let bits = emu_check_form(exe, b, &form, &format!("{label} cur {cur}"));
         if !traces.is_empty() {
             assert_eq!(bits, traces, "{label}: the emit form changed the path");
@@ -629,28 +643,34 @@ fn ss_reg_entries_compile_without_spills() {
         return;
     }
     // Every build the host loads: the next-wave prefetch in or out, times
-    // both emit forms or one, times the hint indices ahead of the row or not;
-    // then slots-only builds with the staged emit (in the histogram, in the
-    // extra words). The last build adds the
-    // GVR_SS_REG_DEFINES knobs.
+    // both emit forms or one, times the hint indices and the row ahead of the
+    // row length or not (the row alone ahead in the batch-uniform entry, the
+    // hints alone in varlen launches: the last build); then slots-only builds
+    // with the staged emit (in the histogram, in the extra words). The last
+    // build adds the GVR_SS_REG_DEFINES knobs.
     let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
-    for (prefetch, form, first, staged, tuned) in [0u32, 1]
+    for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
-        .flat_map(|(p, f)| [(p, f, 0u32, 0u32, false), (p, f, 1, 0, false)])
-        .chain([(0, 0, 0, 1, false), (0, 0, 0, 2, false), (1, 0, 1, 1, true)])
+        .flat_map(|(p, f)| [(0u32, 0u32), (0, 1), (1, 1)].map(|a| (p, f, a, 0u32, false)))
+        .chain([
+            (0, 0, (0, 1), 1, false),
+            (0, 0, (0, 1), 2, false),
+            (1, 0, (1, 0), 1, true),
+        ])
     {
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, prefetch.to_string()),
             (EMIT_FORM_DEFINE, form.to_string()),
             (HINTS_FIRST_DEFINE, first.to_string()),
+            (ROW_AHEAD_DEFINE, row_ahead.to_string()),
             (STAGE_OUT_DEFINE, staged.to_string()),
         ];
         if tuned {
             defines.extend(knobs.iter().cloned());
         }
         let value = format!(
-            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned}"
+            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned}"
         );
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {

@@ -144,7 +144,7 @@ pub fn entry_name(blk: u32, vpt: u32) -> String {
 pub const STATIC_SMEM_BYTES: u32 = 512;
 
 /// The kernel's by-value launch scalars: `SsRegParams` in `ss_reg.cu`, field
-/// for field (8 × u32, 32 bytes, no padding).
+/// for field (10 × u32, 40 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SsRegArgs {
@@ -167,11 +167,15 @@ pub struct SsRegArgs {
     /// Next-wave L2 prefetch distance in rows (the launch's resident CTAs;
     /// 0 = off), set at stage time from the occupancy of the loaded entry.
     pub ahead: u32,
+    /// The row length whose loads the kernel issues before each row's own
+    /// length arrives (`SS_REG_ROW_AHEAD`; a row of another length loads
+    /// again); 0 = none. See [`ROW_AHEAD`].
+    pub row_guess: u32,
 }
 
 impl SsRegArgs {
     /// The words of the kernel's `SsRegParams`, in order.
-    pub fn words(&self) -> [u32; 9] {
+    pub fn words(&self) -> [u32; 10] {
         [
             self.npad,
             self.k,
@@ -182,11 +186,12 @@ impl SsRegArgs {
             self.cr_shift,
             self.cur,
             self.ahead,
+            self.row_guess,
         ]
     }
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of nine u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of ten u32, byte-identical to the
 // kernel's `SsRegParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsRegArgs {}
 
@@ -272,6 +277,16 @@ pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
     off_suffix: "+nostageextra",
 };
 
+/// The batch's row length loaded ahead of each row's own (`SS_REG_ROW_AHEAD`,
+/// `SsRegArgs::row_guess`) in the batch-uniform entry; off: the row waits
+/// for its length.
+pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_ROW_AHEAD",
+    default: true,
+    on_suffix: "+rowahead",
+    off_suffix: "+norowahead",
+};
+
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
 /// (kernels/ss_reg.cu documents each), so one device run can compare them on
@@ -321,6 +336,10 @@ pub const EMIT_FORM_DEFINE: &str = "SS_REG_EMIT_FORM";
 /// 1: the kernel loads its first hint indices ahead of the row length and
 /// the row (the source's default is 0).
 pub const HINTS_FIRST_DEFINE: &str = "SS_REG_HINTS_FIRST";
+
+/// 1: the kernel loads the row for `SsRegArgs::row_guess` before the row
+/// length arrives (the source's default is 0).
+pub const ROW_AHEAD_DEFINE: &str = "SS_REG_ROW_AHEAD";
 
 /// 1: the slots emit gathers its indices in shared memory (the source's
 /// default is 0).
@@ -407,6 +426,8 @@ pub struct RegSwitches {
     pub stage_out: bool,
     /// Staging in extra words where k > NBH (`GVR_SS_REG_STAGE_EXTRA`).
     pub stage_extra: bool,
+    /// The row loaded ahead of its length (`GVR_SS_REG_ROW_AHEAD`).
+    pub row_ahead: bool,
     /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
     pub knobs: Defines,
 }
@@ -419,6 +440,7 @@ impl Default for RegSwitches {
             hints_first: HINTS_FIRST.default,
             stage_out: STAGE_OUT.default,
             stage_extra: STAGE_EXTRA.default,
+            row_ahead: ROW_AHEAD.default,
             knobs: Defines::new(),
         }
     }
@@ -438,6 +460,7 @@ impl RegSwitches {
             hints_first: HINTS_FIRST.from_env()?,
             stage_out: STAGE_OUT.from_env()?,
             stage_extra: STAGE_EXTRA.from_env()?,
+            row_ahead: ROW_AHEAD.from_env()?,
             knobs,
         })
     }
@@ -457,6 +480,7 @@ impl RegLaunch {
         tail += HINTS_FIRST.suffix(sw.hints_first);
         tail += STAGE_OUT.suffix(sw.stage_out);
         tail += STAGE_EXTRA.suffix(sw.stage_extra);
+        tail += ROW_AHEAD.suffix(sw.row_ahead);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -537,6 +561,10 @@ impl RegLaunch {
                 u32::from(self.hints_first()).to_string(),
             ),
             (STAGE_OUT_DEFINE, self.stage_out_mode().to_string()),
+            (
+                ROW_AHEAD_DEFINE,
+                u32::from(self.args.row_guess != 0).to_string(),
+            ),
         ];
         defines.extend(self.switches.knobs.iter().cloned());
         defines
@@ -659,6 +687,7 @@ pub fn plan_reg_with(
             cr_shift: 0,
             cur: plan.cur as u32,
             ahead: 0,
+            row_guess: 0,
         },
         plan,
         source,
@@ -801,6 +830,11 @@ impl SsReg {
         launch.args.use_hints = u32::from(self.use_hints);
         if let Some(code) = self.emit {
             launch.args.cur = code;
+        }
+        if self.switches.row_ahead {
+            // The batch-uniform entry: the rows' lengths are the shape's n
+            // (the longest; a shorter row loads again).
+            launch.args.row_guess = to_u32(shape.n, "n")?;
         }
         launch.switches = self.switches.clone();
         Ok(launch)
@@ -979,7 +1013,8 @@ mod tests {
                     (NEXT_WAVE_DEFINE, "1".to_string()),
                     (EMIT_FORM_DEFINE, cur.to_string()),
                     (HINTS_FIRST_DEFINE, "1".to_string()),
-                    (STAGE_OUT_DEFINE, "0".to_string())
+                    (STAGE_OUT_DEFINE, "0".to_string()),
+                    (ROW_AHEAD_DEFINE, "0".to_string())
                 ]
             );
         }
@@ -994,16 +1029,23 @@ mod tests {
                 (NEXT_WAVE_DEFINE, "0".to_string()),
                 (EMIT_FORM_DEFINE, both),
                 (HINTS_FIRST_DEFINE, "0".to_string()),
-                (STAGE_OUT_DEFINE, "0".to_string())
+                (STAGE_OUT_DEFINE, "0".to_string()),
+                (ROW_AHEAD_DEFINE, "0".to_string())
             ]
         );
         assert!(launch.variant().ends_with("+both"), "{}", launch.variant());
+        // A row length to load ahead builds the kernel that does.
+        launch.args.row_guess = 16_387;
+        assert!(launch
+            .build_defines(false)
+            .contains(&(ROW_AHEAD_DEFINE, "1".to_string())));
         // The kernel source defaults every define under these names.
         for define in [
             NEXT_WAVE_DEFINE,
             EMIT_FORM_DEFINE,
             HINTS_FIRST_DEFINE,
             STAGE_OUT_DEFINE,
+            ROW_AHEAD_DEFINE,
         ] {
             assert!(
                 SS_REG.code.contains(&format!("#ifndef {define}\n")),
@@ -1082,8 +1124,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_nine_packed_u32_in_kernel_order() {
-        assert_eq!(std::mem::size_of::<SsRegArgs>(), 36);
+    fn args_struct_is_ten_packed_u32_in_kernel_order() {
+        assert_eq!(std::mem::size_of::<SsRegArgs>(), 40);
         let code = SS_REG.code;
         let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -1104,7 +1146,8 @@ mod tests {
                 "next_n",
                 "cr_shift",
                 "cur",
-                "ahead"
+                "ahead",
+                "row_guess"
             ]
         );
         let a = SsRegArgs {
@@ -1117,8 +1160,9 @@ mod tests {
             cr_shift: 7,
             cur: 8,
             ahead: 9,
+            row_guess: 10,
         };
-        assert_eq!(a.words(), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(a.words(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     }
 
     #[test]

@@ -292,6 +292,26 @@ inline float ldg_nc_f(const float* p) {
     emu::check_load(p, false);
     return *p;
 }
+// Loads issued before the row length is known: inside the buffer, but
+// anything past its row's n reads as +3e38 (a value that wins every
+// selection), so a kernel that used such a load without checking the length
+// emits an index >= n and fails the exactness check.
+namespace emu {
+inline float ahead_value(const float* p, u32 lane) {
+    const i64 off = p - logits_base;
+    if (off < 0 || (u64)off + lane + 1u > logits_len) {
+        std::fprintf(stderr, "EMU: load-ahead outside logits at offset %lld\n", (long long)(off + lane));
+        std::abort();
+    }
+    const u64 row = ((u64)off + lane) / guard_npad, col = ((u64)off + lane) % guard_npad;
+    const u64 n = guard_n[row] < 0 ? 0 : (u64)guard_n[row];
+    return col < n ? p[lane] : 3e38f;
+}
+}  // namespace emu
+inline float4 ldg_nc_f4_ahead(const float* p) {
+    return float4{emu::ahead_value(p, 0), emu::ahead_value(p, 1), emu::ahead_value(p, 2), emu::ahead_value(p, 3)};
+}
+inline float ldg_nc_f_ahead(const float* p) { return emu::ahead_value(p, 0); }
 inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
 
