@@ -63,6 +63,14 @@
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
 
+// 1: each thread's first sample unit of the planned schedule (the row length
+// n_plan) is loaded before the row's length arrives; a row of another length
+// loads its sample after it. Without it the sample waits for the length:
+// two dependent DRAM round trips before the first value.
+#ifndef SS_MAIN_SAMPLE_AHEAD
+#define SS_MAIN_SAMPLE_AHEAD 1
+#endif
+
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -384,8 +392,20 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 part = SPLIT ? blockIdx.x : 0u;
     const u32 k = p.k;
     const u32 npad = p.npad;
-    const u32 n = ss_row_len(row_n, row, p.next_n, p.cr_shift, npad);
     const float* X = logits + (u64)row * npad;
+    // The batch-uniform length's raw load goes out first, the first sample
+    // unit of the planned schedule next; the length is waited for after both.
+    const bool len_raw_first = SS_MAIN_SAMPLE_AHEAD != 0 && p.next_n == 0u;
+    i32 len_raw = 0;
+    if (len_raw_first) len_raw = ldg_nc_i32(row_n + row);
+    const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < p.smp;
+    float4 ahead_a, ahead_b;
+    if (ahead) {
+        const float* unit = X + (u64)t * p.ss2 * 8u;
+        ahead_a = ldg_nc_f4_ahead(unit);
+        ahead_b = ldg_nc_f4_ahead(unit + 4);
+    }
+    const u32 n = len_raw_first ? clamp_row_len(len_raw, npad) : ss_row_len(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
     // skips the arrival protocol in every part and leaves the workspace zero.
@@ -433,9 +453,17 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
 
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
+    const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
     for (u32 j = t; j < rs.smp; j += BLK) {
         const float* unit = X + (u64)j * rs.ss2 * 8u;
-        const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+        float4 a, b;
+        if (ahead_hit && j == t) {
+            a = ahead_a;
+            b = ahead_b;
+        } else {
+            a = ldg_nc_f4(unit);
+            b = ldg_nc_f4(unit + 4);
+        }
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {

@@ -300,7 +300,8 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 7] = [
+const TUNABLE_DEFINES: [TuningKnob; 8] = [
+    ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
