@@ -198,6 +198,14 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #ifndef CL_L2_FIRST
 #define CL_L2_FIRST 1
 #endif
+// 1: each thread's first sample half-unit of the planned schedule (row length
+// n_plan) loads before the row length arrives, the length's raw load ahead
+// of it (as SS_MAIN_SAMPLE_AHEAD in ss_main.cu); a row of another length
+// loads its sample after the length. GVR_SS_CLUS_DEFINES=CL_SAMPLE_AHEAD=0
+// turns it off for a same-inputs A/B.
+#ifndef CL_SAMPLE_AHEAD
+#define CL_SAMPLE_AHEAD 1
+#endif
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
                                             u32 redirect, float tf, float sc, u32 scap, u64* stage, u32* hist,
@@ -358,8 +366,21 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     const u32 k = p.k;
     if (k == 0u) return;                  // cluster-uniform: nothing to write
     if (blockIdx.x >= cs) return;         // one cluster per row: extra grid columns (whole clusters) do nothing
-    const u32 n = ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
     const float* X = logits + (u64)row * p.npad;
+    const bool len_raw_first = CL_SAMPLE_AHEAD != 0 && p.next_n == 0u;
+    i32 len_raw = 0;
+    if (len_raw_first) len_raw = ldg_nc_i32(lens + row);
+    // Half-unit t of the planned schedule (the sample loop below, j = t).
+    const bool ahead = CL_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= p.npad && t < 2u * p.smp;
+    float4 ahead_a, ahead_b;
+    if (ahead) {
+        const u32 unit = t < p.smp ? t : t - p.smp;
+        const u32 ss2 = p.ss2 > 0u ? p.ss2 : 1u;
+        const float* q = X + ((u64)unit * ss2 * 4u + (t < p.smp ? 0u : 2u)) * 4u;
+        ahead_a = ldg_nc_f4_ahead(q);
+        ahead_b = ldg_nc_f4_ahead(q + 4);
+    }
+    const u32 n = len_raw_first ? clamp_row_len(len_raw, p.npad) : ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
     if (n <= k) {  // short row (§1.4), cluster-uniform
         if (rank == 0u) write_identity_row(out + (u64)row * k, n, k);
         return;
@@ -385,10 +406,18 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     // ---- P1/P2: QUAD sample and threshold ladder (§3.2, §3.3, §4.2) ----
     // Half-unit j < 2·SMP: unit j mod SMP, lower (j < SMP) or upper two float4.
     u32 kmin = 0xffffffffu, kmax = 0u;
+    const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: half-unit t is loaded
     for (u32 j = t; j < 2u * rs.smp; j += BLK) {
         const u32 unit = j < rs.smp ? j : j - rs.smp;
         const float* q = X + ((u64)unit * rs.ss2 * 4u + (j < rs.smp ? 0u : 2u)) * 4u;
-        const float4 a = ldg_nc_f4(q), b = ldg_nc_f4(q + 4);
+        float4 a, b;
+        if (ahead_hit && j == t) {
+            a = ahead_a;
+            b = ahead_b;
+        } else {
+            a = ldg_nc_f4(q);
+            b = ldg_nc_f4(q + 4);
+        }
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {

@@ -137,19 +137,16 @@ struct SsRegParams {
 // 1: the row's loads go out before its length arrives, for the length the
 // host expects (`row_guess`, the batch's n in the batch-uniform entry); a row
 // whose length differs loads again. Without it the row loads wait for the
-// length load: two dependent DRAM round trips before the first value, which
-// the ncu profile of 512/4 at 8K x 128 put at 4.5 % of its samples on the
-// length and 11.6 % on the row's first use (2026-12-04). The loads stay
-// inside the row's stride (row_guess <= npad).
+// length load: two dependent DRAM round trips before the first value (ncu of
+// 512/4 at 8K x 128: 4.5 % of the samples on the length, 11.6 % on the row's
+// first use, 2026-12-04). The length's own load goes out first (issued
+// behind the row's loads it measured 0.5-1 % slower). The loads stay inside
+// the row's stride (row_guess <= npad). The host builds it for the 1-float4
+// entries at B <= 2 SMs (src/route/dispatch.rs `reg_row_ahead`): +2 to +6 %
+// there; 256/1 lost 4-8 % at B 512-1,024 and the 2- and 4-float4 entries up
+// to 6 % (1024/4 and 1024/2 at B 1-8), reason not profiled (2026-12-04).
 #ifndef SS_REG_ROW_AHEAD
 #define SS_REG_ROW_AHEAD 0
-#endif
-
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_LEN_FIRST=1): with SS_REG_ROW_AHEAD,
-// the row length's load goes out before the row's loads instead of after
-// them (where it may queue behind the row's requests).
-#ifndef SS_REG_LEN_FIRST
-#define SS_REG_LEN_FIRST 0
 #endif
 
 // Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1): the hint index loads
@@ -457,9 +454,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     constexpr u32 HELD = 4u * BLK * VPT + BLK;  // the most values a row may have here
     SsRegRow<VPT> r;
     u32 guess = 0u;  // the length r was loaded for; 0: not loaded
-    // LEN_FIRST: the length's raw load, first; it is clamped (waited for) only
-    // after the row's loads went out.
-    const bool len_first = SS_REG_LEN_FIRST != 0 && p.next_n == 0u;
+    // The batch-uniform length's raw load first; it is clamped (waited for)
+    // only after the row's loads went out.
+    const bool len_first = SS_REG_ROW_AHEAD != 0 && p.next_n == 0u;
     i32 len_raw = 0;
     if (len_first) len_raw = ldg_nc_i32(row_n + row);
     if (SS_REG_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= HELD && p.row_guess <= p.npad) {

@@ -443,6 +443,61 @@ fn constructed_rows_take_the_ladder_paths() {
     assert_ne!(tr[7] & TR_NARROW, 0, "ties within CMP: {:#x}", tr[7]);
 }
 
+/// Positions the first `threads` half-units of the QUAD sample of `a` read
+/// in a row of length n (the loop's j = t: what `CL_SAMPLE_AHEAD` loads
+/// before the row length arrives).
+fn first_half_unit_positions(a: &ClusStreamArgs, n: u32, threads: u32) -> Vec<usize> {
+    let (smp, ss2, _, _) = gvr_bench::arms::ss_clus_stream::row_schedule(a, n);
+    (0..threads.min(2 * smp))
+        .flat_map(|j| {
+            let unit = if j < smp { j } else { j - smp } as usize;
+            let start = (unit * ss2 as usize * 4 + if j < smp { 0 } else { 2 }) * 4;
+            start..start + 8
+        })
+        .collect()
+}
+
+#[test]
+fn a_row_shorter_than_planned_samples_its_own_schedule() {
+    // Row 1 is constant except where the planned length's first half-units
+    // (loaded ahead of the row length) read and its own schedule does not:
+    // its own sample is degenerate (no sample rung), while a kernel that kept
+    // the loads made for the planned length would see a spread and take it.
+    let Some(exe) = emulator() else { return };
+    let (blk, u, cs) = (64u32, 2u32, 4u32);
+    let (k, n_plan, n1) = (64usize, 12_000usize, 6_000usize);
+    let probe = batch(&[spread(n_plan)], &[], k);
+    let args = small_args(&probe, n_plan as u32, cs, 1024, 512);
+    let own: std::collections::HashSet<usize> =
+        sample_positions(&args, n1 as u32).into_iter().collect();
+    let mut row1 = vec![1.0f32; n1];
+    let mut planted = 0;
+    for p in first_half_unit_positions(&args, n_plan as u32, blk) {
+        if p < n1 && !own.contains(&p) {
+            row1[p] = 2.0 + (p % 97) as f32;
+            planted += 1;
+        }
+    }
+    assert!(planted > 0, "the two schedules read the same positions");
+    let b = batch(&[spread(n_plan), row1], &[vec![], vec![]], k);
+    let l = Launch {
+        entry: entry_id(blk, u),
+        cs,
+        blk,
+        args,
+        hint_free: true,
+        kv: None,
+    };
+    let tr = emu_check(exe, &b, &l, "shorter than planned");
+    assert_ne!(tr[0] & TR_SAMPLE, 0, "planned row: {:#x}", tr[0]);
+    assert_eq!(
+        tr[1] & TR_SAMPLE,
+        0,
+        "row 1 used the planned sample: {:#x}",
+        tr[1]
+    );
+}
+
 #[test]
 fn randomized_rows_match_the_reference() {
     let Some(exe) = emulator() else { return };

@@ -52,8 +52,8 @@ const OVERSIZE: u32 = 1024;
 /// Build the emulator once per source version; `None` if g++ is missing.
 /// Built with the hint indices loaded ahead of the row (`SS_REG_HINTS_FIRST=1`,
 /// as the host builds large hinted launches) and the row loaded ahead of its
-/// length (`SS_REG_ROW_AHEAD=1`, as the host builds every batch-uniform
-/// launch; [`emu_check`] sets the guess): every test on this build covers
+/// length (`SS_REG_ROW_AHEAD=1`, as the host builds batch-uniform launches
+/// of the 1-float4 entries; [`emu_check`] sets the guess for every entry): every test on this build covers
 /// that load order; the build without them is the slots-only one below.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();

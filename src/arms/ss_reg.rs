@@ -22,7 +22,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::dispatch::{reg_hints_first, reg_stage_out, reg_stage_out_extra};
+use crate::route::dispatch::{reg_hints_first, reg_row_ahead, reg_stage_out, reg_stage_out_extra};
 use crate::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
@@ -278,8 +278,8 @@ pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
 };
 
 /// The batch's row length loaded ahead of each row's own (`SS_REG_ROW_AHEAD`,
-/// `SsRegArgs::row_guess`) in the batch-uniform entry; off: the row waits
-/// for its length.
+/// `SsRegArgs::row_guess`) in the batch-uniform entry where
+/// [`reg_row_ahead`] says so; off: the row always waits for its length.
 pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
     env: "GVR_SS_REG_ROW_AHEAD",
     default: true,
@@ -294,8 +294,7 @@ pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
-    [("SS_REG_HINT_NC", 0, 1), ("SS_REG_LEN_FIRST", 0, 1)];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("SS_REG_HINT_NC", 0, 1)];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).
@@ -832,7 +831,9 @@ impl SsReg {
         if let Some(code) = self.emit {
             launch.args.cur = code;
         }
-        if self.switches.row_ahead {
+        let entry = &launch.entry;
+        if self.switches.row_ahead && reg_row_ahead(shape.rows, entry.vpt, entry.img, &self.device)
+        {
             // The batch-uniform entry: the rows' lengths are the shape's n
             // (the longest; a shorter row loads again).
             launch.args.row_guess = to_u32(shape.n, "n")?;

@@ -186,6 +186,19 @@ pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
     b >= HINTS_FIRST_MIN_ROWS && npad > 4 * k + 64
 }
 
+/// Whether a batch-uniform reg launch of `b` rows on an entry of `vpt` float4
+/// per thread (`img`: the row-image entry) loads each row before its length
+/// arrives (`SS_REG_ROW_AHEAD` of kernels/ss_reg.cu): the entries of one
+/// float4 per thread (not the image entry) at B ≤ 2·SMs.
+/// Measured on the H200 (reports/h200/2026-12-04b, same binary, three
+/// rounds, radix-normalised): 256/1 +2 to +6 %, 512/1 +2 to +5 %, 1024/1 +1
+/// to +3 % at B 1-256; 256/1 4-8 % slower at B 512-1,024, and the 2- and
+/// 4-float4 entries 0.5-6 % slower at most B (1024/4 and 1024/2 at B 1-8:
+/// 5-6 %), reason not profiled.
+pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool {
+    vpt == 1 && !img && b <= 2 * dev.sms as usize
+}
+
 /// Whether a slots-form reg launch gathers its emitted indices in shared
 /// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
 /// kernels/ss_reg.cu): where each thread emits about four or more (k ≥ 4 ×
@@ -553,6 +566,26 @@ mod tests {
         // npad <= 4k + 64: every row takes the whole-row bracket.
         assert!(!reg_hints_first(1024, 8256, 2048));
         assert!(reg_hints_first(1024, 8257, 2048));
+    }
+
+    #[test]
+    fn rows_load_ahead_of_their_length_on_one_float4_entries_up_to_two_waves() {
+        let h = DeviceProfile::h200();
+        assert!(reg_row_ahead(1, 1, false, &h));
+        assert!(reg_row_ahead(264, 1, false, &h));
+        assert!(
+            !reg_row_ahead(265, 1, false, &h),
+            "256/1 lost 4-8 % at B >= 512"
+        );
+        assert!(
+            !reg_row_ahead(1, 2, false, &h),
+            "1024/2 lost 5-6 % at B 1-8"
+        );
+        assert!(!reg_row_ahead(1, 4, false, &h));
+        assert!(
+            !reg_row_ahead(1, 1, true, &h),
+            "the image entry: not measured"
+        );
     }
 
     #[test]
