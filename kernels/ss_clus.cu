@@ -46,7 +46,17 @@ struct RcParams {
     u32 hint_free;  // 1: bracket from the first k values, hints never read (also when none are passed)
     u32 next_n;     // 0: lens holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
+    u32 row_guess;  // RC_ROW_AHEAD: the row length whose slice loads before the row's own length; 0 = none
 };
+
+// 1: the rank's row slice (and rank 0's tail) load for the length the host
+// expects (`row_guess`, the batch's n) before the row length arrives, the
+// length's raw load first; a row of another length loads again after it
+// (as SS_REG_ROW_AHEAD in ss_reg.cu). Candidate, off unless the host builds
+// it (GVR_SS_REGCLUS_ROW_AHEAD=on): not measured yet.
+#ifndef RC_ROW_AHEAD
+#define RC_ROW_AHEAD 0
+#endif
 
 #define RC_BINS 1024u
 #define RC_RANK_MAX 96u  // O(m²) rank gate (QC of §4.3)
@@ -188,6 +198,33 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
     __syncthreads();
 }
 
+// The rank's share of a row of n values into registers (coalesced float4
+// loads, −inf fill) and rank 0's tail scalar. The cluster's registers hold
+// the first body4 float4s; the rest (the 0–3 value remainder, or up to BLK
+// values past the float4s, as in v32's 2^17 + 15) sits in one tail scalar per
+// thread of rank 0. AHEAD: n is the host's guess, not yet the row's length.
+template <int BLK, int VPT, bool AHEAD>
+__device__ __forceinline__ void rc_load_slice(float4 (&v)[VPT], float& tail, const float* X, u32 n, u32 rank,
+                                              u32 cs) {
+    const u32 n4 = n >> 2;
+    const u32 cap4 = (cs <= 8u ? cs : 8u) * (u32)BLK * (u32)VPT;
+    const u32 body4 = n4 < cap4 ? n4 : cap4;
+    const u32 ntail = n - body4 * 4u;
+    const bool fits = cs <= 8u && ntail <= (u32)BLK;
+    const float NEG_INF = ss_neg_inf();
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 g = (rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x;
+        if (fits && g < body4)
+            v[u] = AHEAD ? ldg_nc_f4_ahead(X + (u64)g * 4u) : ldg_nc_f4(X + (u64)g * 4u);
+        else
+            v[u] = float4{NEG_INF, NEG_INF, NEG_INF, NEG_INF};
+    }
+    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
+    const float* const at = X + body4 * 4u + threadIdx.x;
+    tail = has_tail ? (AHEAD ? ldg_nc_f_ahead(at) : ldg_nc_f(at)) : NEG_INF;
+}
+
 template <int BLK, int VPT>
 __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits, const i32* __restrict__ lens,
                                                 const i32* __restrict__ hints, i32* __restrict__ out,
@@ -202,38 +239,38 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 cs = cluster_nctarank();
     const u32 row = blockIdx.y;
     const u32 k = p.k;
-    const u32 n = ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
     const float* X = logits + (u64)row * p.npad;
+    // RC_ROW_AHEAD: the batch-uniform length's raw load first, the slice for
+    // the expected length next, the wait for the length after both.
+    const bool len_first = RC_ROW_AHEAD != 0 && p.next_n == 0u;
+    i32 len_raw = 0;
+    if (len_first) len_raw = ldg_nc_i32(lens + row);
+    float4 v[VPT];
+    float tail;
+    u32 guess = 0u;  // the length the slice was loaded for; 0: not loaded
+    if (RC_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= p.npad) {
+        guess = p.row_guess;
+        rc_load_slice<BLK, VPT, true>(v, tail, X, guess, rank, cs);
+    }
+    const u32 n = len_first ? clamp_row_len(len_raw, p.npad) : ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
     if (n <= k) {         // short row (§1.4), cluster-uniform
         if (rank == 0u) write_identity_row(out_row, n, k);
         return;
     }
-    // The cluster's registers hold the first body4 float4s; the rest (the
-    // 0–3 value remainder, or up to BLK values past the float4s, as in v32's
-    // 2^17 + 15) sits in one tail scalar per thread of rank 0.
+    // The slice as rc_load_slice lays it out.
     const u32 n4 = n >> 2;
     const u32 cap4 = (cs <= 8u ? cs : 8u) * (u32)BLK * (u32)VPT;
     const u32 body4 = n4 < cap4 ? n4 : cap4;
     const u32 ntail = n - body4 * 4u;
     const bool fits = cs <= 8u && ntail <= (u32)BLK;
+    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
 
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) hist[b] = 0u;
 
-    // Row slice into registers (coalesced float4 loads; −inf fill).
-    const float NEG_INF = ss_neg_inf();
-    float4 v[VPT];
-#pragma unroll
-    for (int u = 0; u < VPT; ++u) {
-        const u32 g = (rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x;
-        if (fits && g < body4)
-            v[u] = ldg_nc_f4(X + (u64)g * 4u);
-        else
-            v[u] = float4{NEG_INF, NEG_INF, NEG_INF, NEG_INF};
-    }
-    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
-    const float tail = has_tail ? ldg_nc_f(X + body4 * 4u + threadIdx.x) : NEG_INF;
+    // Row slice into registers, unless it went out ahead for this n.
+    if (n != guess) rc_load_slice<BLK, VPT, false>(v, tail, X, n, rank, cs);
 
     // Bracket, identical in every rank (§4.3): the hinted values; when the
     // hints give no usable bracket (none valid, all on one value, ±inf or

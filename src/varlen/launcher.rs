@@ -67,7 +67,12 @@ impl VarlenTopK {
                 p.dyn_smem_bytes,
                 Vec::new(),
             ),
-            FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
+            FamilyLaunch::RegClus(p) => (
+                SS_CLUS,
+                p.entry.clone(),
+                p.dyn_smem_bytes,
+                crate::arms::ss_clus::regclus_defines(&p.args),
+            ),
         };
         let module = gpu.module(&source, &defines)?;
         let function = gpu.function(&module, &entry)?;
