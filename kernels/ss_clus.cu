@@ -240,11 +240,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 row = blockIdx.y;
     const u32 k = p.k;
     const float* X = logits + (u64)row * p.npad;
-    // RC_ROW_AHEAD: the batch-uniform length's raw load first, the slice for
-    // the expected length next, the wait for the length after both.
-    const bool len_first = RC_ROW_AHEAD != 0 && p.next_n == 0u;
-    i32 len_raw = 0;
-    if (len_first) len_raw = ldg_nc_i32(lens + row);
+    // RC_ROW_AHEAD: the length's load first, the slice for the expected
+    // length next, the wait for the length after both.
+    SsRowLenEarly len;
+    len.issue(lens, row, p.next_n, RC_ROW_AHEAD != 0);
     float4 v[VPT];
     float tail;
     u32 guess = 0u;  // the length the slice was loaded for; 0: not loaded
@@ -252,7 +251,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         guess = p.row_guess;
         rc_load_slice<BLK, VPT, true>(v, tail, X, guess, rank, cs);
     }
-    const u32 n = len_first ? clamp_row_len(len_raw, p.npad) : ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
+    const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
     if (n <= k) {         // short row (§1.4), cluster-uniform

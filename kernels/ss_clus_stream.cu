@@ -367,9 +367,8 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     if (k == 0u) return;                  // cluster-uniform: nothing to write
     if (blockIdx.x >= cs) return;         // one cluster per row: extra grid columns (whole clusters) do nothing
     const float* X = logits + (u64)row * p.npad;
-    const bool len_raw_first = CL_SAMPLE_AHEAD != 0 && p.next_n == 0u;
-    i32 len_raw = 0;
-    if (len_raw_first) len_raw = ldg_nc_i32(lens + row);
+    SsRowLenEarly len;  // the length's load first, waited for after the sample's
+    len.issue(lens, row, p.next_n, CL_SAMPLE_AHEAD != 0);
     // Half-unit t of the planned schedule (the sample loop below, j = t).
     const bool ahead = CL_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= p.npad && t < 2u * p.smp;
     float4 ahead_a, ahead_b;
@@ -380,7 +379,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         ahead_a = ldg_nc_f4_ahead(q);
         ahead_b = ldg_nc_f4_ahead(q + 4);
     }
-    const u32 n = len_raw_first ? clamp_row_len(len_raw, p.npad) : ss_row_len(lens, row, p.next_n, p.cr_shift, p.npad);
+    const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
     if (n <= k) {  // short row (§1.4), cluster-uniform
         if (rank == 0u) write_identity_row(out + (u64)row * k, n, k);
         return;

@@ -104,6 +104,23 @@ __device__ __forceinline__ u32 ss_row_len(const i32* lens, u32 row, u32 next_n, 
     return ss_varlen_row_len(lens, row, next_n, cr_shift, npad);
 }
 
+// The row length in two steps, so that loads which do not need it can go out
+// between them (the loads-ahead of ss_main.cu, ss_reg.cu, ss_clus.cu and
+// ss_clus_stream.cu): issue() sends the batch-uniform length's load when
+// `early` (varlen lengths come from the formula in wait()), wait() returns
+// the row's length as ss_row_len does, waiting for that load only there.
+struct SsRowLenEarly {
+    i32 raw;
+    bool issued;
+    __device__ __forceinline__ void issue(const i32* lens, u32 row, u32 next_n, bool early) {
+        issued = early && next_n == 0u;
+        raw = issued ? ldg_nc_i32(lens + row) : 0;
+    }
+    __device__ __forceinline__ u32 wait(const i32* lens, u32 row, u32 next_n, u32 cr_shift, u32 npad) const {
+        return issued ? clamp_row_len(raw, npad) : ss_row_len(lens, row, next_n, cr_shift, npad);
+    }
+};
+
 // The hint row a row reads (request-level under varlen), or nullptr in
 // hint-free mode (no hint array was passed).
 __device__ __forceinline__ const i32* ss_hint_row(const i32* hints, u32 row, u32 next_n, u32 k) {

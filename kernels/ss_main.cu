@@ -393,11 +393,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 k = p.k;
     const u32 npad = p.npad;
     const float* X = logits + (u64)row * npad;
-    // The batch-uniform length's raw load goes out first, the first sample
-    // unit of the planned schedule next; the length is waited for after both.
-    const bool len_raw_first = SS_MAIN_SAMPLE_AHEAD != 0 && p.next_n == 0u;
-    i32 len_raw = 0;
-    if (len_raw_first) len_raw = ldg_nc_i32(row_n + row);
+    // The length's load goes out first, the first sample unit of the planned
+    // schedule next; the length is waited for after both.
+    SsRowLenEarly len;
+    len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
     const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < p.smp;
     float4 ahead_a, ahead_b;
     if (ahead) {
@@ -405,7 +404,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         ahead_a = ldg_nc_f4_ahead(unit);
         ahead_b = ldg_nc_f4_ahead(unit + 4);
     }
-    const u32 n = len_raw_first ? clamp_row_len(len_raw, npad) : ss_row_len(row_n, row, p.next_n, p.cr_shift, npad);
+    const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
     // skips the arrival protocol in every part and leaves the workspace zero.

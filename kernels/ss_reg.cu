@@ -454,16 +454,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     constexpr u32 HELD = 4u * BLK * VPT + BLK;  // the most values a row may have here
     SsRegRow<VPT> r;
     u32 guess = 0u;  // the length r was loaded for; 0: not loaded
-    // The batch-uniform length's raw load first; it is clamped (waited for)
-    // only after the row's loads went out.
-    const bool len_first = SS_REG_ROW_AHEAD != 0 && p.next_n == 0u;
-    i32 len_raw = 0;
-    if (len_first) len_raw = ldg_nc_i32(row_n + row);
+    SsRowLenEarly len;  // the length's load first, waited for after the row's loads
+    len.issue(row_n, row, p.next_n, SS_REG_ROW_AHEAD != 0);
     if (SS_REG_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= HELD && p.row_guess <= p.npad) {
         guess = p.row_guess;
         ss_reg_load_row<BLK, VPT, true>(r, X, guess);
     }
-    const u32 n = len_first ? clamp_row_len(len_raw, p.npad) : ss_row_len(row_n, row, p.next_n, p.cr_shift, p.npad);
+    const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, p.npad);
     i32* O = out + (u64)row * k;
     if (n <= k) {
         SS_RTRACE(SS_RTR_SHORT);
