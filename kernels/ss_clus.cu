@@ -203,26 +203,40 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
 // the first body4 float4s; the rest (the 0–3 value remainder, or up to BLK
 // values past the float4s, as in v32's 2^17 + 15) sits in one tail scalar per
 // thread of rank 0. AHEAD: n is the host's guess, not yet the row's length.
-template <int BLK, int VPT, bool AHEAD>
-__device__ __forceinline__ void rc_load_slice(float4 (&v)[VPT], float& tail, const float* X, u32 n, u32 rank,
-                                              u32 cs) {
+struct RcSlice {
+    u32 body4;  // float4s the cluster's registers hold
+    u32 ntail;  // values past them (rank 0's tail scalars)
+    bool fits;  // the row fits the cluster at all
+};
+
+template <int BLK, int VPT>
+__device__ __forceinline__ RcSlice rc_slice(u32 n, u32 cs) {
+    RcSlice sl;
     const u32 n4 = n >> 2;
     const u32 cap4 = (cs <= 8u ? cs : 8u) * (u32)BLK * (u32)VPT;
-    const u32 body4 = n4 < cap4 ? n4 : cap4;
-    const u32 ntail = n - body4 * 4u;
-    const bool fits = cs <= 8u && ntail <= (u32)BLK;
+    sl.body4 = n4 < cap4 ? n4 : cap4;
+    sl.ntail = n - sl.body4 * 4u;
+    sl.fits = cs <= 8u && sl.ntail <= (u32)BLK;
+    return sl;
+}
+
+template <int BLK, int VPT, bool AHEAD>
+__device__ __forceinline__ void rc_load_slice(float4 (&v)[VPT], float& tail, const float* X, const RcSlice& sl,
+                                              u32 rank) {
     const float NEG_INF = ss_neg_inf();
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 g = (rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x;
-        if (fits && g < body4)
+        if (sl.fits && g < sl.body4)
             v[u] = AHEAD ? ldg_nc_f4_ahead(X + (u64)g * 4u) : ldg_nc_f4(X + (u64)g * 4u);
         else
             v[u] = float4{NEG_INF, NEG_INF, NEG_INF, NEG_INF};
     }
-    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
-    const float* const at = X + body4 * 4u + threadIdx.x;
-    tail = has_tail ? (AHEAD ? ldg_nc_f_ahead(at) : ldg_nc_f(at)) : NEG_INF;
+    const bool has_tail = sl.fits && rank == 0u && threadIdx.x < sl.ntail;
+    if (AHEAD)
+        tail = has_tail ? ldg_nc_f_ahead(X + sl.body4 * 4u + threadIdx.x) : NEG_INF;
+    else
+        tail = has_tail ? ldg_nc_f(X + sl.body4 * 4u + threadIdx.x) : NEG_INF;
 }
 
 template <int BLK, int VPT>
@@ -239,7 +253,6 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 cs = cluster_nctarank();
     const u32 row = blockIdx.y;
     const u32 k = p.k;
-    const float* X = logits + (u64)row * p.npad;
     // RC_ROW_AHEAD: the length's load first, the slice for the expected
     // length next, the wait for the length after both.
     SsRowLenEarly len;
@@ -249,27 +262,25 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     u32 guess = 0u;  // the length the slice was loaded for; 0: not loaded
     if (RC_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= p.npad) {
         guess = p.row_guess;
-        rc_load_slice<BLK, VPT, true>(v, tail, X, guess, rank, cs);
+        rc_load_slice<BLK, VPT, true>(v, tail, logits + (u64)row * p.npad, rc_slice<BLK, VPT>(guess, cs), rank);
     }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
+    const float* X = logits + (u64)row * p.npad;
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
     if (n <= k) {         // short row (§1.4), cluster-uniform
         if (rank == 0u) write_identity_row(out_row, n, k);
         return;
     }
-    // The slice as rc_load_slice lays it out.
-    const u32 n4 = n >> 2;
-    const u32 cap4 = (cs <= 8u ? cs : 8u) * (u32)BLK * (u32)VPT;
-    const u32 body4 = n4 < cap4 ? n4 : cap4;
-    const u32 ntail = n - body4 * 4u;
-    const bool fits = cs <= 8u && ntail <= (u32)BLK;
-    const bool has_tail = fits && rank == 0u && threadIdx.x < ntail;
+    const RcSlice sl = rc_slice<BLK, VPT>(n, cs);
+    const u32 body4 = sl.body4;
+    const bool fits = sl.fits;
 
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) hist[b] = 0u;
 
     // Row slice into registers, unless it went out ahead for this n.
-    if (n != guess) rc_load_slice<BLK, VPT, false>(v, tail, X, n, rank, cs);
+    if (RC_ROW_AHEAD == 0 || n != guess) rc_load_slice<BLK, VPT, false>(v, tail, X, sl, rank);
+    const bool has_tail = fits && rank == 0u && threadIdx.x < sl.ntail;
 
     // Bracket, identical in every rank (§4.3): the hinted values; when the
     // hints give no usable bracket (none valid, all on one value, ±inf or
