@@ -25,23 +25,10 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
         let defines = [(ROW_AHEAD_DEFINE, ahead.to_string())];
         let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect("ss_clus.cu compiles");
         println!("{}", report.log);
-        for name in &declared {
-            let entry = report
-                .entries
-                .iter()
-                .find(|e| &e.name == name)
-                .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
-            // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-            assert!(
-                entry.registers <= 64,
-                "{name} ({ROW_AHEAD_DEFINE}={ahead}): {} registers",
-                entry.registers
-            );
-        }
-        nvrtc_support::assert_no_spill_in_log(
-            &report.log,
-            &format!("ss_clus.cu ({ROW_AHEAD_DEFINE}={ahead})"),
-        );
+        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+        let label = format!("ss_clus.cu ({ROW_AHEAD_DEFINE}={ahead})");
+        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &label);
+        nvrtc_support::assert_no_spill_in_log(&report.log, &label);
     }
 }
 

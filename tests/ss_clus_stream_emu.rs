@@ -23,19 +23,8 @@ fn ss_clus_stream_entries_compile_without_spills_or_stack() {
     let report =
         compile_report(&SS_CLUS_STREAM, &[], DEFAULT_ARCH).expect("ss_clus_stream.cu compiles");
     println!("{}", report.log);
-    for name in &declared {
-        let entry = report
-            .entries
-            .iter()
-            .find(|e| &e.name == name)
-            .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
-        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-        assert!(
-            entry.registers <= 64,
-            "{name}: {} registers",
-            entry.registers
-        );
-    }
+    // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+    nvrtc_support::assert_registers_at_most(&report, &declared, 64, "ss_clus_stream.cu");
     nvrtc_support::assert_no_spill_in_log(&report.log, "ss_clus_stream.cu");
 }
 

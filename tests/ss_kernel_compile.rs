@@ -31,18 +31,7 @@ fn ss_main_entries_exist_and_nothing_spills() {
         let defines = kernel_defines(mode);
         let report = compile_report(&SS_MAIN, &defines, DEFAULT_ARCH)
             .unwrap_or_else(|e| panic!("ss_main.cu {defines:?} compiles: {e}"));
-        for name in &declared {
-            let entry = report
-                .entries
-                .iter()
-                .find(|e| &e.name == name)
-                .unwrap_or_else(|| panic!("{name} missing from the ptxas log"));
-            assert!(
-                entry.registers <= 64,
-                "{name} {defines:?}: {} registers",
-                entry.registers
-            );
-        }
+        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &format!("{defines:?}"));
         nvrtc_support::assert_no_spill_in_log(&report.log, &format!("ss_main.cu {defines:?}"));
     }
 }

@@ -57,6 +57,23 @@ pub fn assert_entry_fits<'r>(
     info
 }
 
+/// Assert that each of `entries` is in `report` with at most `max` registers
+/// per thread (`label` names the build in the message).
+pub fn assert_registers_at_most(report: &CompileReport, entries: &[String], max: u32, label: &str) {
+    for name in entries {
+        let entry = report
+            .entries
+            .iter()
+            .find(|e| &e.name == name)
+            .unwrap_or_else(|| panic!("{name} missing from the ptxas log of {label}"));
+        assert!(
+            entry.registers <= max,
+            "{name} ({label}): {} registers",
+            entry.registers
+        );
+    }
+}
+
 /// Assert that nothing in a ptxas log spills. Device functions kept out of
 /// line (`__noinline__`) report their own spills under "Function properties
 /// for ...", which [`assert_entry_fits`] does not see.
