@@ -371,13 +371,11 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     len.issue(lens, row, p.next_n, CL_SAMPLE_AHEAD != 0);
     // Half-unit t of the planned schedule (the sample loop below, j = t).
     const bool ahead = CL_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= p.npad && t < 2u * p.smp;
-    float4 ahead_a, ahead_b;
+    SsPairAhead sample0;
     if (ahead) {
         const u32 unit = t < p.smp ? t : t - p.smp;
         const u32 ss2 = p.ss2 > 0u ? p.ss2 : 1u;
-        const float* q = X + ((u64)unit * ss2 * 4u + (t < p.smp ? 0u : 2u)) * 4u;
-        ahead_a = ldg_nc_f4_ahead(q);
-        ahead_b = ldg_nc_f4_ahead(q + 4);
+        sample0.issue(X + ((u64)unit * ss2 * 4u + (t < p.smp ? 0u : 2u)) * 4u);
     }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
     if (n <= k) {  // short row (§1.4), cluster-uniform
@@ -410,13 +408,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         const u32 unit = j < rs.smp ? j : j - rs.smp;
         const float* q = X + ((u64)unit * rs.ss2 * 4u + (j < rs.smp ? 0u : 2u)) * 4u;
         float4 a, b;
-        if (ahead_hit && j == t) {
-            a = ahead_a;
-            b = ahead_b;
-        } else {
-            a = ldg_nc_f4(q);
-            b = ldg_nc_f4(q + 4);
-        }
+        sample0.take(ahead_hit && j == t, q, a, b);
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {

@@ -121,6 +121,27 @@ struct SsRowLenEarly {
     }
 };
 
+// A sample unit's two float4 (8 values) loaded ahead of the row length, for
+// the unit the planned schedule gives the thread first (SS_MAIN_SAMPLE_AHEAD,
+// CL_SAMPLE_AHEAD): take() hands them out where the row's own schedule reads
+// that unit, else loads the unit at q after the length.
+struct SsPairAhead {
+    float4 a, b;
+    __device__ __forceinline__ void issue(const float* q) {
+        a = ldg_nc_f4_ahead(q);
+        b = ldg_nc_f4_ahead(q + 4);
+    }
+    __device__ __forceinline__ void take(bool loaded, const float* q, float4& x, float4& y) const {
+        if (loaded) {
+            x = a;
+            y = b;
+        } else {
+            x = ldg_nc_f4(q);
+            y = ldg_nc_f4(q + 4);
+        }
+    }
+};
+
 // The hint row a row reads (request-level under varlen), or nullptr in
 // hint-free mode (no hint array was passed).
 __device__ __forceinline__ const i32* ss_hint_row(const i32* hints, u32 row, u32 next_n, u32 k) {

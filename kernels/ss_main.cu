@@ -398,12 +398,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SsRowLenEarly len;
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
     const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < p.smp;
-    float4 ahead_a, ahead_b;
-    if (ahead) {
-        const float* unit = X + (u64)t * p.ss2 * 8u;
-        ahead_a = ldg_nc_f4_ahead(unit);
-        ahead_b = ldg_nc_f4_ahead(unit + 4);
-    }
+    SsPairAhead sample0;
+    if (ahead) sample0.issue(X + (u64)t * p.ss2 * 8u);
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
@@ -456,13 +452,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     for (u32 j = t; j < rs.smp; j += BLK) {
         const float* unit = X + (u64)j * rs.ss2 * 8u;
         float4 a, b;
-        if (ahead_hit && j == t) {
-            a = ahead_a;
-            b = ahead_b;
-        } else {
-            a = ldg_nc_f4(unit);
-            b = ldg_nc_f4(unit + 4);
-        }
+        sample0.take(ahead_hit && j == t, unit, a, b);
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
