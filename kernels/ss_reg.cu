@@ -157,6 +157,16 @@ struct SsRegParams {
 #define SS_REG_HINT_NC 0
 #endif
 
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_CHAIN=1): in the VPT 4 entries
+// the hint indices go out first at any B (as SS_REG_HINTS_FIRST) and the
+// hinted values are gathered as soon as the indices arrive, before the row
+// length does (bounded by the row's stride, masked by n once it is known).
+// The bracket then waits on two dependent round trips (the indices, their
+// values) instead of three (the length, the indices, their values).
+#ifndef SS_REG_HINT_CHAIN
+#define SS_REG_HINT_CHAIN 0
+#endif
+
 // 1: the slots emit writes its indices to shared memory and copies them out
 // coalesced. Each lane's winners go to its own run of slots, so one store
 // instruction of a warp touches up to 32 lines, and ncu of 512/4 at 8K x 256
@@ -436,7 +446,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // samples on them, 2026-12-03h). Only rows that can be hinted at all
     // (npad > 4k + 64) issue them.
     constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
-    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG;
+    constexpr bool HINT_CHAIN = SS_REG_HINT_CHAIN != 0 && VPT == 4 && !IMG;
+    constexpr bool HINTS_FIRST = (SS_REG_HINTS_FIRST != 0 || HINT_CHAIN) && VPT == 4 && !IMG;
     u32 hint_first[HG];  // 0xffffffff: no element
     if (HINTS_FIRST) {
 #pragma unroll
@@ -459,6 +470,12 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (SS_REG_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= HELD && p.row_guess <= p.npad) {
         guess = p.row_guess;
         ss_reg_load_row<BLK, VPT, true>(r, X, guess);
+    }
+    float hint_early[HG];  // HINT_CHAIN: the hinted values, before n is known
+    if (HINT_CHAIN) {
+#pragma unroll
+        for (int i = 0; i < HG; ++i)
+            hint_early[i] = hint_first[i] < p.npad ? ldg_nc_f_ahead(X + hint_first[i]) : ss_neg_inf();
     }
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, p.npad);
     i32* O = out + (u64)row * k;
@@ -531,7 +548,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         }
         float xb[HG];
 #pragma unroll
-        for (int i = 0; i < HG; ++i) xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
+        for (int i = 0; i < HG; ++i) {
+            if (HINT_CHAIN) {
+                xb[i] = hb[i] < n ? hint_early[i] : NEG_INF;
+            } else {
+                xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
+            }
+        }
 #pragma unroll
         for (int i = 0; i < HG; ++i) fold_finite(xb[i]);
         // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048

@@ -99,6 +99,21 @@ fn stage_extra_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The hinted values gathered before the row length arrives (the
+/// `SS_REG_HINT_CHAIN` knob of `GVR_SS_REG_DEFINES`), with the row ahead too:
+/// values past the row's n read as +3e38 here, indices past its stride abort.
+fn hint_chain_emulator() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_emulator(&[
+                "-DSS_REG_HINT_CHAIN=1".to_string(),
+                format!("-D{ROW_AHEAD_DEFINE}=1"),
+            ])
+        })
+        .as_deref()
+}
+
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
@@ -491,6 +506,41 @@ fn staging_in_extra_words_is_exact_for_any_k() {
 }
 
 #[test]
+fn hint_values_gathered_before_the_length_are_exact() {
+    let Some(exe) = hint_chain_emulator() else {
+        return;
+    };
+    let mut seen = 0u32;
+    // The 4-float4 entries (the knob's only builds) on hinted rows: every
+    // hint mode of adversarial_batch, garbage indices past n and past npad
+    // among them, at full capacity and just past the DEG boundary.
+    for (id, e) in REG_ENTRIES
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.vpt == 4 && !e.img)
+    {
+        for k in [512usize, 2048] {
+            for (i, n) in [e.capacity(), 4 * k + 65].into_iter().enumerate() {
+                if n > e.capacity() {
+                    continue;
+                }
+                let b = adversarial_batch(n, k, i, 9000 + id as u64 * 7 + k as u64);
+                let launch = RegEmu::forced(id as u32, &b, b.rows);
+                for bits in emu_check(
+                    exe,
+                    &b,
+                    &launch,
+                    &format!("hint chain {} n={n} k={k}", e.name()),
+                ) {
+                    seen |= bits;
+                }
+            }
+        }
+    }
+    assert!(seen & HINT != 0, "no row took the hint bracket ({seen:#x})");
+}
+
+#[test]
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -648,7 +698,7 @@ fn ss_reg_entries_compile_without_spills() {
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
     // build adds the GVR_SS_REG_DEFINES knobs.
-    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_HINT_CHAIN=1")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
