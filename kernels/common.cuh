@@ -194,10 +194,6 @@ __device__ __forceinline__ void red_shared_add(u32* p, u32 v) {
     asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(smem_addr(p)), "r"(v) : "memory");
 }
 
-__device__ __forceinline__ void red_shared_or(u32* p, u32 v) {
-    asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(smem_addr(p)), "r"(v) : "memory");
-}
-
 __device__ __forceinline__ void red_global_add(u32* p, u32 v) {
     asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }

@@ -157,28 +157,6 @@ struct SsRegParams {
 #define SS_REG_HINT_NC 0
 #endif
 
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_CHAIN=1): in the VPT 4 entries
-// the hint indices go out first at any B (as SS_REG_HINTS_FIRST) and the
-// hinted values are gathered as soon as the indices arrive, before the row
-// length does (bounded by the row's stride, masked by n once it is known).
-// The bracket then waits on two dependent round trips (the indices, their
-// values) instead of three (the length, the indices, their values).
-#ifndef SS_REG_HINT_CHAIN
-#define SS_REG_HINT_CHAIN 0
-#endif
-
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_MARK=1): the hint bracket
-// without gathering the hinted values from global memory. The hint indices
-// go out first (as SS_REG_HINTS_FIRST), mark a bitmap of the row in shared
-// memory (the ck | ci words, used only after the scan), and each thread
-// folds its own registers' marked values: the bracket waits on the row and
-// the indices (arriving together) instead of a further dependent round trip
-// of 32-byte gathers. Two barriers more. The same bracket: the set of
-// hinted indices in [0, n), duplicates or not.
-#ifndef SS_REG_HINT_MARK
-#define SS_REG_HINT_MARK 0
-#endif
-
 // 1: the slots emit writes its indices to shared memory and copies them out
 // coalesced. Each lane's winners go to its own run of slots, so one store
 // instruction of a warp touches up to 32 lines, and ncu of 512/4 at 8K x 256
@@ -458,15 +436,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // samples on them, 2026-12-03h). Only rows that can be hinted at all
     // (npad > 4k + 64) issue them.
     constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
-    constexpr bool EARLY_KNOB_ENTRY = !IMG && (VPT == 4 || MINB == 1);  // 1024/4, 512/4, 1024/2
-    constexpr bool HINT_CHAIN = SS_REG_HINT_CHAIN != 0 && EARLY_KNOB_ENTRY;
-    constexpr bool HINT_MARK = SS_REG_HINT_MARK != 0 && EARLY_KNOB_ENTRY && !HINT_CHAIN;
-    constexpr bool HINTS_FIRST = (SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG) || HINT_CHAIN || HINT_MARK;
-    // The length's load first, waited for after the row's loads (and, with
-    // HINT_CHAIN, the hinted values' loads: issued before the hint indices,
-    // whose arrival the values wait for, ptxas keeps it ahead of them).
-    SsRowLenEarly len;
-    len.issue(row_n, row, p.next_n, SS_REG_ROW_AHEAD != 0 || HINT_CHAIN);
+    constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG;
     u32 hint_first[HG];  // 0xffffffff: no element
     if (HINTS_FIRST) {
 #pragma unroll
@@ -484,15 +454,11 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     constexpr u32 HELD = 4u * BLK * VPT + BLK;  // the most values a row may have here
     SsRegRow<VPT> r;
     u32 guess = 0u;  // the length r was loaded for; 0: not loaded
+    SsRowLenEarly len;  // the length's load first, waited for after the row's loads
+    len.issue(row_n, row, p.next_n, SS_REG_ROW_AHEAD != 0);
     if (SS_REG_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= HELD && p.row_guess <= p.npad) {
         guess = p.row_guess;
         ss_reg_load_row<BLK, VPT, true>(r, X, guess);
-    }
-    float hint_early[HG];  // HINT_CHAIN: the hinted values, before n is known
-    if (HINT_CHAIN) {
-#pragma unroll
-        for (int i = 0; i < HG; ++i)
-            hint_early[i] = hint_first[i] < p.npad ? ldg_nc_f_ahead(X + hint_first[i]) : ss_neg_inf();
     }
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, p.npad);
     i32* O = out + (u64)row * k;
@@ -563,41 +529,17 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             const u32 j = t + (u32)i * BLK;
             hb[i] = HINTS_FIRST ? hint_first[i] : j < k ? (u32)H[j] : n;  // >= n: no element
         }
-        u32* marks = ss_reg_dyn + NBH;  // HINT_MARK: one bit per row element
-        const u32 words = (n + 31u) >> 5;
-        if (HINT_MARK && words <= 2u * p.cmp) {  // block-uniform
-            for (u32 w = t; w < words; w += BLK) marks[w] = 0u;
-            __syncthreads();
+        float xb[HG];
 #pragma unroll
-            for (int i = 0; i < HG; ++i)
-                if (hb[i] < n) red_shared_or(marks + (hb[i] >> 5), 1u << (hb[i] & 31u));
-            for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
-                const u32 h = (u32)H[j];
-                if (h < n) red_shared_or(marks + (h >> 5), 1u << (h & 31u));
-            }
-            __syncthreads();
-            ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                if ((marks[idx >> 5] >> (idx & 31u)) & 1u) fold_finite(x);
-            });
-        } else {
-            float xb[HG];
+        for (int i = 0; i < HG; ++i) xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
 #pragma unroll
-            for (int i = 0; i < HG; ++i) {
-                if (HINT_CHAIN) {
-                    xb[i] = hb[i] < n ? hint_early[i] : NEG_INF;
-                } else {
-                    xb[i] = hb[i] < n ? (IMG ? img[hb[i]] : ldg_nc_f(X + hb[i])) : NEG_INF;
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < HG; ++i) fold_finite(xb[i]);
-            // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048
-            // elsewhere). One loop of HG-batches for both made ptxas spill in 512/2
-            // (2026-12-03h).
-            for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
-                const u32 h = (u32)H[j];
-                if (h < n) fold_finite(IMG ? img[h] : ldg_nc_f(X + h));
-            }
+        for (int i = 0; i < HG; ++i) fold_finite(xb[i]);
+        // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048
+        // elsewhere). One loop of HG-batches for both made ptxas spill in 512/2
+        // (2026-12-03h).
+        for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
+            const u32 h = (u32)H[j];
+            if (h < n) fold_finite(IMG ? img[h] : ldg_nc_f(X + h));
         }
         // (also publishes the zeroed histogram) One barrier, not three, except
         // in the 32-register 512/2 entry, where ptxas then spilled 8 bytes.

@@ -99,23 +99,6 @@ fn stage_extra_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The hint-bracket knobs of `GVR_SS_REG_DEFINES`, each with the row ahead
-/// too: `SS_REG_HINT_CHAIN` gathers the hinted values before the row length
-/// arrives (values past the row's n read as +3e38 here, indices past its
-/// stride abort); `SS_REG_HINT_MARK` marks the hinted indices in shared
-/// memory instead of gathering.
-fn hint_knob_emulator(knob: &'static str) -> Option<&'static Path> {
-    static CHAIN: OnceLock<Option<PathBuf>> = OnceLock::new();
-    static MARK: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let cell = match knob {
-        "SS_REG_HINT_CHAIN" => &CHAIN,
-        "SS_REG_HINT_MARK" => &MARK,
-        other => panic!("no emulator build for {other}"),
-    };
-    cell.get_or_init(|| build_emulator(&[format!("-D{knob}=1"), format!("-D{ROW_AHEAD_DEFINE}=1")]))
-        .as_deref()
-}
-
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
@@ -508,43 +491,6 @@ fn staging_in_extra_words_is_exact_for_any_k() {
 }
 
 #[test]
-fn hint_bracket_knobs_are_exact() {
-    for knob in ["SS_REG_HINT_CHAIN", "SS_REG_HINT_MARK"] {
-        let Some(exe) = hint_knob_emulator(knob) else {
-            return;
-        };
-        let mut seen = 0u32;
-        // The knobs' entries (4 float4 per thread, or one CTA per SM) on
-        // hinted rows: every hint mode of adversarial_batch, garbage indices
-        // past n and past npad among them, at full capacity and just past
-        // the DEG boundary.
-        let entries = REG_ENTRIES
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| !e.img && (e.vpt == 4 || e.minb == 1));
-        for (id, e) in entries {
-            for k in [512usize, 2048] {
-                for (i, n) in [e.capacity(), 4 * k + 65].into_iter().enumerate() {
-                    if n > e.capacity() {
-                        continue;
-                    }
-                    let b = adversarial_batch(n, k, i, 9000 + id as u64 * 7 + k as u64);
-                    let launch = RegEmu::forced(id as u32, &b, b.rows);
-                    let label = format!("{knob} {} n={n} k={k}", e.name());
-                    for bits in emu_check(exe, &b, &launch, &label) {
-                        seen |= bits;
-                    }
-                }
-            }
-        }
-        assert!(
-            seen & HINT != 0,
-            "{knob}: no row took the hint bracket ({seen:#x})"
-        );
-    }
-}
-
-#[test]
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -701,18 +647,16 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // two add GVR_SS_REG_DEFINES knobs (the hint chain, the hint marks).
-    let chain = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_HINT_CHAIN=1")).unwrap();
-    let mark = reg_knobs(Some("SS_REG_HINT_MARK=1")).unwrap();
+    // build adds the GVR_SS_REG_DEFINES knobs.
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
-        .flat_map(|(p, f)| [(0u32, 0u32), (0, 1), (1, 1)].map(|a| (p, f, a, 0u32, None)))
+        .flat_map(|(p, f)| [(0u32, 0u32), (0, 1), (1, 1)].map(|a| (p, f, a, 0u32, false)))
         .chain([
-            (0, 0, (0, 1), 1, None),
-            (0, 0, (0, 1), 2, None),
-            (1, 0, (1, 0), 1, Some(&chain)),
-            (1, 1, (1, 0), 0, Some(&mark)),
+            (0, 0, (0, 1), 1, false),
+            (0, 0, (0, 1), 2, false),
+            (1, 0, (1, 0), 1, true),
         ])
     {
         let mut defines = vec![
@@ -722,11 +666,11 @@ fn ss_reg_entries_compile_without_spills() {
             (ROW_AHEAD_DEFINE, row_ahead.to_string()),
             (STAGE_OUT_DEFINE, staged.to_string()),
         ];
-        if let Some(knobs) = tuned {
+        if tuned {
             defines.extend(knobs.iter().cloned());
         }
         let value = format!(
-            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned:?}"
+            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned}"
         );
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {

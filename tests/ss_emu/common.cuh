@@ -248,7 +248,6 @@ inline u32 warp_reserve(bool pred, u32* counter) {
     return pred ? base + (u32)__popc(ballot & lanemask_lt()) : 0xffffffffu;
 }
 inline void red_shared_add(u32* p, u32 v) { *p += v; }
-inline void red_shared_or(u32* p, u32 v) { *p |= v; }
 template <class T>
 inline T* opaque_global_ptr(T* p) { return p; }  // a compiler barrier on the GPU only
 
