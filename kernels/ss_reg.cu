@@ -157,6 +157,21 @@ struct SsRegParams {
 #define SS_REG_HINT_NC 0
 #endif
 
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_EMIT_MASK=1): the slots emit in one
+// visit of the registers instead of two. Each element's bin sets bit i of
+// the thread's winner or crossing mask (i: the element's place in the
+// thread's registers, 4u + lane for float4 u, 4·VPT for the tail scalar; no
+// branch per element), the masks' popcounts reserve the slots, and a walk
+// over the set bits writes the indices, computed from the bit; a crossing
+// element's value, needed as a candidate key, is selected from the
+// registers by its bit. The ncu of 1024/4 at 16K x 8 (2026-12-04c): the
+// emit visit ran 40 % of the executed instructions, ~15 per element.
+// Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
+// 32-register 1024/1 spilled with it.
+#ifndef SS_REG_EMIT_MASK
+#define SS_REG_EMIT_MASK 0
+#endif
+
 // 1: the slots emit writes its indices to shared memory and copies them out
 // coalesced. Each lane's winners go to its own run of slots, so one store
 // instruction of a warp touches up to 32 lines, and ncu of 512/4 at 8K x 256
@@ -364,6 +379,26 @@ __device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 
     }
     const u32 et = 4u * n4 + threadIdx.x;
     f(r.tail, et, et < n);
+}
+
+// SS_REG_EMIT_MASK: element bit i of the thread's registers (see
+// ss_reg_each: 4u + lane for float4 u, 4·VPT for the tail scalar), its
+// index in the row, and its value.
+template <int BLK, int VPT>
+__device__ __forceinline__ u32 ss_reg_bit_index(u32 bit, u32 n4) {
+    return bit < 4u * VPT ? 4u * (threadIdx.x + (bit >> 2) * BLK) + (bit & 3u) : 4u * n4 + threadIdx.x;
+}
+template <int VPT>
+__device__ __forceinline__ float ss_reg_bit_value(const SsRegRow<VPT>& r, u32 bit) {
+    float x = r.tail;
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        x = bit == 4u * u ? r.v[u].x : x;
+        x = bit == 4u * u + 1u ? r.v[u].y : x;
+        x = bit == 4u * u + 2u ? r.v[u].z : x;
+        x = bit == 4u * u + 3u ? r.v[u].w : x;
+    }
+    return x;
 }
 
 // §4.1 step 7: the exact register-resident escape. Bisects the k-th largest
@@ -632,6 +667,53 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 }
             }
         });
+    } else if (SS_REG_EMIT_MASK != 0 && BLK * MINB <= 1024) {  // slots from bit masks (64-register entries)
+        u32 wmask = 0u, xmask = 0u;
+        const auto classify = [&](float x, u32 bit) {
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            wmask |= (b > cb ? 1u : 0u) << bit;
+            xmask |= (b == cb ? 1u : 0u) << bit;
+        };
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) {
+            if (t + (u32)u * BLK < n4) {
+                classify(r.v[u].x, 4u * u);
+                classify(r.v[u].y, 4u * u + 1u);
+                classify(r.v[u].z, 4u * u + 2u);
+                classify(r.v[u].w, 4u * u + 3u);
+            }
+        }
+        if (4u * n4 + t < n) classify(r.tail, 4u * VPT);
+        __syncwarp();
+        const u32 slots = ss_warp_reserve_n((u32)__popc(wmask) + (u32)__popc(xmask) * SS_EMIT_CROSS, &s.win);
+        u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
+        const bool staged = SS_REG_STAGE_OUT == 2 || (SS_REG_STAGE_OUT == 1 && k <= (u32)NBH);
+        u32* const so = SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist;
+        while (wmask != 0u) {
+            const u32 bit = (u32)__ffs(wmask) - 1u;
+            wmask &= wmask - 1u;
+            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
+            if (staged) {
+                so[win_slot++] = idx;
+            } else {
+                OE[win_slot++] = (i32)idx;
+            }
+        }
+        while (xmask != 0u) {
+            const u32 bit = (u32)__ffs(xmask) - 1u;
+            xmask &= xmask - 1u;
+            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
+            if (staged && whole) {
+                so[above + cross_slot++] = idx;
+            } else {
+                put_cross(ss_reg_bit_value<VPT>(r, bit), idx, cross_slot++);
+            }
+        }
+        if (staged) {
+            __syncthreads();
+            const u32 count = whole ? above + m : above;
+            for (u32 i = t; i < count; i += BLK) OE[i] = (i32)so[i];
+        }
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {

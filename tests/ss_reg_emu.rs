@@ -99,6 +99,24 @@ fn stage_extra_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The slots emit from bit masks (the `SS_REG_EMIT_MASK` knob of
+/// `GVR_SS_REG_DEFINES`), slots only, with the emitted indices straight to
+/// the output (`SS_REG_STAGE_OUT` 0), through the histogram (1) or the extra
+/// words (2).
+fn emit_mask_emulator(staged: u32) -> Option<&'static Path> {
+    static BUILT: [OnceLock<Option<PathBuf>>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    BUILT[staged as usize]
+        .get_or_init(|| {
+            build_emulator(&[
+                "-DSS_REG_EMIT_MASK=1".to_string(),
+                format!("-D{EMIT_FORM_DEFINE}=0"),
+                format!("-D{STAGE_OUT_DEFINE}={staged}"),
+            ])
+        })
+        .as_deref()
+}
+
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
@@ -430,7 +448,8 @@ fn check_forced_shapes(
     extra_words: bool,
     label: &str,
     seed: u64,
-) {
+) -> u32 {
+    let mut seen = 0u32;
     for &(id, n, k) in shapes {
         let e = REG_ENTRIES[id as usize];
         let n = n.min(e.capacity());
@@ -439,14 +458,31 @@ fn check_forced_shapes(
         if extra_words {
             launch.extra_words = k;
         }
-        emu_check(
+        for bits in emu_check(
             exe,
             &b,
             &launch,
             &format!("{label} {} n={n} k={k}", e.name()),
-        );
+        ) {
+            seen |= bits;
+        }
     }
+    seen
 }
+
+/// (entry id, n, k): every entry of REG_ENTRIES once at least, staged by
+/// `SS_REG_STAGE_OUT` 1 where k <= NBH (all but 512/2 at k = 2048, NBH 1024).
+const EVERY_ENTRY_SHAPES: [(u32, usize, usize); 9] = [
+    (0, 2049, 512),
+    (1, 2051, 1024),
+    (2, 4111, 2048),
+    (3, 4111, 2048),
+    (4, 16_387, 2048),
+    (5, 8_195, 1024),
+    (5, 8_207, 2048),
+    (6, 4099, 512),
+    (7, 8_195, 1024),
+];
 
 #[test]
 fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
@@ -457,21 +493,13 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     };
     // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024); every
     // entry of REG_ENTRIES once at least.
-    let shapes = [
-        (0u32, 2049usize, 512usize),
-        (1, 2051, 1024),
-        (2, 4111, 2048),
-        (3, 4111, 2048),
-        (4, 16_387, 2048),
-        (5, 8_195, 1024),
-        (5, 8_207, 2048),
-        (6, 4099, 512),
-        (7, 8_195, 1024),
-    ];
     for id in 0..REG_ENTRIES.len() as u32 {
-        assert!(shapes.iter().any(|s| s.0 == id), "entry {id} not covered");
+        assert!(
+            EVERY_ENTRY_SHAPES.iter().any(|s| s.0 == id),
+            "entry {id} not covered"
+        );
     }
-    check_forced_shapes(exe, &shapes, false, "slots-only", 4242);
+    check_forced_shapes(exe, &EVERY_ENTRY_SHAPES, false, "slots-only", 4242);
 }
 
 #[test]
@@ -488,6 +516,33 @@ fn staging_in_extra_words_is_exact_for_any_k() {
         (5, 8_207, 2048),
     ];
     check_forced_shapes(exe, &shapes, true, "stage-extra", 777);
+}
+
+#[test]
+fn the_mask_emit_is_exact_in_every_staging() {
+    let mut seen = 0u32;
+    for staged in [0u32, 1, 2] {
+        let Some(exe) = emit_mask_emulator(staged) else {
+            return;
+        };
+        let label = format!("emit-mask staged {staged}");
+        seen |= check_forced_shapes(
+            exe,
+            &EVERY_ENTRY_SHAPES,
+            staged == 2,
+            &label,
+            5151 + staged as u64,
+        );
+    }
+    // The crossing bin whole to the output, and as candidates (their values
+    // selected from the registers by bit) for both refines.
+    for (bit, name) in [
+        (WHOLE, "whole crossing bin"),
+        (RANK, "rank refine"),
+        (NARROW, "narrowing refine"),
+    ] {
+        assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
 }
 
 #[test]
@@ -647,8 +702,8 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // build adds the GVR_SS_REG_DEFINES knobs.
-    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
+    // three add the GVR_SS_REG_DEFINES knobs (the mask emit in each staging).
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=1")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -657,6 +712,8 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 1, false),
             (0, 0, (0, 1), 2, false),
             (1, 0, (1, 0), 1, true),
+            (0, 0, (0, 1), 2, true),
+            (0, 0, (0, 0), 0, true),
         ])
     {
         let mut defines = vec![
