@@ -157,7 +157,7 @@ struct SsRegParams {
 #define SS_REG_HINT_NC 0
 #endif
 
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_EMIT_MASK=1): the slots emit in one
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_EMIT_MASK=0 turns it off): the slots emit in one
 // visit of the registers instead of two. Each element's bin sets bit i of
 // the thread's winner or crossing mask (i: the element's place in the
 // thread's registers, 4u + lane for float4 u, 4·VPT for the tail scalar; no
@@ -167,9 +167,13 @@ struct SsRegParams {
 // registers by its bit. The ncu of 1024/4 at 16K x 8 (2026-12-04c): the
 // emit visit ran 40 % of the executed instructions, ~15 per element.
 // Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
-// 32-register 1024/1 spilled with it.
+// 32-register 1024/1 spilled with it. Measured on the H200 (2026-12-04c,
+// same inputs, two rounds): every slots launch of those entries 0.99-1.05
+// (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
+// masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
+// picks them; on by default (0: the two-visit slots, for A/Bs).
 #ifndef SS_REG_EMIT_MASK
-#define SS_REG_EMIT_MASK 0
+#define SS_REG_EMIT_MASK 1
 #endif
 
 // 1: the slots emit writes its indices to shared memory and copies them out

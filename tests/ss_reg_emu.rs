@@ -99,17 +99,17 @@ fn stage_extra_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The slots emit from bit masks (the `SS_REG_EMIT_MASK` knob of
-/// `GVR_SS_REG_DEFINES`), slots only, with the emitted indices straight to
-/// the output (`SS_REG_STAGE_OUT` 0), through the histogram (1) or the extra
-/// words (2).
-fn emit_mask_emulator(staged: u32) -> Option<&'static Path> {
+/// The two-visit slots emit in the 4-float4 entries too (`SS_REG_EMIT_MASK=0`
+/// through `GVR_SS_REG_DEFINES`; the default builds emit their slots from
+/// bit masks), slots only, with the emitted indices straight to the output
+/// (`SS_REG_STAGE_OUT` 0), through the histogram (1) or the extra words (2).
+fn two_visit_slots_emulator(staged: u32) -> Option<&'static Path> {
     static BUILT: [OnceLock<Option<PathBuf>>; 3] =
         [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     BUILT[staged as usize]
         .get_or_init(|| {
             build_emulator(&[
-                "-DSS_REG_EMIT_MASK=1".to_string(),
+                "-DSS_REG_EMIT_MASK=0".to_string(),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
             ])
@@ -519,13 +519,13 @@ fn staging_in_extra_words_is_exact_for_any_k() {
 }
 
 #[test]
-fn the_mask_emit_is_exact_in_every_staging() {
+fn the_two_visit_slots_emit_is_exact_in_every_staging() {
     let mut seen = 0u32;
     for staged in [0u32, 1, 2] {
-        let Some(exe) = emit_mask_emulator(staged) else {
+        let Some(exe) = two_visit_slots_emulator(staged) else {
             return;
         };
-        let label = format!("emit-mask staged {staged}");
+        let label = format!("two-visit slots staged {staged}");
         seen |= check_forced_shapes(
             exe,
             &EVERY_ENTRY_SHAPES,
@@ -534,8 +534,7 @@ fn the_mask_emit_is_exact_in_every_staging() {
             5151 + staged as u64,
         );
     }
-    // The crossing bin whole to the output, and as candidates (their values
-    // selected from the registers by bit) for both refines.
+    // The crossing bin whole to the output, and as candidates for both refines.
     for (bit, name) in [
         (WHOLE, "whole crossing bin"),
         (RANK, "rank refine"),
@@ -702,8 +701,8 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // three add the GVR_SS_REG_DEFINES knobs (the mask emit in each staging).
-    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=1")).unwrap();
+    // three add the GVR_SS_REG_DEFINES knobs (the two-visit slots in each staging).
+    let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=0")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])

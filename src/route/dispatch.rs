@@ -144,6 +144,10 @@ pub fn reg_clus_float4s(n: usize) -> usize {
 /// Measured at the grid's N 32,783 / 65,551 / 131,087 (reports/h200/2026-12-04).
 const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
 
+/// Rows from which K = 2048 rows of the 1024 x 4 entry emit slots
+/// ([`reg_cursor_emit`]).
+const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
+
 /// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
@@ -155,16 +159,28 @@ const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
 /// (4K + 3 at B = 1024: CUR +4 %), and K ≥ 512 rows of at most 2K + 64
 /// values beyond two rows per SM (+2.4 to +7.9 %, 2026-12-03i) — and lose up to
 /// 14 % elsewhere (few emitted: the second visit and the warp scan are
-/// latency).
+/// latency). Since the slots emit of the 4-float4 entries runs from bit
+/// masks (2026-12-04c, same inputs, two rounds, radix-normalised, against
+/// this rule without it): K = 2048 rows of 512/4 (N 8,207) slots at every B
+/// (+1 to +13 %), of 1024/4 (N 16,399) from B = 32 (+2 to +12 %; 0.985–1.008
+/// below), and K = 1,024 rows of 512/4 beyond one row per SM (+7 % at B 256);
+/// K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors (slots 2–6 % slower).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
     let sms = dev.sms as usize;
     let beyond_one_row_per_sm = b > sms;
     if dev.measured_reg_emit {
         let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
+        // The 4-float4 entries' rows (n > 4·1024 + 512) emit slots from bit
+        // masks (SS_REG_EMIT_MASK of kernels/ss_reg.cu: one visit).
+        let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
+        let mask_slots = four_float4
+            && ((k >= 2048 && (n <= reg_capacity(512, 4) || b >= MASK_SLOTS_MIN_ROWS_16K))
+                || (k >= 1024 && n <= reg_capacity(512, 4) && beyond_one_row_per_sm));
         let slots = (k >= 2048 && n <= 2 * k + 64)
             || (k >= 1024 && n <= k + 64)
             || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm && !quarter_emitted_cur)
-            || (k >= 512 && n <= 2 * k + 64 && b > 2 * sms);
+            || (k >= 512 && n <= 2 * k + 64 && b > 2 * sms)
+            || mask_slots;
         !slots
     } else {
         !(n < 2 * k && beyond_one_row_per_sm)
@@ -602,8 +618,6 @@ mod tests {
         }
         assert!(reg_cursor_emit(1, 4161, 2048, &h));
         // ... and K >= 1024 rows of <= 4K + 64 values beyond one row per SM.
-        assert!(!reg_cursor_emit(133, 8207, 2048, &h));
-        assert!(reg_cursor_emit(132, 8207, 2048, &h));
         assert!(!reg_cursor_emit(256, 4160, 1024, &h));
         assert!(reg_cursor_emit(256, 4161, 1024, &h));
         assert!(reg_cursor_emit(128, 2051, 1024, &h));
@@ -629,6 +643,20 @@ mod tests {
         ] {
             assert_eq!(reg_cursor_emit(b, n, 512, &h), cur, "b {b} n {n}");
         }
+        // The 4-float4 entries' mask slots: K = 2048 rows of 512/4 at any b,
+        // of 1024/4 from 32 rows; K = 1024 rows of 512/4 beyond one row per SM.
+        for b in [1, 132, 133, 1024] {
+            assert!(!reg_cursor_emit(b, 8207, 2048, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 8704, 2048, &h), "b {b}");
+        }
+        assert!(reg_cursor_emit(31, 16_399, 2048, &h));
+        assert!(!reg_cursor_emit(32, 16_399, 2048, &h));
+        assert!(!reg_cursor_emit(32, 8705, 2048, &h));
+        assert!(reg_cursor_emit(1, 4608, 2048, &h));
+        assert!(reg_cursor_emit(132, 8195, 1024, &h));
+        assert!(!reg_cursor_emit(133, 8195, 1024, &h));
+        assert!(reg_cursor_emit(1024, 16_387, 1024, &h));
+        assert!(reg_cursor_emit(256, 8195, 512, &h));
         // The route's reg plan carries the rule.
         let plan = route(256, 4111, 4112, 2048, &h).reg.expect("reg");
         assert!(!plan.cur);
