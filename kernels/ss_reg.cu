@@ -658,6 +658,18 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         }
     };
     const bool cursors = SS_REG_EMIT_FORM == 2 ? p.cur != 0u : SS_REG_EMIT_FORM == 1;
+    // The slots forms' staged indices (SS_REG_STAGE_OUT): in the histogram
+    // (dead in these forms after the scan; k <= NBH words hold [0, above + m)
+    // of a whole bin) or in the host's extra k words, copied out coalesced.
+    // (The address is formed where a visit uses it: formed here it moved the
+    // extra-word builds' PTX.)
+    const bool stage_out = SS_REG_STAGE_OUT == 2 || (SS_REG_STAGE_OUT == 1 && k <= (u32)NBH);
+    const auto staging = [&]() { return SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist; };
+    const auto copy_out_staged = [&](const u32* so) {
+        __syncthreads();
+        const u32 staged = whole ? above + m : above;
+        for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)so[i];
+    };
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
@@ -691,13 +703,12 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         __syncwarp();
         const u32 slots = ss_warp_reserve_n((u32)__popc(wmask) + (u32)__popc(xmask) * SS_EMIT_CROSS, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-        const bool staged = SS_REG_STAGE_OUT == 2 || (SS_REG_STAGE_OUT == 1 && k <= (u32)NBH);
-        u32* const so = SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist;
+        u32* const so = staging();
         while (wmask != 0u) {
             const u32 bit = (u32)__ffs(wmask) - 1u;
             wmask &= wmask - 1u;
             const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
-            if (staged) {
+            if (stage_out) {
                 so[win_slot++] = idx;
             } else {
                 OE[win_slot++] = (i32)idx;
@@ -707,17 +718,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             const u32 bit = (u32)__ffs(xmask) - 1u;
             xmask &= xmask - 1u;
             const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
-            if (staged && whole) {
+            if (stage_out && whole) {
                 so[above + cross_slot++] = idx;
             } else {
                 put_cross(ss_reg_bit_value<VPT>(r, bit), idx, cross_slot++);
             }
         }
-        if (staged) {
-            __syncthreads();
-            const u32 count = whole ? above + m : above;
-            for (u32 i = t; i < count; i += BLK) OE[i] = (i32)so[i];
-        }
+        if (stage_out) copy_out_staged(so);
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
@@ -727,15 +734,12 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         __syncwarp();  // the counting visit leaves the lanes split
         const u32 slots = ss_warp_reserve_n(mine, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
-        if (SS_REG_STAGE_OUT == 2 || (SS_REG_STAGE_OUT == 1 && k <= (u32)NBH)) {
-            // The emitted indices gather in the histogram (dead in this form
-            // after the scan; k <= NBH words hold [0, above + m) of a whole
-            // bin), or in the host's extra k words, and leave in one
-            // coalesced copy. Two written-out visits: a shared helper taking
+        if (stage_out) {
+            // Two written-out visits: a shared helper taking
             // the store as a lambda re-allocated the registers of every
             // slots-only build (same instruction counts, different SASS), which
             // was not measured; a runtime choice would sit on every element.
-            u32* const so = SS_REG_STAGE_OUT == 2 ? ss_reg_dyn + NBH + 2u * p.cmp : hist;
+            u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
                 if (b >= cb) {
@@ -748,9 +752,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                     }
                 }
             });
-            __syncthreads();
-            const u32 staged = whole ? above + m : above;
-            for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)so[i];
+            copy_out_staged(so);
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
