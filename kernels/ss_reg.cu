@@ -168,7 +168,7 @@ struct SsRegParams {
 // emit visit ran 40 % of the executed instructions, ~15 per element.
 // Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
 // 32-register 1024/1 spilled with it. Measured on the H200 (2026-12-04c,
-// same inputs, two rounds): every slots launch of those entries 0.99-1.05
+// same inputs, two rounds): every slots launch of those entries 0.987-1.055
 // (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
 // masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
 // picks them; on by default (0: the two-visit slots, for A/Bs).
