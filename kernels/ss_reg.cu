@@ -167,7 +167,10 @@ struct SsRegParams {
 // registers by its bit. The ncu of 1024/4 at 16K x 8 (2026-12-04c): the
 // emit visit ran 40 % of the executed instructions, ~15 per element.
 // Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
-// 32-register 1024/1 spilled with it. Measured on the H200 (2026-12-04c,
+// 32-register 1024/1 and 512/1 spilled with it (8-byte stack frames in their
+// row-ahead builds). 2: also into the 32-register 256/1 and 512/2, which
+// compile without spills (a candidate, not yet measured: 256/1 emits slots
+// for every 1,027 x K 1,024 row, 512/2 for 4,111 x K 2,048 beyond 2 SMs). Measured on the H200 (2026-12-04c,
 // same inputs, two rounds): every slots launch of those entries 0.987-1.055
 // (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
 // masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
@@ -683,7 +686,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 }
             }
         });
-    } else if (SS_REG_EMIT_MASK != 0 && BLK * MINB <= 1024) {  // slots from bit masks (64-register entries)
+    } else if (SS_REG_EMIT_MASK != 0 &&
+               (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && (BLK == 256 || VPT == 2)))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);

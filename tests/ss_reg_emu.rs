@@ -99,17 +99,19 @@ fn stage_extra_emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The two-visit slots emit in the 4-float4 entries too (`SS_REG_EMIT_MASK=0`
-/// through `GVR_SS_REG_DEFINES`; the default builds emit their slots from
-/// bit masks), slots only, with the emitted indices straight to the output
-/// (`SS_REG_STAGE_OUT` 0), through the histogram (1) or the extra words (2).
-fn two_visit_slots_emulator(staged: u32) -> Option<&'static Path> {
-    static BUILT: [OnceLock<Option<PathBuf>>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    BUILT[staged as usize]
+/// Slots-only builds with `SS_REG_EMIT_MASK` = `mask` (through
+/// `GVR_SS_REG_DEFINES`; the default builds are 1: slots from bit masks in
+/// the 64-register entries): 0 the two-visit slots everywhere, 2 the mask
+/// slots in the 32-register 256/1 and 512/2 too; with the emitted indices
+/// straight to the output (`SS_REG_STAGE_OUT` 0), through the histogram (1)
+/// or the extra words (2).
+fn slots_emulator(mask: u32, staged: u32) -> Option<&'static Path> {
+    static BUILT: [OnceLock<Option<PathBuf>>; 6] = [const { OnceLock::new() }; 6];
+    assert!(mask == 0 || mask == 2, "mask {mask}");
+    BUILT[(mask as usize / 2) * 3 + staged as usize]
         .get_or_init(|| {
             build_emulator(&[
-                "-DSS_REG_EMIT_MASK=0".to_string(),
+                format!("-DSS_REG_EMIT_MASK={mask}"),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
             ])
@@ -519,20 +521,18 @@ fn staging_in_extra_words_is_exact_for_any_k() {
 }
 
 #[test]
-fn the_two_visit_slots_emit_is_exact_in_every_staging() {
+fn the_knob_slots_emits_are_exact_in_every_staging() {
     let mut seen = 0u32;
-    for staged in [0u32, 1, 2] {
-        let Some(exe) = two_visit_slots_emulator(staged) else {
+    for (mask, staged) in [0u32, 2]
+        .into_iter()
+        .flat_map(|m| [0u32, 1, 2].map(|st| (m, st)))
+    {
+        let Some(exe) = slots_emulator(mask, staged) else {
             return;
         };
-        let label = format!("two-visit slots staged {staged}");
-        seen |= check_forced_shapes(
-            exe,
-            &EVERY_ENTRY_SHAPES,
-            staged == 2,
-            &label,
-            5151 + staged as u64,
-        );
+        let label = format!("slots mask {mask} staged {staged}");
+        let seed = 5151 + 3 * mask as u64 + staged as u64;
+        seen |= check_forced_shapes(exe, &EVERY_ENTRY_SHAPES, staged == 2, &label, seed);
     }
     // The crossing bin whole to the output, and as candidates for both refines.
     for (bit, name) in [
@@ -701,8 +701,10 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // three add the GVR_SS_REG_DEFINES knobs (the two-visit slots in each staging).
+    // six add GVR_SS_REG_DEFINES knobs (the two-visit slots, then the mask
+    // slots in the 32-register 256/1 and 512/2 too, in each staging).
     let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=0")).unwrap();
+    let wide_mask = reg_knobs(Some("SS_REG_EMIT_MASK=2")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -714,6 +716,12 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, true),
             (0, 0, (0, 0), 0, true),
         ])
+        .map(|(p, f, a, st, tuned)| (p, f, a, st, tuned.then_some(&knobs)))
+        .chain([
+            (0, 0, (0, 1), 1, Some(&wide_mask)),
+            (0, 0, (0, 1), 2, Some(&wide_mask)),
+            (1, 0, (1, 0), 0, Some(&wide_mask)),
+        ])
     {
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, prefetch.to_string()),
@@ -722,11 +730,11 @@ fn ss_reg_entries_compile_without_spills() {
             (ROW_AHEAD_DEFINE, row_ahead.to_string()),
             (STAGE_OUT_DEFINE, staged.to_string()),
         ];
-        if tuned {
+        if let Some(knobs) = tuned {
             defines.extend(knobs.iter().cloned());
         }
         let value = format!(
-            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned}"
+            "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned:?}"
         );
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
         for e in REG_ENTRIES {
@@ -756,7 +764,14 @@ fn ss_reg_entries_compile_without_spills() {
 #[test]
 #[ignore = "diagnostic: prints the ptxas log of ss_reg.cu"]
 fn dump_ss_reg_ptxas_log() {
-    let report = compile_report(&SS_REG, &[], DEFAULT_ARCH).expect("compiles");
+    // SS_REG_DUMP_DEFINES="SS_REG_EMIT_FORM=0 SS_REG_STAGE_OUT=2": that build's log.
+    let spec = std::env::var("SS_REG_DUMP_DEFINES").unwrap_or_default();
+    let defines: Vec<(&str, String)> = spec
+        .split_whitespace()
+        .filter_map(|d| d.split_once('='))
+        .map(|(name, value)| (name, value.to_string()))
+        .collect();
+    let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("compiles");
     println!("{}", report.log);
 }
 
