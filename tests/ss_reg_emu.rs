@@ -493,8 +493,6 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     let Some(exe) = slots_only_emulator() else {
         return;
     };
-    // Staged where k <= NBH (all but 512/2 at k = 2048, NBH 1024); every
-    // entry of REG_ENTRIES once at least.
     for id in 0..REG_ENTRIES.len() as u32 {
         assert!(
             EVERY_ENTRY_SHAPES.iter().any(|s| s.0 == id),

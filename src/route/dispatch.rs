@@ -162,16 +162,18 @@ const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 /// latency). Since the slots emit of the 4-float4 entries runs from bit
 /// masks (2026-12-04c, same inputs, two rounds, radix-normalised, against
 /// this rule without it): K = 2048 rows of 512/4 (N 8,207) slots at every B
-/// (+1 to +13 %), of 1024/4 (N 16,399) from B = 32 (+2 to +12 %; 0.985–1.008
-/// below), and K = 1,024 rows of 512/4 beyond one row per SM (+7 % at B 256);
-/// K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors (slots 2–6 % slower).
+/// (+1 to +13.5 %), of 1024/4 (N 16,399) from B = 32 (+2 to +11.6 %;
+/// 0.985–1.008 below), and K = 1,024 rows of 512/4 beyond one row per SM (+7 %
+/// at B 256); K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors (slots
+/// 1.7–6.6 % slower).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
     let sms = dev.sms as usize;
     let beyond_one_row_per_sm = b > sms;
     if dev.measured_reg_emit {
         let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
-        // The 4-float4 entries' rows (n > 4·1024 + 512) emit slots from bit
-        // masks (SS_REG_EMIT_MASK of kernels/ss_reg.cu: one visit).
+        // Rows past the 1- and 2-float4 entries (n > 4·1024 + 1024) run on
+        // 512/4 or 1024/4, whose slots come from bit masks (SS_REG_EMIT_MASK
+        // of kernels/ss_reg.cu: one visit).
         let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
         let mask_slots = four_float4
             && ((k >= 2048 && (n <= reg_capacity(512, 4) || b >= MASK_SLOTS_MIN_ROWS_16K))
