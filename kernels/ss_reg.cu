@@ -179,6 +179,18 @@ struct SsRegParams {
 #define SS_REG_EMIT_MASK 1
 #endif
 
+// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_CURSOR_MASK=1): the cursors emit
+// from a bit mask, as the slots emit above (one visit marks the elements at
+// or above the crossing bin; the walk over the set bits takes one cursor
+// atomic each), in the 64-register entries. Why it might pay: the cursors
+// visit runs each element's atomic branch for the whole warp whenever any
+// lane emits that element (K/N = 1/8 makes that ~98 % of elements); the walk
+// runs only as often as the busiest lane's count. 2: in every entry (one
+// mask fits the 32-register entries without spills). Not yet measured.
+#ifndef SS_REG_CURSOR_MASK
+#define SS_REG_CURSOR_MASK 0
+#endif
+
 // 1: the slots emit writes its indices to shared memory and copies them out
 // coalesced. Each lane's winners go to its own run of slots, so one store
 // instruction of a warp touches up to 32 lines, and ncu of 512/4 at 8K x 256
@@ -673,7 +685,35 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         const u32 staged = whole ? above + m : above;
         for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)so[i];
     };
-    if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
+    if (cursors && SS_REG_CURSOR_MASK != 0 && (BLK * MINB <= 1024 || SS_REG_CURSOR_MASK == 2)) {  // CUR from a bit mask
+        // One visit marks the elements at or above the crossing bin; a walk
+        // over the set bits recomputes each one's bin for its cursor.
+        u32 emask = 0u;
+        const auto mark = [&](float x, u32 bit) { emask |= (ss_reg_bin<NBH>(x, sc, cq) >= cb ? 1u : 0u) << bit; };
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) {
+            if (t + (u32)u * BLK < n4) {
+                mark(r.v[u].x, 4u * u);
+                mark(r.v[u].y, 4u * u + 1u);
+                mark(r.v[u].z, 4u * u + 2u);
+                mark(r.v[u].w, 4u * u + 3u);
+            }
+        }
+        if (4u * n4 + t < n) mark(r.tail, 4u * VPT);
+        while (emask != 0u) {
+            const u32 bit = (u32)__ffs(emask) - 1u;
+            emask &= emask - 1u;
+            const float x = ss_reg_bit_value<VPT>(r, bit);
+            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            const u32 slot = atomicAdd(hist + b, 1u);
+            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
+            if (b > cb) {
+                OE[slot] = (i32)idx;
+            } else {
+                put_cross(x, idx, slot - above);
+            }
+        }
+    } else if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);

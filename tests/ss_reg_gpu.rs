@@ -5,6 +5,8 @@
 //! random / absent / degenerate / out of range, and the hint-free mode. Each
 //! batch runs twice on one staging (no state may leak between launches).
 //!
+//! `GVR_SS_REG_DEFINES` (kernel knobs) reaches every build of the arm test.
+//!
 //! Runs only with `GVR_GPU_TESTS=1` (set on the H200), where a missing GPU
 //! fails the test; without the switch the plan half still runs (every shape
 //! below plans to the entry it is meant to cover) and the GPU half is
@@ -18,7 +20,7 @@ use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::ss_reg::{
-    entry_named, plan_reg, plan_reg_with, RegSource, SsReg, REG_ENTRIES,
+    entry_named, plan_reg, plan_reg_with, reg_knobs, RegSource, SsReg, REG_DEFINES_ENV, REG_ENTRIES,
 };
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -168,6 +170,10 @@ fn every_entry_is_exact_on_the_h200() {
     assert_eq!(covered.len(), REG_ENTRIES.len(), "every entry has a shape");
 
     let Some(gpu) = open_gpu() else { return };
+    // GVR_SS_REG_DEFINES reaches every build here, so a knob is GPU-tested
+    // by running this test with it set.
+    let knobs =
+        reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).unwrap_or_else(|e| panic!("{e}"));
     let cases = SHAPES
         .iter()
         .map(|&(rows, n, k, _, _)| (rows, n, k, None))
@@ -187,7 +193,8 @@ fn every_entry_is_exact_on_the_h200() {
                 .with_hints(use_hints)
                 .with_forced_entry(forced)
                 .with_next_wave(next_wave)
-                .with_emit_split(emit_split);
+                .with_emit_split(emit_split)
+                .with_knobs(knobs.clone());
             if staged {
                 arm = arm
                     .with_emit_form(Some(0))
