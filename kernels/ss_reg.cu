@@ -169,26 +169,16 @@ struct SsRegParams {
 // Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
 // 32-register 1024/1 and 512/1 spilled with it (8-byte stack frames in their
 // row-ahead builds). 2: also into the 32-register 256/1 and 512/2, which
-// compile without spills (a candidate, not yet measured: 256/1 emits slots
-// for every 1,027 x K 1,024 row, 512/2 for 4,111 x K 2,048 beyond 2 SMs). Measured on the H200 (2026-12-04c,
+// compile without spills; measured (2026-12-04d) +2.4 to +4.8 % on 512/2 at
+// 4,111 x K 1,024, B 256-512, 1-1.7 % slower on 512/2 at K 2,048 and 2-5 %
+// on 256/1, so the host builds it for 512/2's slots launches of k <= NBH only
+// (src/route/dispatch.rs `reg_mask_slots_32`). Measured on the H200 (2026-12-04c,
 // same inputs, two rounds): every slots launch of those entries 0.987-1.055
 // (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
 // masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
 // picks them; on by default (0: the two-visit slots, for A/Bs).
 #ifndef SS_REG_EMIT_MASK
 #define SS_REG_EMIT_MASK 1
-#endif
-
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_CURSOR_MASK=1): the cursors emit
-// from a bit mask, as the slots emit above (one visit marks the elements at
-// or above the crossing bin; the walk over the set bits takes one cursor
-// atomic each), in the 64-register entries. Why it might pay: the cursors
-// visit runs each element's atomic branch for the whole warp whenever any
-// lane emits that element (K/N = 1/8 makes that ~98 % of elements); the walk
-// runs only as often as the busiest lane's count. 2: in every entry (one
-// mask fits the 32-register entries without spills). Not yet measured.
-#ifndef SS_REG_CURSOR_MASK
-#define SS_REG_CURSOR_MASK 0
 #endif
 
 // 1: the slots emit writes its indices to shared memory and copies them out
@@ -685,35 +675,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         const u32 staged = whole ? above + m : above;
         for (u32 i = t; i < staged; i += BLK) OE[i] = (i32)so[i];
     };
-    if (cursors && SS_REG_CURSOR_MASK != 0 && (BLK * MINB <= 1024 || SS_REG_CURSOR_MASK == 2)) {  // CUR from a bit mask
-        // One visit marks the elements at or above the crossing bin; a walk
-        // over the set bits recomputes each one's bin for its cursor.
-        u32 emask = 0u;
-        const auto mark = [&](float x, u32 bit) { emask |= (ss_reg_bin<NBH>(x, sc, cq) >= cb ? 1u : 0u) << bit; };
-#pragma unroll
-        for (int u = 0; u < VPT; ++u) {
-            if (t + (u32)u * BLK < n4) {
-                mark(r.v[u].x, 4u * u);
-                mark(r.v[u].y, 4u * u + 1u);
-                mark(r.v[u].z, 4u * u + 2u);
-                mark(r.v[u].w, 4u * u + 3u);
-            }
-        }
-        if (4u * n4 + t < n) mark(r.tail, 4u * VPT);
-        while (emask != 0u) {
-            const u32 bit = (u32)__ffs(emask) - 1u;
-            emask &= emask - 1u;
-            const float x = ss_reg_bit_value<VPT>(r, bit);
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
-            const u32 slot = atomicAdd(hist + b, 1u);
-            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
-            if (b > cb) {
-                OE[slot] = (i32)idx;
-            } else {
-                put_cross(x, idx, slot - above);
-            }
-        }
-    } else if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
+    if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);

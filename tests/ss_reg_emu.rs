@@ -119,23 +119,6 @@ fn slots_emulator(mask: u32, staged: u32) -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The default build with the cursors emit from a bit mask in every entry
-/// (`SS_REG_CURSOR_MASK=2`, through `GVR_SS_REG_DEFINES`; 1 compiles the same
-/// code into the 64-register entries only), hints and row ahead as
-/// [`emulator`]: `emu_check` runs its cursors launches (cur = 1).
-fn cursor_mask_emulator() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            build_emulator(&[
-                "-DSS_REG_CURSOR_MASK=2".to_string(),
-                format!("-D{HINTS_FIRST_DEFINE}=1"),
-                format!("-D{ROW_AHEAD_DEFINE}=1"),
-            ])
-        })
-        .as_deref()
-}
-
 fn build_emulator(defines: &[String]) -> Option<PathBuf> {
     ss_support::dyn_smem_kernel_emulator(
         "ss-reg-emu",
@@ -520,21 +503,6 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
 }
 
 #[test]
-fn the_cursors_emit_from_a_bit_mask_is_exact() {
-    let Some(exe) = cursor_mask_emulator() else {
-        return;
-    };
-    let seen = check_forced_shapes(exe, &EVERY_ENTRY_SHAPES, false, "cursor mask", 6161);
-    for (bit, name) in [
-        (WHOLE, "whole crossing bin"),
-        (RANK, "rank refine"),
-        (NARROW, "narrowing refine"),
-    ] {
-        assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
-    }
-}
-
-#[test]
 fn staging_in_extra_words_is_exact_for_any_k() {
     // Mode 2 stages every slots launch in k words after ck | ci, k above or
     // below NBH alike (the host builds it only for k > NBH).
@@ -731,13 +699,11 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // twelve add GVR_SS_REG_DEFINES knobs (the two-visit slots, the mask slots
-    // in the 32-register 256/1 and 512/2 too, in each staging, then the
-    // cursors from a bit mask in the 64-register entries, then in all).
+    // nine add GVR_SS_REG_DEFINES knobs (the two-visit slots, then the mask
+    // slots in the 32-register 256/1 and 512/2 too, in each staging and both
+    // forms: the host builds 512/2's slots launches so, `reg_mask_slots_32`).
     let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=0")).unwrap();
     let wide_mask = reg_knobs(Some("SS_REG_EMIT_MASK=2")).unwrap();
-    let cursor_mask = reg_knobs(Some("SS_REG_CURSOR_MASK=1")).unwrap();
-    let wide_cursor_mask = reg_knobs(Some("SS_REG_CURSOR_MASK=2")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -754,11 +720,7 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 1, Some(&wide_mask)),
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
-            (1, 2, (1, 1), 0, Some(&cursor_mask)),
-            (0, 1, (0, 1), 0, Some(&cursor_mask)),
-            (1, 2, (0, 0), 0, Some(&wide_cursor_mask)),
-            (0, 2, (0, 1), 0, Some(&wide_cursor_mask)),
-            (1, 1, (1, 1), 0, Some(&wide_cursor_mask)),
+            (0, 2, (0, 0), 0, Some(&wide_mask)),
         ])
     {
         let mut defines = vec![

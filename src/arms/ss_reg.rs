@@ -22,7 +22,9 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::route::dispatch::{reg_hints_first, reg_row_ahead, reg_stage_out, reg_stage_out_extra};
+use crate::route::dispatch::{
+    reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out, reg_stage_out_extra,
+};
 use crate::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
 
@@ -287,6 +289,20 @@ pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
     off_suffix: "+norowahead",
 };
 
+/// Slots-form launches of the 32-register 512/2 entry emit from bit masks
+/// where [`reg_mask_slots_32`] says so (`SS_REG_EMIT_MASK` 2); off: the
+/// two-visit slots there, as the source's default builds.
+pub const MASK_SLOTS_32: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_MASK_SLOTS_32",
+    default: true,
+    on_suffix: "+mask32",
+    off_suffix: "+nomask32",
+};
+
+/// `SS_REG_EMIT_MASK` of kernels/ss_reg.cu (also a `GVR_SS_REG_DEFINES` knob,
+/// which then decides every build).
+pub const EMIT_MASK_DEFINE: &str = "SS_REG_EMIT_MASK";
+
 /// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
 /// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
 /// (kernels/ss_reg.cu documents each), so one device run can compare them on
@@ -294,11 +310,8 @@ pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 3] = [
-    ("SS_REG_HINT_NC", 0, 1),
-    ("SS_REG_EMIT_MASK", 0, 2),
-    ("SS_REG_CURSOR_MASK", 0, 2),
-];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
+    [("SS_REG_HINT_NC", 0, 1), ("SS_REG_EMIT_MASK", 0, 2)];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).
@@ -432,6 +445,8 @@ pub struct RegSwitches {
     pub stage_extra: bool,
     /// The row loaded ahead of its length (`GVR_SS_REG_ROW_AHEAD`).
     pub row_ahead: bool,
+    /// The mask slots in the 512/2 entry (`GVR_SS_REG_MASK_SLOTS_32`).
+    pub mask_slots_32: bool,
     /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
     pub knobs: Defines,
 }
@@ -445,6 +460,7 @@ impl Default for RegSwitches {
             stage_out: STAGE_OUT.default,
             stage_extra: STAGE_EXTRA.default,
             row_ahead: ROW_AHEAD.default,
+            mask_slots_32: MASK_SLOTS_32.default,
             knobs: Defines::new(),
         }
     }
@@ -465,6 +481,7 @@ impl RegSwitches {
             stage_out: STAGE_OUT.from_env()?,
             stage_extra: STAGE_EXTRA.from_env()?,
             row_ahead: ROW_AHEAD.from_env()?,
+            mask_slots_32: MASK_SLOTS_32.from_env()?,
             knobs,
         })
     }
@@ -485,6 +502,7 @@ impl RegLaunch {
         tail += STAGE_OUT.suffix(sw.stage_out);
         tail += STAGE_EXTRA.suffix(sw.stage_extra);
         tail += ROW_AHEAD.suffix(sw.row_ahead);
+        tail += MASK_SLOTS_32.suffix(sw.mask_slots_32);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -522,6 +540,26 @@ impl RegLaunch {
     /// [`STAGE_EXTRA`]).
     pub fn stage_extra(&self) -> bool {
         self.switches.stage_extra && self.args.cur == 0 && self.stage_extra_fits
+    }
+
+    /// Whether the launch's build compiles the mask slots into the
+    /// 32-register entries (`SS_REG_EMIT_MASK` 2): the switch is on, the
+    /// launch emits in the slots form, [`reg_mask_slots_32`] holds for its
+    /// entry and k, and no `GVR_SS_REG_DEFINES` knob sets the define.
+    pub fn mask_slots_32(&self) -> bool {
+        self.switches.mask_slots_32
+            && self.args.cur == 0
+            && reg_mask_slots_32(
+                self.entry.blk,
+                self.entry.vpt,
+                self.args.k as usize,
+                self.entry.nbh,
+            )
+            && !self
+                .switches
+                .knobs
+                .iter()
+                .any(|(name, _)| *name == EMIT_MASK_DEFINE)
     }
 
     /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
@@ -570,6 +608,9 @@ impl RegLaunch {
                 u32::from(self.args.row_guess != 0).to_string(),
             ),
         ];
+        if self.mask_slots_32() {
+            defines.push((EMIT_MASK_DEFINE, "2".to_string()));
+        }
         defines.extend(self.switches.knobs.iter().cloned());
         defines
     }
@@ -759,7 +800,7 @@ impl SsReg {
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
     /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_STAGE_EXTRA`,
-    /// `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_ROW_AHEAD`, `GVR_SS_REG_MASK_SLOTS_32`, `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(mut self) -> Result<SsReg> {
         self.switches = RegSwitches::from_env()?;
         Ok(self.with_emit_form(emit_form_from_env()?))
@@ -1091,6 +1132,45 @@ mod tests {
         for (name, _, _) in REG_TUNABLE_DEFINES {
             assert!(SS_REG.code.contains(&format!("#ifndef {name}\n")), "{name}");
         }
+    }
+
+    #[test]
+    fn mask_slots_32_builds_follow_the_rule_the_switch_and_the_knob() {
+        let dev = DeviceProfile::h200();
+        let mask = (EMIT_MASK_DEFINE, "2".to_string());
+        // 512/2 slots launches of K 1,024 (B 256-512 of 4,111): the mask build.
+        let mut launch = plan_reg(&shape(256, 4111, 1024), &dev).unwrap();
+        assert_eq!((launch.entry.blk, launch.entry.vpt), (512, 2));
+        launch.args.cur = 0;
+        assert!(launch.build_defines(false).contains(&mask));
+        launch.switches.mask_slots_32 = false;
+        assert!(!launch.build_defines(false).contains(&mask));
+        assert!(
+            launch.variant().contains("+nomask32"),
+            "{}",
+            launch.variant()
+        );
+        launch.switches.mask_slots_32 = true;
+        // A knob's value decides alone (one definition of the macro).
+        launch.switches.knobs = reg_knobs(Some("SS_REG_EMIT_MASK=0")).unwrap();
+        let defines = launch.build_defines(false);
+        let set: Vec<_> = defines
+            .iter()
+            .filter(|(n, _)| *n == EMIT_MASK_DEFINE)
+            .collect();
+        assert_eq!(set, [&(EMIT_MASK_DEFINE, "0".to_string())]);
+        launch.switches.knobs.clear();
+        // Cursors launches, k > NBH and other entries keep the default build.
+        launch.args.cur = 1;
+        assert!(!launch.build_defines(false).contains(&mask));
+        let mut wide_k = plan_reg(&shape(512, 4111, 2048), &dev).unwrap();
+        assert_eq!((wide_k.entry.blk, wide_k.entry.vpt), (512, 2));
+        wide_k.args.cur = 0;
+        assert!(!wide_k.build_defines(false).contains(&mask));
+        let mut short = plan_reg(&shape(512, 1027, 1024), &dev).unwrap();
+        assert_eq!((short.entry.blk, short.entry.vpt), (256, 1));
+        short.args.cur = 0;
+        assert!(!short.build_defines(false).contains(&mask));
     }
 
     #[test]

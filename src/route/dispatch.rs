@@ -238,6 +238,18 @@ pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceP
     b > dev.sms as usize && k >= 4 * blk as usize && k > nbh as usize
 }
 
+/// Whether a slots-form reg launch on an entry of `blk` threads, `vpt`
+/// float4 per thread and `nbh` bins also emits from bit masks in the
+/// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss_reg.cu): the 512/2
+/// entry where its k indices fit the histogram (k ≤ NBH). Measured on the
+/// H200 (reports/h200/2026-12-04d, same binary, two rounds, radix-normalised,
+/// the knob in every 32-register build against the default): 512/2 at
+/// 4,111 × K 1,024 +2.4 to +4.8 % at B 256–512, K 512 0.99–1.01; K 2,048
+/// (k > NBH) 1–1.7 % slower, and 256/1 (1,027 × K 1,024) 2–5 % slower.
+pub fn reg_mask_slots_32(blk: u32, vpt: u32, k: usize, nbh: u32) -> bool {
+    blk == 512 && vpt == 2 && k <= nbh as usize
+}
+
 /// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
@@ -576,6 +588,24 @@ mod tests {
     const TABLE_N: [usize; 9] = [
         2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
     ];
+
+    #[test]
+    fn mask_slots_32_only_on_512_2_with_k_in_the_histogram() {
+        assert!(reg_mask_slots_32(512, 2, 1024, 1024));
+        assert!(reg_mask_slots_32(512, 2, 512, 1024));
+        assert!(!reg_mask_slots_32(512, 2, 1025, 1024));
+        assert!(!reg_mask_slots_32(512, 2, 2048, 1024));
+        for (blk, vpt) in [
+            (256, 1),
+            (512, 1),
+            (1024, 1),
+            (512, 4),
+            (1024, 2),
+            (1024, 4),
+        ] {
+            assert!(!reg_mask_slots_32(blk, vpt, 1024, 1024), "{blk}/{vpt}");
+        }
+    }
 
     #[test]
     fn hints_first_needs_enough_rows_and_rows_that_can_be_hinted() {
