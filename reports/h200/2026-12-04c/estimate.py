@@ -18,6 +18,7 @@ fw1=factors(load(D+'4-89e0281/hw_def1.jsonl.gz'),load(D+'4-89e0281/hw_smask1.jso
 fw2=factors(load(D+'4-89e0281/hw_def2.jsonl.gz'),load(D+'4-89e0281/hw_smask2.jsonl.gz'))
 for k in fw1:
     if k[0].startswith('reg'): f[k]=math.sqrt(fw1[k]*fw2[k])
+# Moved out of the tree in 2026-12-04d: `git show 652e89f:<this path> > <this path>` first.
 camp=load('reports/h200/2026-12-04b/campaign-e28cf70/run/results.jsonl.gz')
 def changed(s):
     v,k,b=s['variant'],s['k'],s['b']
