@@ -646,9 +646,9 @@ impl Arm for SsMain {
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let gpu = self.staged.gpu().clone();
-        let (entry, function, batch) = self.staged.parts()?;
         if let Some(slow) = self.slowdown.as_mut() {
+            let gpu = self.staged.gpu().clone();
+            let (_, _, batch) = self.staged.parts()?;
             let words16 = (batch.logits.len() / 4) as u64;
             let mut waste = gpu.stream.launch_builder(&slow.function);
             waste.arg(&batch.logits).arg(&words16).arg(&mut slow.sink);
@@ -666,23 +666,15 @@ impl Arm for SsMain {
             })?;
         }
         let workspace = self.workspace.ensure(plan.workspace_bytes)?;
-        let mut args = gpu.stream.launch_builder(function);
-        args.arg(&batch.logits)
-            .arg(&batch.n)
-            .arg(&batch.hints)
-            .arg(&mut batch.output)
-            .arg(&plan.args)
-            .arg(workspace);
         // SAFETY: the argument list matches the `ss_main_*` entry points in
         // kernels/ss_main.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
         // i32 [rows*k], the by-value SsMainParams (SsMainArgs, same layout),
         // and a zeroed workspace of WORKSPACE_BYTES for SPLIT plans (unused
         // otherwise). Grid (R, rows), BLK threads, the planned dynamic smem.
-        unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
-            name: entry.to_string(),
-            message: format!("launch failed: {e:?}"),
-        })?;
-        Ok(())
+        unsafe {
+            self.staged
+                .launch_rows(plan.args, plan.config(), None, Some(&*workspace))
+        }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {

@@ -313,7 +313,7 @@ impl Arm for SsRegClus {
         // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
         unsafe {
             self.staged
-                .launch_cluster(plan.args, plan.config(), plan.cluster)
+                .launch_rows(plan.args, plan.config(), Some(plan.cluster), None)
         }
     }
 

@@ -379,7 +379,7 @@ impl Arm for SsClusStream {
         // shared memory (prelude + staging + ck64, the kernel's layout).
         unsafe {
             self.staged
-                .launch_cluster(plan.args, plan.config(), plan.cluster)
+                .launch_rows(plan.args, plan.config(), Some(plan.cluster), None)
         }
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::staged::{StagedLaunch, TuningSwitch};
 
-use cudarc::driver::{DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
@@ -958,24 +958,16 @@ impl Arm for SsReg {
         if plan.grid.1 == 0 {
             return Ok(());
         }
-        let gpu = self.staged.gpu().clone();
-        let (entry, function, batch) = self.staged.parts()?;
-        let mut args = gpu.stream.launch_builder(function);
-        args.arg(&batch.logits)
-            .arg(&batch.n)
-            .arg(&batch.hints)
-            .arg(&mut batch.output)
-            .arg(&plan.args);
         // SAFETY: the argument list matches the `ss_reg_*` entry points in
         // kernels/ss_reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
         // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
-        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem,
-        // which the plan checked against the device's opt-in limit.
-        unsafe { args.launch(plan.config()) }.map_err(|e| GvrError::Kernel {
-            name: entry.to_string(),
-            message: format!("launch failed: {e:?}"),
-        })?;
-        Ok(())
+        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem
+        // (plus k staging words where the plan stages there), which the plan
+        // checked against the device's opt-in limit.
+        unsafe {
+            self.staged
+                .launch_rows(plan.args, plan.config(), None, None)
+        }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig};
 
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::KernelSource;
@@ -170,30 +170,49 @@ impl StagedLaunch {
         }
     }
 
-    /// Launch the current entry over the staged batch as clusters of
-    /// `cluster` CTAs along x, with the argument list the clustered families
-    /// share: logits, row lengths, hints, output, then `params` by value.
+    /// Launch the current entry over the staged batch with the argument list
+    /// the top-K families share: logits, row lengths, hints, output, then
+    /// `params` by value, then `workspace` where the entry takes one (main's
+    /// SPLIT counters); as clusters of `cluster` CTAs along x where given.
+    /// A failed launch is reported under the entry's name.
     ///
     /// # Safety
     /// The entry's parameters must be exactly that list, `P` laid out as the
-    /// kernel's params struct, and `config` (grid, block, dynamic shared
-    /// memory) what the kernel's layout needs for the staged batch.
-    pub unsafe fn launch_cluster<P: DeviceRepr + Copy>(
+    /// kernel's params struct, the workspace as large as the kernel uses, and
+    /// `config` (grid, block, dynamic shared memory) what the kernel's layout
+    /// needs for the staged batch.
+    pub unsafe fn launch_rows<P: DeviceRepr + Copy>(
         &mut self,
         params: P,
         config: LaunchConfig,
-        cluster: u32,
+        cluster: Option<u32>,
+        workspace: Option<&CudaSlice<u8>>,
     ) -> Result<()> {
         let gpu = self.gpu.clone();
-        let (_, function, batch) = self.parts()?;
+        let (entry, function, batch) = self.parts()?;
         let mut args = KernelArgs::new();
         args.buffer(&gpu, &batch.logits)
             .buffer(&gpu, &batch.n)
             .buffer(&gpu, &batch.hints)
             .buffer(&gpu, &batch.output)
             .value(params);
+        if let Some(workspace) = workspace {
+            args.buffer(&gpu, workspace);
+        }
         // SAFETY: forwarded from the caller.
-        unsafe { gpu.launch_cluster(function, config, (cluster, 1, 1), &mut args) }
+        let launched = unsafe {
+            match cluster {
+                Some(cluster) => gpu.launch_cluster(function, config, (cluster, 1, 1), &mut args),
+                None => gpu.launch_raw(function, config, &mut args),
+            }
+        };
+        launched.map_err(|e| match e {
+            GvrError::Kernel { message, .. } => GvrError::Kernel {
+                name: entry.to_string(),
+                message,
+            },
+            other => other,
+        })
     }
 
     /// The `[rows, k]` output, after the stream has finished.
