@@ -1,6 +1,7 @@
 //! What every self-sampling family arm holds between `stage` and
 //! `read_output`: the entry point its current plan launches and the staged
-//! batch. The arms differ only in their plans and launch arguments.
+//! batch. The arms differ only in their plans and by-value parameters: every
+//! one launches through [`StagedLaunch::launch_rows`].
 
 use std::sync::Arc;
 
