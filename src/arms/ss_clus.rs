@@ -40,9 +40,9 @@ pub const RC_SMEM_BYTES: u32 = (128 + 3 * 1024 + 2 * REGCLUS_CAND_PER_CTA) * 4;
 
 /// The batch's row length loaded ahead of each row's own in the reg_clus
 /// kernel (`RC_ROW_AHEAD`, `RegClusArgs::row_guess`), batch-uniform launches
-/// only. A candidate, off by default: written in the 2026-12-04 twelfth
-/// session after the same change measured +4–6 % on the 1-float4 reg entries
-/// and +2.6 / +8.5 % on the main / clus samples, not yet measured here.
+/// only. Off by default: measured on the H200 (reports/h200/2026-12-04c,
+/// N 30K–140K × B 1–64, two rounds) 0.996 / 0.997, rc8x4 0.980 / 0.981 —
+/// it loses on the 4-float4 layout as the reg 1024/4 and 1024/2 entries do.
 pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
     env: "GVR_SS_REGCLUS_ROW_AHEAD",
     default: false,
