@@ -168,11 +168,11 @@ struct SsRegParams {
 // emit visit ran 40 % of the executed instructions, ~15 per element.
 // Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
 // 32-register 1024/1 and 512/1 spilled with it (8-byte stack frames in their
-// row-ahead builds). 2: also into the 32-register 256/1 and 512/2, which
-// compile without spills; measured (2026-12-04d) +2.4 to +4.8 % on 512/2 at
-// 4,111 x K 1,024, B 256-512, 1-1.7 % slower on 512/2 at K 2,048 and 2-5 %
-// on 256/1, so the host builds it for 512/2's slots launches of k <= NBH only
-// (src/route/dispatch.rs `reg_mask_slots_32`). Measured on the H200 (2026-12-04c,
+// row-ahead builds). 2: also into the 32-register 512/2 (no spills), which
+// the host builds for its slots launches of k <= NBH (src/route/dispatch.rs
+// `reg_mask_slots_32`; measured 2026-12-04d: +2.4 to +4.8 % at 4,111 x K 1,024,
+// B 256-512, 0.5-1.7 % slower at K 2,048; in 256/1 it lost 1.4-5.3 %, and
+// that build left the source: 11ef60f has it). Measured on the H200 (2026-12-04c,
 // same inputs, two rounds): every slots launch of those entries 0.987-1.055
 // (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
 // masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
@@ -689,7 +689,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             }
         });
     } else if (SS_REG_EMIT_MASK != 0 &&
-               (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && (BLK == 256 || VPT == 2)))) {  // slots from bit masks
+               (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);

@@ -23,8 +23,8 @@ use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
-    plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, HINTS_FIRST_DEFINE, NEXT_WAVE_DEFINE,
-    REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
+    plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE,
+    NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
@@ -102,7 +102,7 @@ fn stage_extra_emulator() -> Option<&'static Path> {
 /// Slots-only builds with `SS_REG_EMIT_MASK` = `mask` (through
 /// `GVR_SS_REG_DEFINES`; the default builds are 1: slots from bit masks in
 /// the 64-register entries): 0 the two-visit slots everywhere, 2 the mask
-/// slots in the 32-register 256/1 and 512/2 too; with the emitted indices
+/// slots in the 32-register 512/2 too; with the emitted indices
 /// straight to the output (`SS_REG_STAGE_OUT` 0), through the histogram (1)
 /// or the extra words (2).
 fn slots_emulator(mask: u32, staged: u32) -> Option<&'static Path> {
@@ -111,7 +111,7 @@ fn slots_emulator(mask: u32, staged: u32) -> Option<&'static Path> {
     BUILT[(mask as usize / 2) * 3 + staged as usize]
         .get_or_init(|| {
             build_emulator(&[
-                format!("-DSS_REG_EMIT_MASK={mask}"),
+                format!("-D{EMIT_MASK_DEFINE}={mask}"),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
             ])
@@ -700,8 +700,8 @@ fn ss_reg_entries_compile_without_spills() {
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
     // nine add GVR_SS_REG_DEFINES knobs (the two-visit slots, then the mask
-    // slots in the 32-register 256/1 and 512/2 too, in each staging and both
-    // forms: the host builds 512/2's slots launches so, `reg_mask_slots_32`).
+    // slots in the 32-register 512/2 too, in each staging and both forms:
+    // the host builds 512/2's slots launches so, `reg_mask_slots_32`).
     let knobs = reg_knobs(Some("SS_REG_HINT_NC=1,SS_REG_EMIT_MASK=0")).unwrap();
     let wide_mask = reg_knobs(Some("SS_REG_EMIT_MASK=2")).unwrap();
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]

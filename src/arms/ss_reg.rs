@@ -311,7 +311,7 @@ pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
 const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
-    [("SS_REG_HINT_NC", 0, 1), ("SS_REG_EMIT_MASK", 0, 2)];
+    [("SS_REG_HINT_NC", 0, 1), (EMIT_MASK_DEFINE, 0, 2)];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).

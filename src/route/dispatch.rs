@@ -245,7 +245,7 @@ pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceP
 /// H200 (reports/h200/2026-12-04d, same binary, two rounds, radix-normalised,
 /// the knob in every 32-register build against the default): 512/2 at
 /// 4,111 × K 1,024 +2.4 to +4.8 % at B 256–512, K 512 0.99–1.01; K 2,048
-/// (k > NBH) 1–1.7 % slower, and 256/1 (1,027 × K 1,024) 2–5 % slower.
+/// (k > NBH) 0.5–1.7 % slower, and 256/1 (1,027 × K 1,024) 1.4–5.3 % slower.
 pub fn reg_mask_slots_32(blk: u32, vpt: u32, k: usize, nbh: u32) -> bool {
     blk == 512 && vpt == 2 && k <= nbh as usize
 }
