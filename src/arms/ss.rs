@@ -296,6 +296,59 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 /// The variant records them; `ss` never reads it.
 pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 
+/// Tuning switch of `ss-main`: `GVR_SS_MAIN_SAMPLE=aim8=16,amin8=16,sfac=64`
+/// replaces the §3.0 sample knobs of every launch (aim8: `aim_base` in
+/// eighths of k; amin8: the SPLIT aim floor in eighths of k; sfac: sample
+/// points expected above the rung) and redoes the schedule from them, so one
+/// device run can compare survivor targets on the same inputs. Host-only: the
+/// kernel is the same build. The variant records them; `ss` never reads it.
+pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
+
+/// The knobs [`MAIN_SAMPLE_ENV`] may set, with their admitted value ranges.
+const SAMPLE_KNOBS: [TuningKnob; 3] = [("aim8", 8, 64), ("amin8", 8, 64), ("sfac", 8, 512)];
+
+/// Parse `NAME=INT[,NAME=INT...]` of [`SAMPLE_KNOBS`]; an empty spec is no knob.
+pub fn parse_sample_knobs(spec: &str) -> std::result::Result<Defines, String> {
+    parse_knobs(MAIN_SAMPLE_ENV, "the main launch", &SAMPLE_KNOBS, spec)
+}
+
+/// `args` with the sample knobs of `knobs` (from [`parse_sample_knobs`])
+/// replaced and the launch's schedule redone from them.
+pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
+    if knobs.is_empty() {
+        return args;
+    }
+    let value = |name: &str| {
+        knobs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v.parse::<u32>().ok())
+    };
+    let k = args.k as u64;
+    let eighths = |x: u32| (k * x as u64 / 8) as u32;
+    if let Some(x) = value("aim8") {
+        args.aim_base = eighths(x);
+    }
+    if let Some(x) = value("amin8") {
+        if args.r > 1 {
+            args.amin = eighths(x);
+        }
+    }
+    if let Some(x) = value("sfac") {
+        args.sfac = x;
+    }
+    if args.smp > 0 {
+        // Only sampled launches have a schedule to redo (the sample gate
+        // does not depend on these knobs).
+        let recompute = SsMainArgs {
+            n_plan: u32::MAX,
+            ..args
+        };
+        (args.smp, args.ss2, args.tgt, args.tgt2) = row_schedule(&recompute, args.n_plan);
+    }
+    args
+}
+
 /// A kernel knob a tuning switch may set: (define name, lowest, highest value).
 pub type TuningKnob = (&'static str, i64, i64);
 
@@ -509,9 +562,24 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if !tuning.is_empty() {
         tracing::warn!("{MAIN_DEFINES_ENV}: ss-main builds its kernel with {tuning:?}");
     }
+    let sample = if mode == Mode::ForcedMain {
+        parse_optional_knobs(
+            MAIN_SAMPLE_ENV,
+            "the main launch",
+            &SAMPLE_KNOBS,
+            std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
+        )
+        .map_err(GvrError::Usage)?
+    } else {
+        Vec::new()
+    };
+    if !sample.is_empty() {
+        tracing::warn!("{MAIN_SAMPLE_ENV}: ss-main plans its launches with {sample:?}");
+    }
     let mut arm = SsMain::new(mode, gpu);
     arm.r_override = r_override;
     arm.tuning = tuning;
+    arm.sample = sample;
     Ok(Box::new(arm))
 }
 
@@ -528,6 +596,8 @@ pub struct SsMain {
     r_override: Option<u32>,
     /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
     tuning: Defines,
+    /// `GVR_SS_MAIN_SAMPLE` (ss-main only): the launch's sample knobs.
+    sample: Defines,
 }
 
 /// Environment switch that makes `ss` deliberately slower, so the nightly
@@ -565,11 +635,14 @@ impl SsMain {
             slowdown: None,
             r_override: None,
             tuning: Vec::new(),
+            sample: Vec::new(),
         }
     }
 
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
-        plan_with_r(self.mode, shape, &self.device, self.r_override)
+        let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
+        plan.args = with_sample_knobs(plan.args, &self.sample);
+        Ok(plan)
     }
 
     fn arm_name(&self) -> &'static str {
@@ -602,7 +675,7 @@ impl Arm for SsMain {
     fn variant(&self, shape: &Shape) -> Option<String> {
         let slowed = std::env::var(SLOWDOWN_ENV).as_deref() == Ok("1");
         self.plan(shape).ok().map(|p| {
-            let mut v = with_knobs(p.variant(), &self.tuning);
+            let mut v = with_knobs(with_knobs(p.variant(), &self.tuning), &self.sample);
             if slowed {
                 v.push_str(" +slowdown");
             }
@@ -831,6 +904,34 @@ mod tests {
             132,
             "0 rows plans as one"
         );
+    }
+
+    #[test]
+    fn sample_knobs_redo_the_schedule_and_the_defaults_change_nothing() {
+        let dev = DeviceProfile::h200();
+        let base = plan(Mode::ForcedMain, &shape(128, 32_783, 2048), &dev).unwrap();
+        // The defaults of this big one-CTA-per-row launch: aim 4k, SFAC 64.
+        let same = parse_sample_knobs("aim8=32,sfac=64").unwrap();
+        assert_eq!(with_sample_knobs(base.args, &same), base.args);
+        let half = with_sample_knobs(base.args, &parse_sample_knobs("aim8=16").unwrap());
+        assert_eq!(half.aim_base, 4096);
+        assert!(
+            half.smp > base.args.smp,
+            "a lower aim draws a larger sample"
+        );
+        let want = row_schedule(&SsMainArgs { n_plan: 0, ..half }, 32_783);
+        assert_eq!((half.smp, half.ss2, half.tgt, half.tgt2), want);
+        // amin only moves SPLIT launches.
+        let split = plan(Mode::ForcedMain, &shape(8, 131_087, 2048), &dev).unwrap();
+        assert!(split.args.r > 1);
+        let low = with_sample_knobs(split.args, &parse_sample_knobs("amin8=16").unwrap());
+        assert_eq!(low.amin, 4096);
+        assert_eq!(
+            with_sample_knobs(base.args, &parse_sample_knobs("amin8=16").unwrap()),
+            base.args
+        );
+        assert!(parse_sample_knobs("aim=16").is_err());
+        assert!(parse_sample_knobs("aim8=4").is_err());
     }
 
     #[test]
