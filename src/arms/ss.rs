@@ -299,13 +299,19 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_SAMPLE=aim8=16,amin8=16,sfac=64`
 /// replaces the §3.0 sample knobs of every launch (aim8: `aim_base` in
 /// eighths of k; amin8: the SPLIT aim floor in eighths of k; sfac: sample
-/// points expected above the rung) and redoes the schedule from them, so one
+/// points expected above the rung; floor: `aim_base` raised to round(sqrt(floor·n)),
+/// which caps the sample at about SFAC·sqrt(n/floor) values) and redoes the schedule from them, so one
 /// device run can compare survivor targets on the same inputs. Host-only: the
 /// kernel is the same build. The variant records them; `ss` never reads it.
 pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
 
 /// The knobs [`MAIN_SAMPLE_ENV`] may set, with their admitted value ranges.
-const SAMPLE_KNOBS: [TuningKnob; 3] = [("aim8", 8, 64), ("amin8", 8, 64), ("sfac", 8, 512)];
+const SAMPLE_KNOBS: [TuningKnob; 4] = [
+    ("aim8", 8, 64),
+    ("amin8", 8, 64),
+    ("sfac", 8, 512),
+    ("floor", 1, 1024),
+];
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`SAMPLE_KNOBS`]; an empty spec is no knob.
 pub fn parse_sample_knobs(spec: &str) -> std::result::Result<Defines, String> {
@@ -336,6 +342,10 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     }
     if let Some(x) = value("sfac") {
         args.sfac = x;
+    }
+    if let Some(c) = value("floor") {
+        let floor = (0.5 + (c as f64 * args.n_plan as f64).sqrt()) as u32;
+        args.aim_base = args.aim_base.max(floor);
     }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
