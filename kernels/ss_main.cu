@@ -87,13 +87,14 @@ struct SsMainParams {
     u32 tgt;
     u32 tgt2;
     u32 q;
-    u32 aim_base;        // aim before the sqrt(6n) floor and the clamps
+    u32 aim_base;        // aim before the sqrt(C·n) floor and the clamps
     u32 amin;            // SPLIT aim floor (0 when R == 1)
     u32 sfac;
     u32 small_dense_en;  // k > 1024 and not big
     u32 tsh_en;          // SPLIT TSH staging enabled for the launch (row gate n/4 <= 32768)
     u32 next_n;          // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;        // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
+    u32 floor_coef;      // C of the aim floor round(sqrt(C·n)) (route::params::aim_floor_coef)
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
@@ -177,8 +178,8 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
     }
     const u32 k = p.k;
     u32 aim = p.aim_base;
-    const u32 floor6 = (u32)(0.5 + __dsqrt_rn(6.0 * (double)n));
-    aim = aim > floor6 ? aim : floor6;
+    const u32 floor = (u32)(0.5 + __dsqrt_rn((double)p.floor_coef * (double)n));
+    aim = aim > floor ? aim : floor;
     if (p.r > 1u) aim = aim > p.amin ? aim : p.amin;
     aim = aim < (p.scap >> 1) ? aim : (p.scap >> 1);
     aim = aim > k ? aim : k;

@@ -71,7 +71,7 @@ fn short_rows_are_identity_then_minus_one() {
 
 #[test]
 fn a_plain_row_is_accepted_on_the_sample_rung_and_rank_refined() {
-    let c = run(&spread(40_000), &no_hints());
+    let c = run(&spread(30_000), &no_hints());
     assert_eq!(
         (c.sample_rung, c.rank_refine, c.retries),
         (1, 1, 0),

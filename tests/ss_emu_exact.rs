@@ -160,6 +160,7 @@ fn emu_check_as(
         a.tsh_en,
         a.next_n,
         a.cr_shift,
+        a.floor_coef,
     ];
     let words: Vec<u32> = header.iter().chain(&params).copied().collect();
     let (out, trace) = ss_support::run_emulator(exe, label, &words, b);

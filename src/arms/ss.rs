@@ -30,7 +30,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, FLUSH, SS_MAIN};
 use crate::gpu::{Gpu, Workspace};
 use crate::grid::Batch;
-use crate::route::params::{aim_base, aim_min, SPLIT_SLAB_CAP};
+use crate::route::params::{aim_base, aim_floor_coef, aim_min, SPLIT_SLAB_CAP};
 use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
 
 /// The K values the kernel is built and tested for (§1.2).
@@ -105,9 +105,11 @@ pub struct SsMainArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
     pub cr_shift: u32,
+    /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]).
+    pub floor_coef: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of eighteen u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of nineteen u32, byte-identical to the
 // kernel's `SsMainParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsMainArgs {}
 
@@ -125,7 +127,7 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         tgt: to_u32(p.tgt, "tgt")?,
         tgt2: to_u32(p.tgt2, "tgt2")?,
         q: to_u32(p.q, "q")?,
-        aim_base: to_u32(aim_base(p.k, p.r, p.big), "aim_base")?,
+        aim_base: to_u32(aim_base(p.k, p.r, p.big, p.measured_sample), "aim_base")?,
         amin: to_u32(aim_min(p.k, p.r), "amin")?,
         sfac: to_u32(p.sfac, "sfac")?,
         small_dense_en: u32::from(p.k > 1024 && !p.big),
@@ -133,6 +135,7 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         tsh_en: u32::from(p.split && p.b > 15 && p.k <= 1024),
         next_n: 0,
         cr_shift: 0,
+        floor_coef: aim_floor_coef(p.r, p.measured_sample),
     })
 }
 
@@ -146,8 +149,8 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
         return (a.smp, a.ss2, a.tgt, a.tgt2);
     }
     let k = a.k;
-    let floor6 = (0.5 + (6.0 * n as f64).sqrt()) as u32;
-    let mut aim = a.aim_base.max(floor6);
+    let floor = (0.5 + (a.floor_coef as f64 * n as f64).sqrt()) as u32;
+    let mut aim = a.aim_base.max(floor);
     if a.r > 1 {
         aim = aim.max(a.amin);
     }
@@ -299,8 +302,8 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_SAMPLE=aim8=16,amin8=16,sfac=64`
 /// replaces the §3.0 sample knobs of every launch (aim8: `aim_base` in
 /// eighths of k; amin8: the SPLIT aim floor in eighths of k; sfac: sample
-/// points expected above the rung; floor: `aim_base` raised to round(sqrt(floor·n)),
-/// which caps the sample at about SFAC·sqrt(n/floor) values) and redoes the schedule from them, so one
+/// points expected above the rung; floor: C of the aim floor round(sqrt(C·n)),
+/// which caps the sample at about SFAC·sqrt(n/C) values) and redoes the schedule from them, so one
 /// device run can compare survivor targets on the same inputs. Host-only: the
 /// kernel is the same build. The variant records them; `ss` never reads it.
 pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
@@ -344,8 +347,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
         args.sfac = x;
     }
     if let Some(c) = value("floor") {
-        let floor = (0.5 + (c as f64 * args.n_plan as f64).sqrt()) as u32;
-        args.aim_base = args.aim_base.max(floor);
+        args.floor_coef = c;
     }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
@@ -779,8 +781,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_eighteen_packed_u32() {
-        assert_eq!(std::mem::size_of::<SsMainArgs>(), 72);
+    fn args_struct_is_nineteen_packed_u32() {
+        assert_eq!(std::mem::size_of::<SsMainArgs>(), 76);
         assert_eq!(std::mem::align_of::<SsMainArgs>(), 4);
     }
 
@@ -831,7 +833,8 @@ mod tests {
                 "small_dense_en",
                 "tsh_en",
                 "next_n",
-                "cr_shift"
+                "cr_shift",
+                "floor_coef"
             ]
         );
     }
@@ -920,17 +923,18 @@ mod tests {
     fn sample_knobs_redo_the_schedule_and_the_defaults_change_nothing() {
         let dev = DeviceProfile::h200();
         let base = plan(Mode::ForcedMain, &shape(128, 32_783, 2048), &dev).unwrap();
-        // The defaults of this big one-CTA-per-row launch: aim 4k, SFAC 64.
-        let same = parse_sample_knobs("aim8=32,sfac=64").unwrap();
+        // The H200 defaults of this big one-CTA-per-row launch: aim 1.5k,
+        // SFAC 64, floor sqrt(32·n).
+        let same = parse_sample_knobs("aim8=12,sfac=64,floor=32").unwrap();
         assert_eq!(with_sample_knobs(base.args, &same), base.args);
-        let half = with_sample_knobs(base.args, &parse_sample_knobs("aim8=16").unwrap());
-        assert_eq!(half.aim_base, 4096);
+        let spec = with_sample_knobs(base.args, &parse_sample_knobs("aim8=32,floor=6").unwrap());
+        assert_eq!((spec.aim_base, spec.floor_coef), (8192, 6));
         assert!(
-            half.smp > base.args.smp,
-            "a lower aim draws a larger sample"
+            spec.smp < base.args.smp,
+            "a higher aim draws a smaller sample"
         );
-        let want = row_schedule(&SsMainArgs { n_plan: 0, ..half }, 32_783);
-        assert_eq!((half.smp, half.ss2, half.tgt, half.tgt2), want);
+        let want = row_schedule(&SsMainArgs { n_plan: 0, ..spec }, 32_783);
+        assert_eq!((spec.smp, spec.ss2, spec.tgt, spec.tgt2), want);
         // amin only moves SPLIT launches.
         let split = plan(Mode::ForcedMain, &shape(8, 131_087, 2048), &dev).unwrap();
         assert!(split.args.r > 1);

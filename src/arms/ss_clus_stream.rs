@@ -160,7 +160,7 @@ pub fn kernel_args(p: &MainParams, cs: u32) -> std::result::Result<ClusStreamArg
         ss2: to_u32(p.ss2, "ss2")?,
         tgt: to_u32(p.tgt, "tgt")?,
         tgt2: to_u32(p.tgt2, "tgt2")?,
-        aim_base: to_u32(aim_base(p.k, cs, p.big), "aim_base")?,
+        aim_base: to_u32(aim_base(p.k, cs, p.big, p.measured_sample), "aim_base")?,
         amin: to_u32(aim_min(p.k, cs), "amin")?,
         sfac: to_u32(p.sfac, "sfac")?,
         next_n: 0,

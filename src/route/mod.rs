@@ -70,6 +70,13 @@ pub struct DeviceProfile {
     /// values at b <= 32 take reg 1024/2 instead of 1024/4 (an H200 rung,
     /// reports/h200/2026-12-04).
     pub reg_1024x2_rung: bool,
+    /// The main sample schedule from the H200 sweep (reports/h200/2026-12-04e)
+    /// instead of the spec's: one-CTA-per-row launches floor aim at
+    /// round(sqrt(32·n)) (the spec's sqrt(6n) drew up to 1,024 scattered
+    /// sample units per row on 128K–256K rows), and big one-CTA rows of
+    /// k ≥ 1024 aim at 1.5k survivors (the spec's 4k staged and walked up to
+    /// 8,192 per K = 2048 row). [`params::aim_base`], [`params::aim_floor_coef`].
+    pub measured_main_sample: bool,
 }
 
 impl DeviceProfile {
@@ -92,6 +99,7 @@ impl DeviceProfile {
             measured_reg_emit: true,
             k2048_clusters: true,
             reg_1024x2_rung: true,
+            measured_main_sample: true,
         }
     }
 
@@ -113,6 +121,7 @@ impl DeviceProfile {
             measured_reg_emit: false,
             k2048_clusters: false,
             reg_1024x2_rung: false,
+            measured_main_sample: false,
         }
     }
 

@@ -39,6 +39,8 @@ pub struct MainParams {
     /// BLK/MINB of a one-CTA-per-row launch chosen by wave efficiency
     /// ([`DeviceProfile::wave_aware_main`]) instead of the spec's batch bands.
     pub wave_aware: bool,
+    /// The H200's measured sample schedule ([`DeviceProfile::measured_main_sample`]).
+    pub measured_sample: bool,
     /// Rows in the launch (used for `big`, BLK/MINB and `tshg`).
     pub b: usize,
     /// Valid row length the sample geometry was derived for.
@@ -92,7 +94,24 @@ pub struct MainParams {
     pub smem_bytes: u32,
 }
 
+/// The device facts a main launch is planned from (kept in [`MainParams`] so
+/// that [`MainParams::with_k`] and [`MainParams::for_row_len`] replan alike).
+#[derive(Debug, Clone, Copy)]
+struct Planner {
+    sms: u32,
+    wave_aware: bool,
+    measured_sample: bool,
+}
+
 impl MainParams {
+    fn planner(&self) -> Planner {
+        Planner {
+            sms: self.sms,
+            wave_aware: self.wave_aware,
+            measured_sample: self.measured_sample,
+        }
+    }
+
     /// Attempts of the admission ladder: SPLIT has exactly one.
     pub fn attempts(&self) -> u32 {
         if self.split {
@@ -113,15 +132,7 @@ impl MainParams {
         if k == self.k {
             return *self;
         }
-        params_for_sms(
-            self.b,
-            self.n,
-            self.npad,
-            k,
-            self.r,
-            self.sms,
-            self.wave_aware,
-        )
+        params_for_sms(self.b, self.n, self.npad, k, self.r, self.planner())
     }
 
     /// The per-row recomputation of the varlen kernels (§3.1, §6.3): the same
@@ -132,15 +143,7 @@ impl MainParams {
         if n_row == self.n {
             return *self;
         }
-        let fresh = params_for_sms(
-            self.b,
-            n_row,
-            self.npad,
-            self.k,
-            self.r,
-            self.sms,
-            self.wave_aware,
-        );
+        let fresh = params_for_sms(self.b, n_row, self.npad, self.k, self.r, self.planner());
         MainParams {
             n: n_row,
             aim: fresh.aim,
@@ -187,10 +190,13 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
     }
 }
 
-/// `aim` before the sqrt(6n) floor and the clamps (§3.0 "base"); the
+/// `aim` before the sqrt(C·n) floor and the clamps (§3.0 "base"); the
 /// kernels receive it to redo the schedule for rows of another length.
-pub fn aim_base(k: usize, r: u32, big: bool) -> usize {
+/// `measured`: [`DeviceProfile::measured_main_sample`] (big one-CTA rows of
+/// k ≥ 1024 aim at 1.5k instead of 4k: +4–16 % on the H200 at B 64–128, N 32K–164K).
+pub fn aim_base(k: usize, r: u32, big: bool, measured: bool) -> usize {
     match (big, r) {
+        (true, 1) if k >= 1024 && measured => 3 * k / 2,
         (true, 1) if k >= 1024 => 4 * k,
         (true, _) => 2 * k,
         (false, _) if k >= 1024 => 11 * k / 8,
@@ -207,11 +213,25 @@ pub fn aim_min(k: usize, r: u32) -> usize {
     }
 }
 
-/// `aim` for the main/clus families (§3.0), including the sqrt(6n) floor,
+/// The coefficient C of the aim floor round(sqrt(C·n)): the spec's 6, or 32
+/// for one-CTA-per-row launches with [`DeviceProfile::measured_main_sample`].
+/// The floor bounds the sample (SFAC·n/aim values, each unit a scattered
+/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the spec's floor let
+/// 128K–256K rows draw 700–1,024 units and lose 3–14 % (2026-12-04e).
+pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
+    if measured && r <= 1 {
+        32
+    } else {
+        6
+    }
+}
+
+/// `aim` for the main/clus families (§3.0), including the sqrt(C·n) floor,
 /// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
-fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize) -> usize {
-    let aim = aim_base(k, r, big)
-        .max(round_half_up((6.0 * n as f64).sqrt()))
+fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -> usize {
+    let coef = aim_floor_coef(r, measured) as f64;
+    let aim = aim_base(k, r, big, measured)
+        .max(round_half_up((coef * n as f64).sqrt()))
         .max(aim_min(k, r));
     aim.min(scap / 2).max(k)
 }
@@ -238,7 +258,12 @@ pub fn main_params(
     r: u32,
     dev: &DeviceProfile,
 ) -> MainParams {
-    params_for_sms(b, n, npad, k, r, dev.sms, dev.wave_aware_main)
+    let planner = Planner {
+        sms: dev.sms,
+        wave_aware: dev.wave_aware_main,
+        measured_sample: dev.measured_main_sample,
+    };
+    params_for_sms(b, n, npad, k, r, planner)
 }
 
 fn params_for_sms(
@@ -247,9 +272,13 @@ fn params_for_sms(
     npad: usize,
     k: usize,
     r: u32,
-    device_sms: u32,
-    wave_aware: bool,
+    planner: Planner,
 ) -> MainParams {
+    let Planner {
+        sms: device_sms,
+        wave_aware,
+        measured_sample,
+    } = planner;
     let r = r.max(1);
     let sms = device_sms as u64;
     let big = (b as u64) * (r as u64) <= sms;
@@ -264,7 +293,7 @@ fn params_for_sms(
         true => 2048,
         false => 1024,
     };
-    let aim = aim_for(n, k, r, big, scap);
+    let aim = aim_for(n, k, r, big, scap, measured_sample);
     let sfac = sfac_for(k, r);
     let small_dense = k > 1024 && !big && n <= scap && n > 2 * k;
     let sampled = (n > scap || small_dense) && n / 4 >= 4;
@@ -301,6 +330,7 @@ fn params_for_sms(
     MainParams {
         sms: device_sms,
         wave_aware,
+        measured_sample,
         b,
         n,
         npad,

@@ -113,7 +113,9 @@ pub fn path_cases() -> Vec<PathCase> {
 
     cases.push(PathCase {
         label: "sample rung, rank refine",
-        batch: probe.clone(),
+        // 30,000 values: on the H200 schedule a 40,000-value spread row
+        // needs its whole crossing bin (no refine).
+        batch: replicated(&spread(30_000), &[], rows40, k),
         expect: |c| c.sample_rung == 1 && c.rank_refine == 1 && c.retries == 0,
     });
 
