@@ -105,7 +105,8 @@ pub struct SsMainArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
     pub cr_shift: u32,
-    /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]).
+    /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]); SPLIT
+    /// entries (R > 1) compile in the spec's 6 and ignore it.
     pub floor_coef: u32,
 }
 
@@ -149,7 +150,9 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
         return (a.smp, a.ss2, a.tgt, a.tgt2);
     }
     let k = a.k;
-    let floor = (0.5 + (a.floor_coef as f64 * n as f64).sqrt()) as u32;
+    // SPLIT entries compile the spec's 6 in (the host plans 6 for them too).
+    let coef = if a.r > 1 { 6 } else { a.floor_coef };
+    let floor = (0.5 + (coef as f64 * n as f64).sqrt()) as u32;
     let mut aim = a.aim_base.max(floor);
     if a.r > 1 {
         aim = aim.max(a.amin);
@@ -302,7 +305,7 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_SAMPLE=aim8=16,amin8=16,sfac=64`
 /// replaces the §3.0 sample knobs of every launch (aim8: `aim_base` in
 /// eighths of k; amin8: the SPLIT aim floor in eighths of k; sfac: sample
-/// points expected above the rung; floor: C of the aim floor round(sqrt(C·n)),
+/// points expected above the rung; floor: C of the aim floor round(sqrt(C·n)), R = 1 only,
 /// which caps the sample at about SFAC·sqrt(n/C) values) and redoes the schedule from them, so one
 /// device run can compare survivor targets on the same inputs. Host-only: the
 /// kernel is the same build. The variant records them; `ss` never reads it.
@@ -347,7 +350,9 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
         args.sfac = x;
     }
     if let Some(c) = value("floor") {
-        args.floor_coef = c;
+        if args.r <= 1 {
+            args.floor_coef = c;
+        }
     }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
@@ -837,6 +842,14 @@ mod tests {
                 "floor_coef"
             ]
         );
+    }
+
+    #[test]
+    fn split_entries_compile_the_floor_the_host_plans_for_them() {
+        assert!(SS_MAIN
+            .code
+            .contains("const double coef = SPLIT ? 6.0 : (double)p.floor_coef;"));
+        assert_eq!(aim_floor_coef(2, true), 6);
     }
 
     #[test]

@@ -595,6 +595,29 @@ mod tests {
     }
 
     #[test]
+    fn h200_sample_schedule_differs_from_the_spec_only_where_measured() {
+        let (h, b) = (DeviceProfile::h200(), DeviceProfile::b200());
+        // Big one-CTA K = 2048 row: 1.5k instead of 4k.
+        assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &h).aim, 3072);
+        assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &b).aim, 8192);
+        // Non-big one-CTA K = 512 rows: the sqrt(32·n) floor (2,896 at
+        // 262,127, clamped to SCAP/2), the spec's sqrt(6n) = 1,254.
+        assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &h).aim, 2048);
+        assert_eq!(main_params(512, 131_075, 131_136, 512, 1, &h).aim, 2048);
+        assert_eq!(main_params(512, 65_538, 65_600, 512, 1, &h).aim, 1448);
+        assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &b).aim, 1254);
+        // SPLIT keeps the spec's numbers (the kernel compiles its 6 in).
+        for r in [2, 8, 33] {
+            assert_eq!(aim_floor_coef(r, true), 6);
+            let (ph, pb) = (
+                main_params(4, 131_087, 131_136, 2048, r, &h),
+                main_params(4, 131_087, 131_136, 2048, r, &b),
+            );
+            assert_eq!((ph.aim, ph.smp, ph.tgt), (pb.aim, pb.smp, pb.tgt));
+        }
+    }
+
+    #[test]
     fn for_row_len_keeps_the_launch_and_redoes_the_schedule() {
         let h = DeviceProfile::h200();
         let launch = main_params(4, 200_000, 200_064, 2048, 1, &h);
