@@ -324,18 +324,21 @@ pub fn parse_sample_knobs(spec: &str) -> std::result::Result<Defines, String> {
     parse_knobs(MAIN_SAMPLE_ENV, "the main launch", &SAMPLE_KNOBS, spec)
 }
 
+/// The value of knob `name` among parsed knobs (`None`: not given).
+pub fn knob_value(knobs: &Defines, name: &str) -> Option<u32> {
+    knobs
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+}
+
 /// `args` with the sample knobs of `knobs` (from [`parse_sample_knobs`])
 /// replaced and the launch's schedule redone from them.
 pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     if knobs.is_empty() {
         return args;
     }
-    let value = |name: &str| {
-        knobs
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, v)| v.parse::<u32>().ok())
-    };
+    let value = |name: &str| knob_value(knobs, name);
     let k = args.k as u64;
     let eighths = |x: u32| (k * x as u64 / 8) as u32;
     if let Some(x) = value("aim8") {

@@ -283,6 +283,44 @@ pub fn clus_switches(defines: Option<&str>) -> std::result::Result<Defines, Stri
     )
 }
 
+/// Tuning switch of `ss-clus`: `GVR_SS_CLUS_SAMPLE=aim8=12,amin8=16,sfac=32`
+/// replaces the launch's sample knobs (aim8 / amin8: `aim_base` / `amin` in
+/// eighths of k; sfac: SFAC) and redoes its QUAD schedule, as
+/// `GVR_SS_MAIN_SAMPLE` does for `ss-main` (host-only; clus keeps main's
+/// retry ladder, so a short rung costs a second pass, not a whole-row select).
+/// The variant records them; `ss` never reads it.
+pub const CLUS_SAMPLE_ENV: &str = "GVR_SS_CLUS_SAMPLE";
+
+/// The knobs [`CLUS_SAMPLE_ENV`] may set, with their admitted value ranges.
+const CLUS_SAMPLE_KNOBS: [super::ss::TuningKnob; 3] =
+    [("aim8", 8, 64), ("amin8", 8, 64), ("sfac", 8, 512)];
+
+/// `args` with the sample knobs of [`CLUS_SAMPLE_ENV`] replaced and the
+/// schedule redone from them.
+pub fn with_clus_sample_knobs(mut args: ClusStreamArgs, knobs: &Defines) -> ClusStreamArgs {
+    if knobs.is_empty() {
+        return args;
+    }
+    let eighths = |x: u32| (args.k as u64 * x as u64 / 8) as u32;
+    if let Some(x) = super::ss::knob_value(knobs, "aim8") {
+        args.aim_base = eighths(x);
+    }
+    if let Some(x) = super::ss::knob_value(knobs, "amin8") {
+        args.amin = eighths(x);
+    }
+    if let Some(x) = super::ss::knob_value(knobs, "sfac") {
+        args.sfac = x;
+    }
+    if args.smp > 0 {
+        let recompute = ClusStreamArgs {
+            n_plan: u32::MAX,
+            ..args
+        };
+        (args.smp, args.ss2, args.tgt, args.tgt2) = row_schedule(&recompute, args.n_plan);
+    }
+    args
+}
+
 /// Build `ss-clus` (registry entry point).
 pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if name != "ss-clus" {
@@ -300,8 +338,19 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if !tuning.is_empty() {
         tracing::warn!("{CLUS_DEFINES_ENV}: ss-clus builds its kernel with {tuning:?}");
     }
+    let sample = super::ss::parse_optional_knobs(
+        CLUS_SAMPLE_ENV,
+        "the clus launch",
+        &CLUS_SAMPLE_KNOBS,
+        std::env::var(CLUS_SAMPLE_ENV).ok().as_deref(),
+    )
+    .map_err(GvrError::Usage)?;
+    if !sample.is_empty() {
+        tracing::warn!("{CLUS_SAMPLE_ENV}: ss-clus plans its launches with {sample:?}");
+    }
     let mut arm = SsClusStream::new(gpu);
     arm.tuning = tuning;
+    arm.sample = sample;
     Ok(Box::new(arm))
 }
 
@@ -313,6 +362,8 @@ pub struct SsClusStream {
     plan: Option<ClusStreamLaunch>,
     /// Kernel knobs of [`CLUS_DEFINES_ENV`] (empty for `ss`'s clus picks).
     tuning: Defines,
+    /// Sample knobs of [`CLUS_SAMPLE_ENV`].
+    sample: Defines,
 }
 
 impl SsClusStream {
@@ -322,6 +373,7 @@ impl SsClusStream {
             staged: StagedLaunch::new(gpu, "ss-clus"),
             plan: None,
             tuning: Vec::new(),
+            sample: Vec::new(),
         }
     }
 }
@@ -340,15 +392,20 @@ impl Arm for SsClusStream {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        plan_clus_stream_forced(shape, &self.device)
-            .ok()
-            .map(|p| super::ss::with_knobs(p.variant(), &self.tuning))
+        plan_clus_stream_forced(shape, &self.device).ok().map(|p| {
+            super::ss::with_knobs(
+                super::ss::with_knobs(p.variant(), &self.tuning),
+                &self.sample,
+            )
+        })
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
-        let plan = plan_clus_stream_forced(&Shape::of(batch), &self.device).map_err(|reason| {
-            GvrError::Usage(format!("arm ss-clus does not admit this batch: {reason}"))
-        })?;
+        let mut plan =
+            plan_clus_stream_forced(&Shape::of(batch), &self.device).map_err(|reason| {
+                GvrError::Usage(format!("arm ss-clus does not admit this batch: {reason}"))
+            })?;
+        plan.args = with_clus_sample_knobs(plan.args, &self.sample);
         self.staged.load(
             &SS_CLUS_STREAM,
             &self.tuning,
@@ -581,6 +638,29 @@ mod tests {
         let p = plan_clus_stream_forced(&s, &dev).unwrap();
         assert!(p.params.small_dense && p.params.unit_values == 8);
         assert_eq!((p.args.smp, p.args.tgt), (0, 0));
+    }
+
+    #[test]
+    fn clus_sample_knobs_redo_the_quad_schedule() {
+        let dev = DeviceProfile::h200();
+        let shape = Shape {
+            rows: 8,
+            n: 131_075,
+            npad: 131_136,
+            k: 1024,
+        };
+        let plan = plan_clus_stream_forced(&shape, &dev).unwrap();
+        let base = plan.args;
+        assert_eq!(with_clus_sample_knobs(base, &vec![]), base);
+        let knobs = vec![("aim8", "16".to_string()), ("amin8", "16".to_string())];
+        let low = with_clus_sample_knobs(base, &knobs);
+        assert_eq!((low.aim_base, low.amin), (2048, 2048));
+        assert!(
+            low.amin < base.amin && low.smp > base.smp,
+            "{base:?} {low:?}"
+        );
+        let want = row_schedule(&ClusStreamArgs { n_plan: 0, ..low }, 131_075);
+        assert_eq!((low.smp, low.ss2, low.tgt, low.tgt2), want);
     }
 
     #[test]
