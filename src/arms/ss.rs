@@ -332,26 +332,39 @@ pub fn knob_value(knobs: &Defines, name: &str) -> Option<u32> {
         .and_then(|(_, v)| v.parse::<u32>().ok())
 }
 
+/// The sample scalars a sample switch (`GVR_SS_MAIN_SAMPLE`,
+/// `GVR_SS_CLUS_SAMPLE`) replaces, from its knobs for a launch of `k`.
+pub struct SampleOverride {
+    pub aim_base: Option<u32>,
+    pub amin: Option<u32>,
+    pub sfac: Option<u32>,
+}
+
+impl SampleOverride {
+    pub fn from_knobs(knobs: &Defines, k: u32) -> SampleOverride {
+        let eighths =
+            |name: &str| knob_value(knobs, name).map(|x| (k as u64 * x as u64 / 8) as u32);
+        SampleOverride {
+            aim_base: eighths("aim8"),
+            amin: eighths("amin8"),
+            sfac: knob_value(knobs, "sfac"),
+        }
+    }
+}
+
 /// `args` with the sample knobs of `knobs` (from [`parse_sample_knobs`])
 /// replaced and the launch's schedule redone from them.
 pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     if knobs.is_empty() {
         return args;
     }
+    let o = SampleOverride::from_knobs(knobs, args.k);
+    args.aim_base = o.aim_base.unwrap_or(args.aim_base);
+    if args.r > 1 {
+        args.amin = o.amin.unwrap_or(args.amin);
+    }
+    args.sfac = o.sfac.unwrap_or(args.sfac);
     let value = |name: &str| knob_value(knobs, name);
-    let k = args.k as u64;
-    let eighths = |x: u32| (k * x as u64 / 8) as u32;
-    if let Some(x) = value("aim8") {
-        args.aim_base = eighths(x);
-    }
-    if let Some(x) = value("amin8") {
-        if args.r > 1 {
-            args.amin = eighths(x);
-        }
-    }
-    if let Some(x) = value("sfac") {
-        args.sfac = x;
-    }
     if let Some(c) = value("floor") {
         if args.r <= 1 {
             args.floor_coef = c;

@@ -301,16 +301,10 @@ pub fn with_clus_sample_knobs(mut args: ClusStreamArgs, knobs: &Defines) -> Clus
     if knobs.is_empty() {
         return args;
     }
-    let eighths = |x: u32| (args.k as u64 * x as u64 / 8) as u32;
-    if let Some(x) = super::ss::knob_value(knobs, "aim8") {
-        args.aim_base = eighths(x);
-    }
-    if let Some(x) = super::ss::knob_value(knobs, "amin8") {
-        args.amin = eighths(x);
-    }
-    if let Some(x) = super::ss::knob_value(knobs, "sfac") {
-        args.sfac = x;
-    }
+    let o = super::ss::SampleOverride::from_knobs(knobs, args.k);
+    args.aim_base = o.aim_base.unwrap_or(args.aim_base);
+    args.amin = o.amin.unwrap_or(args.amin);
+    args.sfac = o.sfac.unwrap_or(args.sfac);
     if args.smp > 0 {
         let recompute = ClusStreamArgs {
             n_plan: u32::MAX,
