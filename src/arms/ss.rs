@@ -303,12 +303,14 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_SAMPLE=aim8=16,amin8=16,sfac=64`
-/// replaces the §3.0 sample knobs of every launch (aim8: `aim_base` in
-/// eighths of k; amin8: the SPLIT aim floor in eighths of k; sfac: sample
-/// points expected above the rung; floor: C of the aim floor round(sqrt(C·n)), R = 1 only,
-/// which caps the sample at about SFAC·sqrt(n/C) values) and redoes the schedule from them, so one
-/// device run can compare survivor targets on the same inputs. Host-only: the
-/// kernel is the same build. The variant records them; `ss` never reads it.
+/// replaces the §3.0 sample knobs of every launch and redoes the schedule
+/// from them, so one device run can compare survivor targets on the same
+/// inputs: aim8 is `aim_base` in eighths of k; amin8 the SPLIT aim floor in
+/// eighths of k; sfac the sample points expected above the rung; floor the C
+/// of the aim floor round(sqrt(C·n)) of R = 1 launches, which caps the sample
+/// at about SFAC·sqrt(n/C) values (`floor=6` and `aim8=32,floor=6` give the
+/// spec's schedule back). Host-only: the kernel is the same build. The
+/// variant records them; `ss` never reads it.
 pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
 
 /// The knobs [`MAIN_SAMPLE_ENV`] may set, with their admitted value ranges.
@@ -364,11 +366,8 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
         args.amin = o.amin.unwrap_or(args.amin);
     }
     args.sfac = o.sfac.unwrap_or(args.sfac);
-    let value = |name: &str| knob_value(knobs, name);
-    if let Some(c) = value("floor") {
-        if args.r <= 1 {
-            args.floor_coef = c;
-        }
+    if args.r <= 1 {
+        args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
     }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
@@ -572,14 +571,22 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     };
     // ss-main's tuning switches, read before anything else so that a value
     // that does not parse is the error the user sees, not ignored.
-    let (r_override, tuning) = if mode == Mode::ForcedMain {
-        main_switches(
+    let (r_override, tuning, sample) = if mode == Mode::ForcedMain {
+        let (r, tuning) = main_switches(
             std::env::var(MAIN_R_ENV).ok().as_deref(),
             std::env::var(MAIN_DEFINES_ENV).ok().as_deref(),
         )
-        .map_err(GvrError::Usage)?
+        .map_err(GvrError::Usage)?;
+        let sample = parse_optional_knobs(
+            MAIN_SAMPLE_ENV,
+            "the main launch",
+            &SAMPLE_KNOBS,
+            std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
+        )
+        .map_err(GvrError::Usage)?;
+        (r, tuning, sample)
     } else {
-        (None, Vec::new())
+        (None, Vec::new(), Vec::new())
     };
     let gpu = gpu.ok_or_else(|| {
         GvrError::Usage(format!(
@@ -595,17 +602,6 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if !tuning.is_empty() {
         tracing::warn!("{MAIN_DEFINES_ENV}: ss-main builds its kernel with {tuning:?}");
     }
-    let sample = if mode == Mode::ForcedMain {
-        parse_optional_knobs(
-            MAIN_SAMPLE_ENV,
-            "the main launch",
-            &SAMPLE_KNOBS,
-            std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
-        )
-        .map_err(GvrError::Usage)?
-    } else {
-        Vec::new()
-    };
     if !sample.is_empty() {
         tracing::warn!("{MAIN_SAMPLE_ENV}: ss-main plans its launches with {sample:?}");
     }

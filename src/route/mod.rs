@@ -72,9 +72,9 @@ pub struct DeviceProfile {
     pub reg_1024x2_rung: bool,
     /// The main sample schedule from the H200 sweep (reports/h200/2026-12-04e)
     /// instead of the spec's: one-CTA-per-row launches floor aim at
-    /// round(sqrt(32·n)) (the spec's sqrt(6n) drew up to 1,024 scattered
-    /// sample units per row on 128K–256K rows), and big one-CTA rows of
-    /// k ≥ 1024 aim at 1.5k survivors (the spec's 4k staged and walked up to
+    /// round(sqrt(32·n)) (with the spec's sqrt(6n), rows of 128K–256K values
+    /// drew 500–1,400 scattered sample units), and big one-CTA rows of
+    /// k ≥ 1024 aim at 1.5k survivors (the spec's 4k staged and emitted
     /// 8,192 per K = 2048 row). [`params::aim_base`], [`params::aim_floor_coef`].
     pub measured_main_sample: bool,
 }

@@ -193,7 +193,8 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
 /// `aim` before the sqrt(C·n) floor and the clamps (§3.0 "base"); the
 /// kernels receive it to redo the schedule for rows of another length.
 /// `measured`: [`DeviceProfile::measured_main_sample`] (big one-CTA rows of
-/// k ≥ 1024 aim at 1.5k instead of 4k: +4–16 % on the H200 at B 64–128, N 32K–164K).
+/// k ≥ 1024 aim at 1.5k instead of 4k: with [`aim_floor_coef`], +5 to +14 % on the
+/// H200 at K 1,024–2,048, B 64–128, N 32K–164K; reports/h200/2026-12-04e).
 pub fn aim_base(k: usize, r: u32, big: bool, measured: bool) -> usize {
     match (big, r) {
         (true, 1) if k >= 1024 && measured => 3 * k / 2,
@@ -217,7 +218,8 @@ pub fn aim_min(k: usize, r: u32) -> usize {
 /// for one-CTA-per-row launches with [`DeviceProfile::measured_main_sample`].
 /// The floor bounds the sample (SFAC·n/aim values, each unit a scattered
 /// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the spec's floor let
-/// 128K–256K rows draw 700–1,024 units and lose 3–14 % (2026-12-04e).
+/// 131K–262K rows draw 511–1,365 units and run 3–12 % slower, the pass
+/// reading the sample's lines from DRAM again (ncu, reports/h200/2026-12-04e).
 pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
     if measured && r <= 1 {
         32
