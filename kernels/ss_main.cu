@@ -71,15 +71,6 @@
 #define SS_MAIN_SAMPLE_AHEAD 1
 #endif
 
-// Tuning knob (GVR_SS_MAIN_DEFINES=SS_SAMPLE_PAIRED_TRIPS=1): the sample's
-// min/max loop loads two trips' units before folding them, so a sample of
-// more units than threads waits one DRAM round trip per two trips instead of
-// one per trip (reports/h200/2026-12-04e: the rows that drew 1.3-2.7 units
-// per thread lost the most to the spec's floor).
-#ifndef SS_SAMPLE_PAIRED_TRIPS
-#define SS_SAMPLE_PAIRED_TRIPS 0
-#endif
-
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -463,7 +454,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    const auto fold_unit = [&](const float4& a, const float4& b) {
+    for (u32 j = t; j < rs.smp; j += BLK) {
+        const float* unit = X + (u64)j * rs.ss2 * 8u;
+        float4 a, b;
+        sample0.take(ahead_hit && j == t, unit, a, b);
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -472,28 +466,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 kmin = kmin < key ? kmin : key;
                 kmax = kmax > key ? kmax : key;
             }
-        }
-    };
-    if (SS_SAMPLE_PAIRED_TRIPS != 0) {
-        // Two trips' loads go out before the first use: one DRAM round trip
-        // per two trips when the sample has more units than threads.
-        for (u32 j = t; j < rs.smp; j += 2u * BLK) {
-            const u32 j2 = j + BLK;
-            float4 a, b, c, d;
-            sample0.take(ahead_hit && j == t, X + (u64)j * rs.ss2 * 8u, a, b);
-            if (j2 < rs.smp) {
-                const float* unit2 = X + (u64)j2 * rs.ss2 * 8u;
-                c = ldg_nc_f4(unit2);
-                d = ldg_nc_f4(unit2 + 4);
-            }
-            fold_unit(a, b);
-            if (j2 < rs.smp) fold_unit(c, d);
-        }
-    } else {
-        for (u32 j = t; j < rs.smp; j += BLK) {
-            float4 a, b;
-            sample0.take(ahead_hit && j == t, X + (u64)j * rs.ss2 * 8u, a, b);
-            fold_unit(a, b);
         }
     }
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above

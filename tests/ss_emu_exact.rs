@@ -265,8 +265,8 @@ fn the_unpipelined_base_pass_stays_exact() {
 
 #[test]
 fn the_start_prefetch_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: no start prefetch, two tiles without the SPLIT
-    // entries', and the paired sample trips: same sweep, prefetch ranges bounds-checked by the emulator
+    // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
+    // entries': same sweep, prefetch ranges bounds-checked by the emulator
     // (the default build runs in the tests above).
     for defines in [
         vec!["-DSS_L2_START=0".to_string()],
@@ -274,7 +274,6 @@ fn the_start_prefetch_variants_stay_exact() {
             "-DSS_L2_START=2".to_string(),
             "-DSS_L2_START_SPLIT=0".to_string(),
         ],
-        vec!["-DSS_SAMPLE_PAIRED_TRIPS=1".to_string()],
     ] {
         let Some(exe) = build_emulator(&defines) else {
             return;
