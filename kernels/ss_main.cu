@@ -94,7 +94,7 @@ struct SsMainParams {
     u32 tsh_en;          // SPLIT TSH staging enabled for the launch (row gate n/4 <= 32768)
     u32 next_n;          // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;        // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
-    u32 floor_coef;      // C of the aim floor round(sqrt(C·n)) (route::params::aim_floor_coef); SPLIT: 6
+    u32 floor_coef;      // C of the aim floor round(sqrt(C·n)) (route::params::aim_floor_coef)
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
@@ -167,9 +167,6 @@ struct SsRowSched {
     u32 smp, ss2, tgt, tgt2;
 };
 
-// SPLIT entries keep the spec's floor sqrt(6n) as a constant (the host plans
-// floor_coef = 6 for every R > 1 launch), so their code is the spec's.
-template <bool SPLIT>
 __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n) {
     SsRowSched s;
     if (n == p.n_plan) {
@@ -181,8 +178,7 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
     }
     const u32 k = p.k;
     u32 aim = p.aim_base;
-    const double coef = SPLIT ? 6.0 : (double)p.floor_coef;
-    const u32 floor = (u32)(0.5 + __dsqrt_rn(coef * (double)n));
+    const u32 floor = (u32)(0.5 + __dsqrt_rn((double)p.floor_coef * (double)n));
     aim = aim > floor ? aim : floor;
     if (p.r > 1u) aim = aim > p.amin ? aim : p.amin;
     aim = aim < (p.scap >> 1) ? aim : (p.scap >> 1);
@@ -429,7 +425,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         return;
     }
-    const SsRowSched rs = ss_row_schedule<SPLIT>(p, n);
+    const SsRowSched rs = ss_row_schedule(p, n);
     const u32 n4 = n >> 2;
     // The slice size comes from the launched grid, never from a host scalar
     // that could disagree with it: every float4 of the row is owned once.

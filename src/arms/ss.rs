@@ -105,8 +105,7 @@ pub struct SsMainArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
     pub cr_shift: u32,
-    /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]); SPLIT
-    /// entries (R > 1) compile in the spec's 6 and ignore it.
+    /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]).
     pub floor_coef: u32,
 }
 
@@ -150,9 +149,7 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
         return (a.smp, a.ss2, a.tgt, a.tgt2);
     }
     let k = a.k;
-    // SPLIT entries compile the spec's 6 in (the host plans 6 for them too).
-    let coef = if a.r > 1 { 6 } else { a.floor_coef };
-    let floor = (0.5 + (coef as f64 * n as f64).sqrt()) as u32;
+    let floor = (0.5 + (a.floor_coef as f64 * n as f64).sqrt()) as u32;
     let mut aim = a.aim_base.max(floor);
     if a.r > 1 {
         aim = aim.max(a.amin);
@@ -307,7 +304,7 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 /// from them, so one device run can compare survivor targets on the same
 /// inputs: aim8 is `aim_base` in eighths of k; amin8 the SPLIT aim floor in
 /// eighths of k; sfac the sample points expected above the rung; floor the C
-/// of the aim floor round(sqrt(C·n)) of R = 1 launches, which caps the sample
+/// of the aim floor round(sqrt(C·n)), which caps the sample
 /// at about SFAC·sqrt(n/C) values (`floor=6` and `aim8=32,floor=6` give the
 /// spec's schedule back). Host-only: the kernel is the same build. The
 /// variant records them; `ss` never reads it.
@@ -366,9 +363,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
         args.amin = o.amin.unwrap_or(args.amin);
     }
     args.sfac = o.sfac.unwrap_or(args.sfac);
-    if args.r <= 1 {
-        args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
-    }
+    args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
         // does not depend on these knobs).
@@ -857,11 +852,19 @@ mod tests {
     }
 
     #[test]
-    fn split_entries_compile_the_floor_the_host_plans_for_them() {
+    fn split_launches_carry_the_spec_floor() {
         assert!(SS_MAIN
             .code
-            .contains("const double coef = SPLIT ? 6.0 : (double)p.floor_coef;"));
+            .contains("__dsqrt_rn((double)p.floor_coef * (double)n)"));
         assert_eq!(aim_floor_coef(2, true), 6);
+        let split = plan(
+            Mode::ForcedMain,
+            &shape(8, 131_087, 2048),
+            &DeviceProfile::h200(),
+        )
+        .unwrap();
+        assert!(split.args.r > 1);
+        assert_eq!(split.args.floor_coef, 6);
     }
 
     #[test]

@@ -608,7 +608,7 @@ mod tests {
         assert_eq!(main_params(512, 131_075, 131_136, 512, 1, &h).aim, 2048);
         assert_eq!(main_params(512, 65_538, 65_600, 512, 1, &h).aim, 1448);
         assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &b).aim, 1254);
-        // SPLIT keeps the spec's numbers (the kernel compiles its 6 in).
+        // SPLIT keeps the spec's numbers.
         for r in [2, 8, 33] {
             assert_eq!(aim_floor_coef(r, true), 6);
             let (ph, pb) = (
