@@ -347,15 +347,6 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 #endif
 }
 
-// One L2 line toward L2 (a hint: no value comes back).
-__device__ __forceinline__ void ss_prefetch_l2_line(const float* p) {
-#ifdef SS_EMULATION
-    emu::check_load(p, true);
-#else
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory");
-#endif
-}
-
 // Next-wave prefetch. A one-CTA-per-row launch with more rows than resident
 // CTAs runs in waves, and a CTA of a later wave begins with its row's DRAM
 // round trip while nothing else on its SM covers it. The CTA of row r sends

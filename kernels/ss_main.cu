@@ -59,19 +59,6 @@
 #ifndef SS_L2_START_SPLIT
 #define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
-// Next-wave prefetch of the one-CTA-per-row entries (tuning, off by default):
-// a launch with more rows than resident CTAs runs in waves, and the CTA that
-// takes row r + ahead when row r's CTA leaves starts with its sample's DRAM
-// round trip. Once its pass is done, the CTA of row r sends that row's sample
-// lines (SS_NEXT_WAVE_SAMPLE) and its first SS_NEXT_WAVE_TILES tiles toward
-// L2 while warp 0 scans, so DRAM works through the epilogue. `ahead` is the
-// host's resident-CTA count (0 = off, and always 0 for SPLIT launches).
-#ifndef SS_NEXT_WAVE_SAMPLE
-#define SS_NEXT_WAVE_SAMPLE 0
-#endif
-#ifndef SS_NEXT_WAVE_TILES
-#define SS_NEXT_WAVE_TILES 0
-#endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
@@ -108,7 +95,6 @@ struct SsMainParams {
     u32 next_n;          // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;        // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
     u32 floor_coef;      // C of the aim floor round(sqrt(C·n)) (route::params::aim_floor_coef)
-    u32 ahead;           // next-wave row distance (resident CTAs; 0 = no next-wave prefetch)
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
@@ -284,30 +270,6 @@ __device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 spa
     ss_prefetch_l2(X, (u32)a, (u32)b);
 }
 
-// The next-wave prefetch (SS_NEXT_WAVE_*), by warps 1.. of the CTA (warp 0
-// runs the scan meanwhile): the planned sample units of row blockIdx.y +
-// ahead and the first tiles of its planned length. Every address stays inside
-// that row's padded span (the planned length is clamped to npad), so a row of
-// another length (varlen) only wastes the hint.
-template <int BLK, int U>
-__device__ __forceinline__ void ss_prefetch_next_wave_main(const float* logits, const SsMainParams& p) {
-    static_assert(BLK >= 64, "warps 1.. share the tiles");
-    const u32 next = blockIdx.y + p.ahead;
-    if (p.ahead == 0u || next >= gridDim.y || next < p.ahead || warp_id() == 0u) return;
-    const float* Xn = logits + (u64)next * p.npad;
-    const u32 len = p.n_plan < p.npad ? p.n_plan : p.npad;
-    if (SS_NEXT_WAVE_SAMPLE != 0 && p.smp > 0u && (u64)p.smp * p.ss2 * 8u <= (u64)len)
-        for (u32 j = threadIdx.x - 32u; j < p.smp; j += (u32)(BLK - 32)) ss_prefetch_l2_line(Xn + (u64)j * p.ss2 * 8u);
-    if (SS_NEXT_WAVE_TILES > 0 && lane_id() == 0u) {
-        const u32 f1 = len >> 2;
-        const u32 span = (u32)(SS_NEXT_WAVE_TILES * BLK * U);
-        const u32 avail = f1 < span ? f1 : span;
-        const u32 nw = (u32)(BLK / 32) - 1u;
-        const u32 chunk = (avail + nw - 1u) / nw;
-        const u32 a = (warp_id() - 1u) * chunk;
-        if (a < avail) ss_prefetch_l2(Xn, a, a + chunk < avail ? a + chunk : avail);
-    }
-}
 
 // Register prefetch depth per entry shape, set from the ptxas reports under
 // the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
@@ -602,9 +564,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             ss_row_pass<BLK, U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
         __syncthreads();
         if (SPLIT) break;
-#if SS_NEXT_WAVE_SAMPLE || SS_NEXT_WAVE_TILES
-        if (att == 0) ss_prefetch_next_wave_main<BLK, U>(logits, p);
-#endif
         const u32 myn = s.count;
         if (warp_id() == 0u) {
             const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);

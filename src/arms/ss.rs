@@ -107,13 +107,9 @@ pub struct SsMainArgs {
     pub cr_shift: u32,
     /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]).
     pub floor_coef: u32,
-    /// Next-wave row distance of the next-wave prefetch
-    /// ([`next_wave_ahead_main`]; 0 = none). Builds without the prefetch
-    /// (`SS_NEXT_WAVE_*` = 0, the default) ignore it.
-    pub ahead: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of twenty u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of nineteen u32, byte-identical to the
 // kernel's `SsMainParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsMainArgs {}
 
@@ -140,19 +136,7 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         next_n: 0,
         cr_shift: 0,
         floor_coef: aim_floor_coef(p.r, p.measured_sample),
-        ahead: 0,
     })
-}
-
-/// The `ahead` scalar of a main launch: the CTAs the device holds at once
-/// (`per_sm` on each of `sms` SMs) when the launch is one CTA per row and has
-/// a later wave; else 0 (no next-wave prefetch).
-pub fn next_wave_ahead_main(rows: u64, per_sm: u64, sms: u64, split: bool) -> u32 {
-    let resident = per_sm.saturating_mul(sms);
-    if split || resident == 0 || rows <= resident {
-        return 0;
-    }
-    u32::try_from(resident).unwrap_or(0)
 }
 
 /// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
@@ -396,7 +380,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 10] = [
+const TUNABLE_DEFINES: [TuningKnob; 8] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -405,8 +389,6 @@ const TUNABLE_DEFINES: [TuningKnob; 10] = [
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
-    ("SS_NEXT_WAVE_SAMPLE", 0, 1),
-    ("SS_NEXT_WAVE_TILES", 0, 4),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -727,7 +709,7 @@ impl Arm for SsMain {
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let shape = Shape::of(batch);
-        let mut plan = self.plan(&shape).map_err(|reason| {
+        let plan = self.plan(&shape).map_err(|reason| {
             GvrError::Usage(format!(
                 "arm {} does not admit this batch: {reason}",
                 self.arm_name()
@@ -737,15 +719,6 @@ impl Arm for SsMain {
         defines.extend(self.tuning.iter().cloned());
         self.staged
             .load(&SS_MAIN, &defines, &plan.entry, plan.dyn_smem_bytes)?;
-        let per_sm = self
-            .staged
-            .resident_ctas_per_sm(plan.block, plan.dyn_smem_bytes)?;
-        plan.args.ahead = next_wave_ahead_main(
-            shape.rows as u64,
-            per_sm,
-            u64::from(self.device.sms),
-            plan.params.split,
-        );
         if self.slowdown.is_none() {
             self.slowdown = Slowdown::from_env(self.staged.gpu())?;
         }
@@ -820,17 +793,8 @@ mod tests {
     }
 
     #[test]
-    fn next_wave_ahead_is_the_resident_count_of_multi_wave_one_cta_launches() {
-        assert_eq!(next_wave_ahead_main(1024, 2, 132, false), 264);
-        assert_eq!(next_wave_ahead_main(265, 2, 132, false), 264);
-        assert_eq!(next_wave_ahead_main(264, 2, 132, false), 0, "one wave");
-        assert_eq!(next_wave_ahead_main(1024, 2, 132, true), 0, "SPLIT");
-        assert_eq!(next_wave_ahead_main(1024, 0, 132, false), 0);
-    }
-
-    #[test]
-    fn args_struct_is_twenty_packed_u32() {
-        assert_eq!(std::mem::size_of::<SsMainArgs>(), 80);
+    fn args_struct_is_nineteen_packed_u32() {
+        assert_eq!(std::mem::size_of::<SsMainArgs>(), 76);
         assert_eq!(std::mem::align_of::<SsMainArgs>(), 4);
     }
 
@@ -882,8 +846,7 @@ mod tests {
                 "tsh_en",
                 "next_n",
                 "cr_shift",
-                "floor_coef",
-                "ahead"
+                "floor_coef"
             ]
         );
     }
