@@ -59,6 +59,9 @@
 #ifndef SS_L2_START_SPLIT
 #define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
+#ifndef SS_ABLATE
+#define SS_ABLATE 0  // diagnostics only, output wrong: CTAs leave after the ladder (1), the first pass (2), its scan (3)
+#endif
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
@@ -533,6 +536,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         s.lad_gathered = gathered ? 1u : 0u;
     }
     __syncthreads();
+    if (SS_ABLATE == 1) return;
 
     // ---- P3 + verify + retry ladder (§3.4, §3.5); SPLIT: exactly one attempt ----
     const int NATT = SPLIT ? 1 : 3;
@@ -563,6 +567,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         else
             ss_row_pass<BLK, U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
         __syncthreads();
+        if (SS_ABLATE == 2) return;
         if (SPLIT) break;
         const u32 myn = s.count;
         if (warp_id() == 0u) {
@@ -570,6 +575,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             if (lane_id() == 0u) s.total = tot;
         }
         __syncthreads();
+        if (SS_ABLATE == 3) return;
         const u32 tot = s.total;
         if (tot >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
             cr = s.cross[0];

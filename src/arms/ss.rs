@@ -380,7 +380,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 8] = [
+const TUNABLE_DEFINES: [TuningKnob; 9] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -389,6 +389,7 @@ const TUNABLE_DEFINES: [TuningKnob; 8] = [
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
+    ("SS_ABLATE", 0, 3),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
