@@ -59,6 +59,18 @@
 #ifndef SS_L2_START_SPLIT
 #define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
+// Tuning (off by default): the one-CTA-per-row pass streams through a
+// two-stage shared-memory ring filled by cp.async (SS_ASYNC_U float4 per
+// thread and stage, placed after the candidate buffer; the host adds its
+// bytes to the launch's dynamic shared memory): the next tile is in flight
+// while this one is classified and walked, with no registers held for it,
+// and survivors are re-read from the ring instead of global memory.
+#ifndef SS_ASYNC_PASS
+#define SS_ASYNC_PASS 0
+#endif
+#ifndef SS_ASYNC_U
+#define SS_ASYNC_U 4
+#endif
 #ifndef SS_ABLATE
 #define SS_ABLATE 0  // diagnostics only, output wrong: CTAs leave after the ladder (1), the first pass (2), its scan (3)
 #endif
@@ -363,6 +375,55 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
+// §3.4 pass through the cp.async ring (SS_ASYNC_PASS): thread t owns ring
+// slots [(stage·UA + u)·BLK + t], so no barrier is needed between a tile's
+// copies and their use. Loads past c1 are redirected and masked by index,
+// as in the other passes.
+template <int BLK, int UA, bool SPLIT>
+__device__ __forceinline__ void ss_row_pass_async(const float* X, u32 c0, u32 c1, bool tail, u32 redirect, float tf,
+                                                  float sc, u32 scap, u64* stage, SsShared& s, float4* ring) {
+    const u32 t = threadIdx.x;
+    const u32 TILE = (u32)(BLK * UA);
+    const auto issue = [&](u32 tb, u32 st) {
+#pragma unroll
+        for (int u = 0; u < UA; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            cp_async16(ring + (st * UA + (u32)u) * BLK + t, X + (u64)(i < c1 ? i : redirect) * 4u);
+        }
+        cp_async_commit();
+    };
+    if (c0 < c1) issue(c0, 0u);
+    u32 st = 0u;
+    for (u32 tb = c0; tb < c1; tb += TILE) {  // block-uniform trip count
+        if (tb + TILE < c1) {
+            issue(tb + TILE, st ^ 1u);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        const float4* cur = ring + st * UA * BLK + t;
+        u32 mask = 0;
+#pragma unroll
+        for (int u = 0; u < UA; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            mask |= (i < c1 ? ss_admit_bits(cur[u * BLK], tf) : 0u) << (4 * u);  // masked by index, never by value
+        }
+        const float* curf = reinterpret_cast<const float*>(cur);
+        ss_walk_survivor_bits<BLK>(
+            tb, mask, &s.count, [&](u32 bit, u32) { return curf[4u * (bit >> 2) * BLK + (bit & 3u)]; },
+            [&](float x, u32 idx, u32 pos) { ss_admit<!SPLIT>(x, idx, pos, tf, sc, scap, stage, s.hist); });
+        st ^= 1u;
+    }
+    if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+        const u32 n = s.row_len;
+        const u32 e = ((n >> 2) << 2) + t;
+        if (e < n) {
+            const float x = ldg_nc_f(X + e);
+            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+        }
+    }
+}
+
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -561,7 +622,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        if constexpr (SsPipelined<SPLIT>::value)
+        if constexpr (SS_ASYNC_PASS != 0 && !SPLIT) {
+            // 16-byte aligned, after the candidate buffer (the host adds 8 bytes of slack).
+            float4* ring = reinterpret_cast<float4*>((reinterpret_cast<u64>(ck64 + p.cmp + 1u) + 15u) & ~(u64)15u);
+            ss_row_pass_async<BLK, SS_ASYNC_U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s,
+                                                      ring);
+        } else if constexpr (SsPipelined<SPLIT>::value)
             ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else

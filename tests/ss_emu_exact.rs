@@ -85,6 +85,8 @@ struct EmuLaunch {
     args: ss::SsMainArgs,
     /// Rows actually emulated (a prefix of the batch).
     rows: usize,
+    /// Dynamic shared memory beyond staging and candidates (the cp.async ring).
+    extra_smem: usize,
 }
 
 impl EmuLaunch {
@@ -106,6 +108,7 @@ impl EmuLaunch {
             block: plan.block,
             args: plan.args,
             rows,
+            extra_smem: 0,
         }
     }
 }
@@ -128,7 +131,7 @@ fn emu_check_as(
 ) -> Vec<u32> {
     let b = input;
     let a = &launch.args;
-    let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8;
+    let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8 + launch.extra_smem;
     let header = [
         0x55EE_0001u32,
         launch.entry,
@@ -253,14 +256,14 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
     // Exactness must not depend on SCAP / CMP / BLK, through the real kernel
     // body (64- and 128-thread CTAs).
     let Some(exe) = emulator() else { return };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES, 0);
 }
 
 #[test]
 fn the_unpipelined_base_pass_stays_exact() {
     // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
     let Some(exe) = emulator_base() else { return };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES, 0);
 }
 
 #[test]
@@ -278,11 +281,30 @@ fn the_start_prefetch_variants_stay_exact() {
         let Some(exe) = build_emulator(&defines) else {
             return;
         };
-        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES, 0);
     }
 }
 
-fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
+#[test]
+fn the_async_ring_pass_stays_exact() {
+    // GVR_SS_MAIN_DEFINES=SS_ASYNC_PASS=1: the one-CTA-per-row entries stream
+    // through the cp.async ring (SPLIT entries keep their pass); ring loads
+    // bounds-checked by the emulator. Two ring depths.
+    for ring_u in [1usize, 3] {
+        let defines = [
+            "-DSS_ASYNC_PASS=1".to_string(),
+            format!("-DSS_ASYNC_U={ring_u}"),
+        ];
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES, ring_u);
+    }
+}
+
+/// `ring_u`: float4 per thread of each stage of the build's cp.async ring
+/// (0: no ring), added to the dynamic shared memory of one-CTA-per-row launches.
+fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)], ring_u: usize) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let k = 512;
@@ -301,6 +323,9 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
                 launch.args.cmp = cmp;
                 launch.args.r = grid_x;
                 launch.args.tsh_en = 0;
+                if ring_u > 0 && grid_x == 1 {
+                    launch.extra_smem = 8 + 2 * launch.block as usize * ring_u * 16;
+                }
                 let label = format!(
                     "{} n={n} entry={entry} R={grid_x} scap={scap} cmp={cmp} #{i}",
                     g.name

@@ -311,11 +311,12 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
 
 /// The knobs [`MAIN_SAMPLE_ENV`] may set, with their admitted value ranges.
-const SAMPLE_KNOBS: [TuningKnob; 4] = [
+const SAMPLE_KNOBS: [TuningKnob; 5] = [
     ("aim8", 8, 64),
     ("amin8", 8, 64),
     ("sfac", 8, 512),
     ("floor", 1, 1024),
+    ("scap", 256, 16384),
 ];
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`SAMPLE_KNOBS`]; an empty spec is no knob.
@@ -364,6 +365,9 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     }
     args.sfac = o.sfac.unwrap_or(args.sfac);
     args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
+    // A staging cap below the planned one (the aim is not re-clamped: more
+    // rows overflow into the exact re-sweep).
+    args.scap = args.scap.min(knob_value(knobs, "scap").unwrap_or(u32::MAX));
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
         // does not depend on these knobs).
@@ -380,7 +384,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 9] = [
+const TUNABLE_DEFINES: [TuningKnob; 11] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -390,6 +394,8 @@ const TUNABLE_DEFINES: [TuningKnob; 9] = [
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
+    ("SS_ASYNC_PASS", 0, 1),
+    ("SS_ASYNC_U", 1, 8),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -667,12 +673,33 @@ impl SsMain {
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
         let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
         plan.args = with_sample_knobs(plan.args, &self.sample);
+        let ring = async_ring_bytes(&self.tuning, plan.block, plan.params.split);
+        let dyn_smem =
+            (plan.args.scap as usize + 4 + plan.args.cmp as usize + 1) * PAIR_BYTES + ring;
+        if dyn_smem > self.device.smem_optin as usize {
+            return Err(format!(
+                "{dyn_smem} B of shared memory exceed the device's {}",
+                self.device.smem_optin
+            ));
+        }
+        plan.dyn_smem_bytes = to_u32(dyn_smem, "shared memory")?;
         Ok(plan)
     }
 
     fn arm_name(&self) -> &'static str {
         mode_arm_name(self.mode)
     }
+}
+
+/// Dynamic shared memory of the cp.async ring of a build with
+/// `SS_ASYNC_PASS=1` among `knobs` (two stages of `SS_ASYNC_U` float4 per
+/// thread, plus 8 bytes to align it to 16); 0 otherwise and for SPLIT launches.
+pub fn async_ring_bytes(knobs: &Defines, block: u32, split: bool) -> usize {
+    if split || knob_value(knobs, "SS_ASYNC_PASS").unwrap_or(0) == 0 {
+        return 0;
+    }
+    let per_thread = knob_value(knobs, "SS_ASYNC_U").unwrap_or(4) as usize;
+    8 + 2 * block as usize * per_thread * 16
 }
 
 /// The arm name each mode is registered as.
