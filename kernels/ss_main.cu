@@ -71,6 +71,13 @@
 #ifndef SS_ASYNC_U
 #define SS_ASYNC_U 4
 #endif
+// Tuning (8 by default): values per sample unit, one scattered read each: 8
+// (two float4, the spec's PAIR), 16 (QUAD) or 32 (a 128-byte line). The host
+// plans the schedule with the same unit (GVR_SS_MAIN_DEFINES=SS_SAMPLE_UNIT=).
+#ifndef SS_SAMPLE_UNIT
+#define SS_SAMPLE_UNIT 8
+#endif
+static_assert(SS_SAMPLE_UNIT == 8 || SS_SAMPLE_UNIT == 16 || SS_SAMPLE_UNIT == 32, "sample unit");
 #ifndef SS_ABLATE
 #define SS_ABLATE 0  // diagnostics only, output wrong: CTAs leave after the ladder (1), the first pass (2), its scan (3)
 #endif
@@ -204,17 +211,17 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
         u64 sel = (u64)p.sfac * (u64)n / (u64)(aim > 0u ? aim : 1u);
         if (sel < 256u) sel = 256u;
         if (sel > (u64)(n >> 1)) sel = n >> 1;
-        u32 pairs = (u32)(sel >> 3);
+        u32 pairs = (u32)(sel / SS_SAMPLE_UNIT);
         if (pairs < 1u) pairs = 1u;
-        u32 half = (n >> 2) >> 1;
+        u32 half = (n >> 2) / (SS_SAMPLE_UNIT / 4);
         if (half < 1u) half = 1u;
         if (pairs > half) pairs = half;
         u32 ss2 = half / pairs;
         if (ss2 < 1u) ss2 = 1u;
         u32 smp = half / ss2;
         if (smp < 1u) smp = 1u;
-        u64 tgt = (u64)aim * 8u * smp / n;
-        u64 tgt2 = (u64)k * 8u * smp / n;
+        u64 tgt = (u64)aim * SS_SAMPLE_UNIT * smp / n;
+        u64 tgt2 = (u64)k * SS_SAMPLE_UNIT * smp / n;
         s.smp = smp;
         s.ss2 = ss2;
         s.tgt = tgt > 1u ? (u32)tgt : 1u;
@@ -464,7 +471,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
     const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < p.smp;
     SsPairAhead sample0;
-    if (ahead) sample0.issue(X + (u64)t * p.ss2 * 8u);
+    if (ahead) sample0.issue(X + (u64)t * p.ss2 * SS_SAMPLE_UNIT);
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
@@ -515,16 +522,21 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
     for (u32 j = t; j < rs.smp; j += BLK) {
-        const float* unit = X + (u64)j * rs.ss2 * 8u;
-        float4 a, b;
-        sample0.take(ahead_hit && j == t, unit, a, b);
-        const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        const float* unit = X + (u64)j * rs.ss2 * SS_SAMPLE_UNIT;
+        float4 q[SS_SAMPLE_UNIT / 4];
+        sample0.take(ahead_hit && j == t, unit, q[0], q[1]);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
-                const u32 key = fkey(vals[e]);
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
+        for (int f = 2; f < SS_SAMPLE_UNIT / 4; ++f) q[f] = ldg_nc_f4(unit + 4 * f);
+#pragma unroll
+        for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) {
+            const float vals[4] = {q[f].x, q[f].y, q[f].z, q[f].w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
+                    const u32 key = fkey(vals[e]);
+                    kmin = kmin < key ? kmin : key;
+                    kmax = kmax > key ? kmax : key;
+                }
             }
         }
     }
@@ -550,11 +562,16 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
         for (u32 j = t; j < rs.smp; j += BLK) {
-            const float* unit = X + (u64)j * rs.ss2 * 8u;
-            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
-            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+            const float* unit = X + (u64)j * rs.ss2 * SS_SAMPLE_UNIT;
+            float4 q[SS_SAMPLE_UNIT / 4];
 #pragma unroll
-            for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
+            for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) q[f] = ldg_nc_f4(unit + 4 * f);
+#pragma unroll
+            for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) {
+                const float vals[4] = {q[f].x, q[f].y, q[f].z, q[f].w};
+#pragma unroll
+                for (int e = 0; e < 4; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
+            }
         }
         __syncthreads();
         if (warp_id() == 0u) {

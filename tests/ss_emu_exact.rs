@@ -302,6 +302,51 @@ fn the_async_ring_pass_stays_exact() {
     }
 }
 
+#[test]
+fn wider_sample_units_stay_exact() {
+    // GVR_SS_MAIN_DEFINES=SS_SAMPLE_UNIT=16 / 32: the host plans the schedule
+    // in those units (row_schedule_in_units); every sample read is
+    // bounds-checked by the emulator. Paths differ from the 8-value model, so
+    // only exactness is compared.
+    for unit in [16u32, 32] {
+        let Some(exe) = build_emulator(&[format!("-DSS_SAMPLE_UNIT={unit}")]) else {
+            return;
+        };
+        let generators = row_generators();
+        let mut rng = ChaCha8Rng::seed_from_u64(2028);
+        for n in [6_001usize, 12_345, 40_001] {
+            for g in &generators {
+                let rows: Vec<Vec<f32>> = (0..2)
+                    .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
+                    .collect();
+                let b = batch(&rows, &[], 512);
+                for &(entry, grid_x, scap, cmp) in &SMALL_CTA_LAUNCHES {
+                    let mut launch = EmuLaunch::planned(&b, 2);
+                    launch.entry = entry;
+                    launch.grid_x = grid_x;
+                    launch.block = if entry == 12 { 128 } else { 64 };
+                    launch.args.scap = scap;
+                    launch.args.cmp = cmp;
+                    launch.args.r = grid_x;
+                    launch.args.tsh_en = 0;
+                    let replan = ss::SsMainArgs {
+                        n_plan: u32::MAX,
+                        ..launch.args
+                    };
+                    let a = &mut launch.args;
+                    (a.smp, a.ss2, a.tgt, a.tgt2) =
+                        ss::row_schedule_in_units(&replan, n as u32, unit);
+                    let label = format!(
+                        "unit {unit} {} n={n} entry={entry} R={grid_x} scap={scap}",
+                        g.name
+                    );
+                    emu_check(&exe, &b, &launch, &label);
+                }
+            }
+        }
+    }
+}
+
 /// `ring_u`: float4 per thread of each stage of the build's cp.async ring
 /// (0: no ring), added to the dynamic shared memory of one-CTA-per-row launches.
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)], ring_u: usize) {

@@ -145,6 +145,12 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
 /// of `ss_row_schedule` in `ss_main.cu` (line for line), tested against
 /// `MainParams::for_row_len`.
 pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
+    row_schedule_in_units(a, n, 8)
+}
+
+/// [`row_schedule`] for a build whose sample units hold `unit` values
+/// (`SS_SAMPLE_UNIT` of `ss_main.cu`: 8, 16 or 32).
+pub fn row_schedule_in_units(a: &SsMainArgs, n: u32, unit: u32) -> (u32, u32, u32, u32) {
     if n == a.n_plan {
         return (a.smp, a.ss2, a.tgt, a.tgt2);
     }
@@ -163,12 +169,12 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     let sel = (a.sfac as u64 * n as u64 / aim.max(1) as u64)
         .max(256)
         .min((n >> 1) as u64);
-    let half = ((n >> 2) >> 1).max(1);
-    let pairs = ((sel >> 3) as u32).max(1).min(half);
+    let half = ((n >> 2) / (unit / 4)).max(1);
+    let pairs = ((sel / unit as u64) as u32).max(1).min(half);
     let ss2 = (half / pairs).max(1);
     let smp = (half / ss2).max(1);
-    let tgt = (aim as u64 * 8 * smp as u64 / n as u64).max(1) as u32;
-    let tgt2 = (k as u64 * 8 * smp as u64 / n as u64).max(1) as u32;
+    let tgt = (aim as u64 * unit as u64 * smp as u64 / n as u64).max(1) as u32;
+    let tgt2 = (k as u64 * unit as u64 * smp as u64 / n as u64).max(1) as u32;
     (smp, ss2, tgt, tgt2)
 }
 
@@ -384,7 +390,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 11] = [
+const TUNABLE_DEFINES: [TuningKnob; 12] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -396,6 +402,7 @@ const TUNABLE_DEFINES: [TuningKnob; 11] = [
     ("SS_ABLATE", 0, 3),
     ("SS_ASYNC_PASS", 0, 1),
     ("SS_ASYNC_U", 1, 8),
+    ("SS_SAMPLE_UNIT", 8, 32),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -673,6 +680,15 @@ impl SsMain {
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
         let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
         plan.args = with_sample_knobs(plan.args, &self.sample);
+        let unit = knob_value(&self.tuning, "SS_SAMPLE_UNIT").unwrap_or(8);
+        if unit != 8 && plan.args.smp > 0 {
+            let recompute = SsMainArgs {
+                n_plan: u32::MAX,
+                ..plan.args
+            };
+            let a = &mut plan.args;
+            (a.smp, a.ss2, a.tgt, a.tgt2) = row_schedule_in_units(&recompute, a.n_plan, unit);
+        }
         let ring = async_ring_bytes(&self.tuning, plan.block, plan.params.split);
         let dyn_smem =
             (plan.args.scap as usize + 4 + plan.args.cmp as usize + 1) * PAIR_BYTES + ring;
