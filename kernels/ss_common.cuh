@@ -50,47 +50,17 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
 // registers without any re-read (PFD-0 entries, commit 49ce8e6) measured
 // 2.5 % slower at N >= 64K with 1.8x the issued instructions
 // (kernels/TUNING.md).
-// `value(bit, idx)` gives survivor `bit` of the lane's mask (row index idx).
-template <int BLK, typename Value, typename Admit>
-__device__ __forceinline__ void ss_walk_survivor_bits(u32 tb, u32 mask, u32* counter, Value value, Admit admit) {
+template <int BLK, typename Admit>
+__device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
     const u32 t = threadIdx.x;
     u32 pos = ss_warp_reserve_n((u32)__popc(mask), counter);
     while (mask != 0u) {
         const u32 bit = (u32)__ffs(mask) - 1u;
         mask &= mask - 1u;
         const u32 idx = 4u * (tb + (bit >> 2) * BLK + t) + (bit & 3u);
-        admit(value(bit, idx), idx, pos++);
+        admit(ldg_nc_f(X + idx), idx, pos++);
     }
     ss_walk_reconverge();
-}
-
-template <int BLK, typename Admit>
-__device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
-    ss_walk_survivor_bits<BLK>(tb, mask, counter, [&](u32, u32 idx) { return ldg_nc_f(X + idx); }, admit);
-}
-
-// Asynchronous 16-byte global → shared copies (cp.async, L2 only), in
-// commit groups; a thread sees its own copies after cp_async_wait<N> (N =
-// groups it may leave in flight). The emulator copies at once.
-__device__ __forceinline__ void cp_async16(float4* dst, const float* src) {
-#ifdef SS_EMULATION
-    emu::check_load(src, true);
-    std::memcpy(dst, src, 16);
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src)
-                 : "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#ifndef SS_EMULATION
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#ifndef SS_EMULATION
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
 }
 
 // What ss_scan256 leaves in the histogram after scanning it.

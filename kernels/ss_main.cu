@@ -59,25 +59,6 @@
 #ifndef SS_L2_START_SPLIT
 #define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
 #endif
-// Tuning (off by default): the one-CTA-per-row pass streams through a
-// two-stage shared-memory ring filled by cp.async (SS_ASYNC_U float4 per
-// thread and stage, placed after the candidate buffer; the host adds its
-// bytes to the launch's dynamic shared memory): the next tile is in flight
-// while this one is classified and walked, with no registers held for it,
-// and survivors are re-read from the ring instead of global memory.
-#ifndef SS_ASYNC_PASS
-#define SS_ASYNC_PASS 0
-#endif
-#ifndef SS_ASYNC_U
-#define SS_ASYNC_U 4
-#endif
-// Tuning (8 by default): values per sample unit, one scattered read each: 8
-// (two float4, the spec's PAIR), 16 (QUAD) or 32 (a 128-byte line). The host
-// plans the schedule with the same unit (GVR_SS_MAIN_DEFINES=SS_SAMPLE_UNIT=).
-#ifndef SS_SAMPLE_UNIT
-#define SS_SAMPLE_UNIT 8
-#endif
-static_assert(SS_SAMPLE_UNIT == 8 || SS_SAMPLE_UNIT == 16 || SS_SAMPLE_UNIT == 32, "sample unit");
 #ifndef SS_ABLATE
 #define SS_ABLATE 0  // diagnostics only, output wrong: CTAs leave after the ladder (1), the first pass (2), its scan (3)
 #endif
@@ -117,6 +98,7 @@ struct SsMainParams {
     u32 next_n;          // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;        // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
     u32 floor_coef;      // C of the aim floor round(sqrt(C·n)) (route::params::aim_floor_coef)
+    u32 unit_shift;      // sample units of 8 << unit_shift values (route::params::main_sample_unit)
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
@@ -189,6 +171,14 @@ struct SsRowSched {
     u32 smp, ss2, tgt, tgt2;
 };
 
+// Pair j (8 values, two float4) of a sample in units of 2^sh pairs, SS2
+// unit slots apart: unit j >> sh, pair j mod 2^sh inside it. Consecutive j
+// are adjacent threads, so a unit's pairs are read together.
+// The offset is inside the row (< n < 2^31), so 32-bit arithmetic.
+__device__ __forceinline__ const float* ss_sample_pair(const float* X, u32 j, u32 ss2, u32 sh) {
+    return X + ((((j >> sh) * ss2) << (3u + sh)) + ((j & ((1u << sh) - 1u)) << 3));
+}
+
 __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n) {
     SsRowSched s;
     if (n == p.n_plan) {
@@ -211,17 +201,18 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
         u64 sel = (u64)p.sfac * (u64)n / (u64)(aim > 0u ? aim : 1u);
         if (sel < 256u) sel = 256u;
         if (sel > (u64)(n >> 1)) sel = n >> 1;
-        u32 pairs = (u32)(sel / SS_SAMPLE_UNIT);
-        if (pairs < 1u) pairs = 1u;
-        u32 half = (n >> 2) / (SS_SAMPLE_UNIT / 4);
-        if (half < 1u) half = 1u;
-        if (pairs > half) pairs = half;
-        u32 ss2 = half / pairs;
+        const u32 sh = p.unit_shift;
+        u32 units = (u32)(sel >> (3u + sh));
+        if (units < 1u) units = 1u;
+        u32 slots = (n >> 2) >> (1u + sh);
+        if (slots < 1u) slots = 1u;
+        if (units > slots) units = slots;
+        u32 ss2 = slots / units;
         if (ss2 < 1u) ss2 = 1u;
-        u32 smp = half / ss2;
+        u32 smp = slots / ss2;
         if (smp < 1u) smp = 1u;
-        u64 tgt = (u64)aim * SS_SAMPLE_UNIT * smp / n;
-        u64 tgt2 = (u64)k * SS_SAMPLE_UNIT * smp / n;
+        u64 tgt = (((u64)aim * smp) << (3u + sh)) / n;
+        u64 tgt2 = (((u64)k * smp) << (3u + sh)) / n;
         s.smp = smp;
         s.ss2 = ss2;
         s.tgt = tgt > 1u ? (u32)tgt : 1u;
@@ -382,55 +373,6 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// §3.4 pass through the cp.async ring (SS_ASYNC_PASS): thread t owns ring
-// slots [(stage·UA + u)·BLK + t], so no barrier is needed between a tile's
-// copies and their use. Loads past c1 are redirected and masked by index,
-// as in the other passes.
-template <int BLK, int UA, bool SPLIT>
-__device__ __forceinline__ void ss_row_pass_async(const float* X, u32 c0, u32 c1, bool tail, u32 redirect, float tf,
-                                                  float sc, u32 scap, u64* stage, SsShared& s, float4* ring) {
-    const u32 t = threadIdx.x;
-    const u32 TILE = (u32)(BLK * UA);
-    const auto issue = [&](u32 tb, u32 st) {
-#pragma unroll
-        for (int u = 0; u < UA; ++u) {
-            const u32 i = tb + (u32)u * BLK + t;
-            cp_async16(ring + (st * UA + (u32)u) * BLK + t, X + (u64)(i < c1 ? i : redirect) * 4u);
-        }
-        cp_async_commit();
-    };
-    if (c0 < c1) issue(c0, 0u);
-    u32 st = 0u;
-    for (u32 tb = c0; tb < c1; tb += TILE) {  // block-uniform trip count
-        if (tb + TILE < c1) {
-            issue(tb + TILE, st ^ 1u);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        const float4* cur = ring + st * UA * BLK + t;
-        u32 mask = 0;
-#pragma unroll
-        for (int u = 0; u < UA; ++u) {
-            const u32 i = tb + (u32)u * BLK + t;
-            mask |= (i < c1 ? ss_admit_bits(cur[u * BLK], tf) : 0u) << (4 * u);  // masked by index, never by value
-        }
-        const float* curf = reinterpret_cast<const float*>(cur);
-        ss_walk_survivor_bits<BLK>(
-            tb, mask, &s.count, [&](u32 bit, u32) { return curf[4u * (bit >> 2) * BLK + (bit & 3u)]; },
-            [&](float x, u32 idx, u32 pos) { ss_admit<!SPLIT>(x, idx, pos, tf, sc, scap, stage, s.hist); });
-        st ^= 1u;
-    }
-    if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
-        const u32 n = s.row_len;
-        const u32 e = ((n >> 2) << 2) + t;
-        if (e < n) {
-            const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
-        }
-    }
-}
-
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -469,9 +411,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // schedule next; the length is waited for after both.
     SsRowLenEarly len;
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
-    const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < p.smp;
+    const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < (p.smp << p.unit_shift);
     SsPairAhead sample0;
-    if (ahead) sample0.issue(X + (u64)t * p.ss2 * SS_SAMPLE_UNIT);
+    if (ahead) sample0.issue(ss_sample_pair(X, t, p.ss2, p.unit_shift));
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
@@ -521,22 +463,17 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    for (u32 j = t; j < rs.smp; j += BLK) {
-        const float* unit = X + (u64)j * rs.ss2 * SS_SAMPLE_UNIT;
-        float4 q[SS_SAMPLE_UNIT / 4];
-        sample0.take(ahead_hit && j == t, unit, q[0], q[1]);
+    for (u32 j = t; j < (rs.smp << p.unit_shift); j += BLK) {
+        const float* unit = ss_sample_pair(X, j, rs.ss2, p.unit_shift);
+        float4 a, b;
+        sample0.take(ahead_hit && j == t, unit, a, b);
+        const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-        for (int f = 2; f < SS_SAMPLE_UNIT / 4; ++f) q[f] = ldg_nc_f4(unit + 4 * f);
-#pragma unroll
-        for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) {
-            const float vals[4] = {q[f].x, q[f].y, q[f].z, q[f].w};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
-                    const u32 key = fkey(vals[e]);
-                    kmin = kmin < key ? kmin : key;
-                    kmax = kmax > key ? kmax : key;
-                }
+        for (int e = 0; e < 8; ++e) {
+            if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
+                const u32 key = fkey(vals[e]);
+                kmin = kmin < key ? kmin : key;
+                kmax = kmax > key ? kmax : key;
             }
         }
     }
@@ -561,17 +498,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (sok) {
         w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
-        for (u32 j = t; j < rs.smp; j += BLK) {
-            const float* unit = X + (u64)j * rs.ss2 * SS_SAMPLE_UNIT;
-            float4 q[SS_SAMPLE_UNIT / 4];
+        for (u32 j = t; j < (rs.smp << p.unit_shift); j += BLK) {
+            const float* unit = ss_sample_pair(X, j, rs.ss2, p.unit_shift);
+            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-            for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) q[f] = ldg_nc_f4(unit + 4 * f);
-#pragma unroll
-            for (int f = 0; f < SS_SAMPLE_UNIT / 4; ++f) {
-                const float vals[4] = {q[f].x, q[f].y, q[f].z, q[f].w};
-#pragma unroll
-                for (int e = 0; e < 4; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
-            }
+            for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
         }
         __syncthreads();
         if (warp_id() == 0u) {
@@ -639,12 +571,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        if constexpr (SS_ASYNC_PASS != 0 && !SPLIT) {
-            // 16-byte aligned, after the candidate buffer (the host adds 8 bytes of slack).
-            float4* ring = reinterpret_cast<float4*>((reinterpret_cast<u64>(ck64 + p.cmp + 1u) + 15u) & ~(u64)15u);
-            ss_row_pass_async<BLK, SS_ASYNC_U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s,
-                                                      ring);
-        } else if constexpr (SsPipelined<SPLIT>::value)
+        if constexpr (SsPipelined<SPLIT>::value)
             ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else

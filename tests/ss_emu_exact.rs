@@ -85,8 +85,6 @@ struct EmuLaunch {
     args: ss::SsMainArgs,
     /// Rows actually emulated (a prefix of the batch).
     rows: usize,
-    /// Dynamic shared memory beyond staging and candidates (the cp.async ring).
-    extra_smem: usize,
 }
 
 impl EmuLaunch {
@@ -108,7 +106,6 @@ impl EmuLaunch {
             block: plan.block,
             args: plan.args,
             rows,
-            extra_smem: 0,
         }
     }
 }
@@ -131,7 +128,7 @@ fn emu_check_as(
 ) -> Vec<u32> {
     let b = input;
     let a = &launch.args;
-    let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8 + launch.extra_smem;
+    let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8;
     let header = [
         0x55EE_0001u32,
         launch.entry,
@@ -164,6 +161,7 @@ fn emu_check_as(
         a.next_n,
         a.cr_shift,
         a.floor_coef,
+        a.unit_shift,
     ];
     let words: Vec<u32> = header.iter().chain(&params).copied().collect();
     let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
@@ -256,14 +254,14 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
     // Exactness must not depend on SCAP / CMP / BLK, through the real kernel
     // body (64- and 128-thread CTAs).
     let Some(exe) = emulator() else { return };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES, 0);
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
 }
 
 #[test]
 fn the_unpipelined_base_pass_stays_exact() {
     // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
     let Some(exe) = emulator_base() else { return };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES, 0);
+    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
 }
 
 #[test]
@@ -281,75 +279,11 @@ fn the_start_prefetch_variants_stay_exact() {
         let Some(exe) = build_emulator(&defines) else {
             return;
         };
-        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES, 0);
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
     }
 }
 
-#[test]
-fn the_async_ring_pass_stays_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_ASYNC_PASS=1: the one-CTA-per-row entries stream
-    // through the cp.async ring (SPLIT entries keep their pass); ring loads
-    // bounds-checked by the emulator. Two ring depths.
-    for ring_u in [1usize, 3] {
-        let defines = [
-            "-DSS_ASYNC_PASS=1".to_string(),
-            format!("-DSS_ASYNC_U={ring_u}"),
-        ];
-        let Some(exe) = build_emulator(&defines) else {
-            return;
-        };
-        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES, ring_u);
-    }
-}
-
-#[test]
-fn wider_sample_units_stay_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_SAMPLE_UNIT=16 / 32: the host plans the schedule
-    // in those units (row_schedule_in_units); every sample read is
-    // bounds-checked by the emulator. Paths differ from the 8-value model, so
-    // only exactness is compared.
-    for unit in [16u32, 32] {
-        let Some(exe) = build_emulator(&[format!("-DSS_SAMPLE_UNIT={unit}")]) else {
-            return;
-        };
-        let generators = row_generators();
-        let mut rng = ChaCha8Rng::seed_from_u64(2028);
-        for n in [6_001usize, 12_345, 40_001] {
-            for g in &generators {
-                let rows: Vec<Vec<f32>> = (0..2)
-                    .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
-                    .collect();
-                let b = batch(&rows, &[], 512);
-                for &(entry, grid_x, scap, cmp) in &SMALL_CTA_LAUNCHES {
-                    let mut launch = EmuLaunch::planned(&b, 2);
-                    launch.entry = entry;
-                    launch.grid_x = grid_x;
-                    launch.block = if entry == 12 { 128 } else { 64 };
-                    launch.args.scap = scap;
-                    launch.args.cmp = cmp;
-                    launch.args.r = grid_x;
-                    launch.args.tsh_en = 0;
-                    let replan = ss::SsMainArgs {
-                        n_plan: u32::MAX,
-                        ..launch.args
-                    };
-                    let a = &mut launch.args;
-                    (a.smp, a.ss2, a.tgt, a.tgt2) =
-                        ss::row_schedule_in_units(&replan, n as u32, unit);
-                    let label = format!(
-                        "unit {unit} {} n={n} entry={entry} R={grid_x} scap={scap}",
-                        g.name
-                    );
-                    emu_check(&exe, &b, &launch, &label);
-                }
-            }
-        }
-    }
-}
-
-/// `ring_u`: float4 per thread of each stage of the build's cp.async ring
-/// (0: no ring), added to the dynamic shared memory of one-CTA-per-row launches.
-fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)], ring_u: usize) {
+fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let k = 512;
@@ -368,9 +302,6 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)], ring_u: usize)
                 launch.args.cmp = cmp;
                 launch.args.r = grid_x;
                 launch.args.tsh_en = 0;
-                if ring_u > 0 && grid_x == 1 {
-                    launch.extra_smem = 8 + 2 * launch.block as usize * ring_u * 16;
-                }
                 let label = format!(
                     "{} n={n} entry={entry} R={grid_x} scap={scap} cmp={cmp} #{i}",
                     g.name

@@ -107,9 +107,12 @@ pub struct SsMainArgs {
     pub cr_shift: u32,
     /// C of the aim floor round(sqrt(C·n)) ([`aim_floor_coef`]).
     pub floor_coef: u32,
+    /// Sample unit of `8 << unit_shift` values, one scattered read each
+    /// ([`crate::route::params::main_sample_unit`]: 0 PAIR, 1 QUAD).
+    pub unit_shift: u32,
 }
 
-// SAFETY: `#[repr(C)]` plain-old-data of nineteen u32, byte-identical to the
+// SAFETY: `#[repr(C)]` plain-old-data of twenty u32, byte-identical to the
 // kernel's `SsMainParams` (same order, 4-byte fields, no padding).
 unsafe impl DeviceRepr for SsMainArgs {}
 
@@ -136,7 +139,19 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         next_n: 0,
         cr_shift: 0,
         floor_coef: aim_floor_coef(p.r, p.measured_sample),
+        unit_shift: unit_shift_of(p.unit_values)?,
     })
+}
+
+/// `log2(values / 8)` of a main sample unit of 8 or 16 values.
+fn unit_shift_of(values: usize) -> std::result::Result<u32, String> {
+    match values {
+        8 => Ok(0),
+        16 => Ok(1),
+        other => Err(format!(
+            "main sample units hold 8 or 16 values, not {other}"
+        )),
+    }
 }
 
 /// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
@@ -145,12 +160,6 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
 /// of `ss_row_schedule` in `ss_main.cu` (line for line), tested against
 /// `MainParams::for_row_len`.
 pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
-    row_schedule_in_units(a, n, 8)
-}
-
-/// [`row_schedule`] for a build whose sample units hold `unit` values
-/// (`SS_SAMPLE_UNIT` of `ss_main.cu`: 8, 16 or 32).
-pub fn row_schedule_in_units(a: &SsMainArgs, n: u32, unit: u32) -> (u32, u32, u32, u32) {
     if n == a.n_plan {
         return (a.smp, a.ss2, a.tgt, a.tgt2);
     }
@@ -169,12 +178,14 @@ pub fn row_schedule_in_units(a: &SsMainArgs, n: u32, unit: u32) -> (u32, u32, u3
     let sel = (a.sfac as u64 * n as u64 / aim.max(1) as u64)
         .max(256)
         .min((n >> 1) as u64);
-    let half = ((n >> 2) / (unit / 4)).max(1);
-    let pairs = ((sel / unit as u64) as u32).max(1).min(half);
-    let ss2 = (half / pairs).max(1);
-    let smp = (half / ss2).max(1);
-    let tgt = (aim as u64 * unit as u64 * smp as u64 / n as u64).max(1) as u32;
-    let tgt2 = (k as u64 * unit as u64 * smp as u64 / n as u64).max(1) as u32;
+    let sh = a.unit_shift;
+    let slots = ((n >> 2) >> (1 + sh)).max(1);
+    let units = ((sel >> (3 + sh)) as u32).max(1).min(slots);
+    let ss2 = (slots / units).max(1);
+    let smp = (slots / ss2).max(1);
+    let tgt = ((aim as u64 * smp as u64) << (3 + sh)) / n as u64;
+    let tgt2 = ((k as u64 * smp as u64) << (3 + sh)) / n as u64;
+    let (tgt, tgt2) = (tgt.max(1) as u32, tgt2.max(1) as u32);
     (smp, ss2, tgt, tgt2)
 }
 
@@ -311,8 +322,9 @@ pub const MAIN_DEFINES_ENV: &str = "GVR_SS_MAIN_DEFINES";
 /// inputs: aim8 is `aim_base` in eighths of k; amin8 the SPLIT aim floor in
 /// eighths of k; sfac the sample points expected above the rung; floor the C
 /// of the aim floor round(sqrt(C·n)), which caps the sample
-/// at about SFAC·sqrt(n/C) values (`floor=6` and `aim8=32,floor=6` give the
-/// spec's schedule back). Host-only: the kernel is the same build. The
+/// at about SFAC·sqrt(n/C) values; unit the values per scattered sample read
+/// (8, or above 8 for 16) (`floor=6,unit=8` and `aim8=32,floor=6,unit=8` give
+/// the spec's schedule back). Host-only: the kernel is the same build. The
 /// variant records them; `ss` never reads it.
 pub const MAIN_SAMPLE_ENV: &str = "GVR_SS_MAIN_SAMPLE";
 
@@ -322,7 +334,7 @@ const SAMPLE_KNOBS: [TuningKnob; 5] = [
     ("amin8", 8, 64),
     ("sfac", 8, 512),
     ("floor", 1, 1024),
-    ("scap", 256, 16384),
+    ("unit", 8, 16),
 ];
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`SAMPLE_KNOBS`]; an empty spec is no knob.
@@ -371,9 +383,9 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     }
     args.sfac = o.sfac.unwrap_or(args.sfac);
     args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
-    // A staging cap below the planned one (the aim is not re-clamped: more
-    // rows overflow into the exact re-sweep).
-    args.scap = args.scap.min(knob_value(knobs, "scap").unwrap_or(u32::MAX));
+    if let Some(values) = knob_value(knobs, "unit") {
+        args.unit_shift = u32::from(values > 8);
+    }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
         // does not depend on these knobs).
@@ -390,7 +402,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 12] = [
+const TUNABLE_DEFINES: [TuningKnob; 9] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -400,9 +412,6 @@ const TUNABLE_DEFINES: [TuningKnob; 12] = [
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
-    ("SS_ASYNC_PASS", 0, 1),
-    ("SS_ASYNC_U", 1, 8),
-    ("SS_SAMPLE_UNIT", 8, 32),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -680,42 +689,12 @@ impl SsMain {
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
         let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
         plan.args = with_sample_knobs(plan.args, &self.sample);
-        let unit = knob_value(&self.tuning, "SS_SAMPLE_UNIT").unwrap_or(8);
-        if unit != 8 && plan.args.smp > 0 {
-            let recompute = SsMainArgs {
-                n_plan: u32::MAX,
-                ..plan.args
-            };
-            let a = &mut plan.args;
-            (a.smp, a.ss2, a.tgt, a.tgt2) = row_schedule_in_units(&recompute, a.n_plan, unit);
-        }
-        let ring = async_ring_bytes(&self.tuning, plan.block, plan.params.split);
-        let dyn_smem =
-            (plan.args.scap as usize + 4 + plan.args.cmp as usize + 1) * PAIR_BYTES + ring;
-        if dyn_smem > self.device.smem_optin as usize {
-            return Err(format!(
-                "{dyn_smem} B of shared memory exceed the device's {}",
-                self.device.smem_optin
-            ));
-        }
-        plan.dyn_smem_bytes = to_u32(dyn_smem, "shared memory")?;
         Ok(plan)
     }
 
     fn arm_name(&self) -> &'static str {
         mode_arm_name(self.mode)
     }
-}
-
-/// Dynamic shared memory of the cp.async ring of a build with
-/// `SS_ASYNC_PASS=1` among `knobs` (two stages of `SS_ASYNC_U` float4 per
-/// thread, plus 8 bytes to align it to 16); 0 otherwise and for SPLIT launches.
-pub fn async_ring_bytes(knobs: &Defines, block: u32, split: bool) -> usize {
-    if split || knob_value(knobs, "SS_ASYNC_PASS").unwrap_or(0) == 0 {
-        return 0;
-    }
-    let per_thread = knob_value(knobs, "SS_ASYNC_U").unwrap_or(4) as usize;
-    8 + 2 * block as usize * per_thread * 16
 }
 
 /// The arm name each mode is registered as.
@@ -837,8 +816,8 @@ mod tests {
     }
 
     #[test]
-    fn args_struct_is_nineteen_packed_u32() {
-        assert_eq!(std::mem::size_of::<SsMainArgs>(), 76);
+    fn args_struct_is_twenty_packed_u32() {
+        assert_eq!(std::mem::size_of::<SsMainArgs>(), 80);
         assert_eq!(std::mem::align_of::<SsMainArgs>(), 4);
     }
 
@@ -890,7 +869,8 @@ mod tests {
                 "tsh_en",
                 "next_n",
                 "cr_shift",
-                "floor_coef"
+                "floor_coef",
+                "unit_shift"
             ]
         );
     }

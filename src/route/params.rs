@@ -238,6 +238,21 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
     aim.min(scap / 2).max(k)
 }
 
+/// Values per sample unit (one scattered read each) of a main launch: the
+/// spec's PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
+/// (16, one 64-byte read) for one-CTA-per-row launches: the same sample values
+/// in half the scattered reads, +0.7 to +8.9 % at B 256–1,024, N ≥ 64K on the
+/// H200 and +0.1 to +2.1 % at B 64–128, while SPLIT launches (B ≤ 32), whose
+/// sample is a per-thread latency chain, lost 0.7–3.4 % with it
+/// (kernels/TUNING.md, 2026-12-04 sixteenth session).
+pub fn main_sample_unit(r: u32, measured: bool) -> usize {
+    if measured && r <= 1 {
+        16
+    } else {
+        8
+    }
+}
+
 /// SFAC: expected sample points above the rung (§3.0).
 fn sfac_for(k: usize, r: u32) -> usize {
     match r {
@@ -300,14 +315,15 @@ fn params_for_sms(
     let small_dense = k > 1024 && !big && n <= scap && n > 2 * k;
     let sampled = (n > scap || small_dense) && n / 4 >= 4;
 
+    let unit_values = main_sample_unit(r, measured_sample);
     let (smp, ss2, tgt, tgt2) = if sampled {
         let sel = sample_select(sfac, n, aim);
-        let pairs = (sel >> 3).max(1);
-        let half = ((n >> 2) >> 1).max(1);
-        let pairs = pairs.min(half);
-        let ss2 = (half / pairs).max(1);
-        let smp = (half / ss2).max(1);
-        let (tgt, tgt2) = sample_targets(aim, k, 8, smp, n);
+        let units = (sel / unit_values).max(1);
+        let slots = ((n >> 2) / (unit_values / 4)).max(1);
+        let units = units.min(slots);
+        let ss2 = (slots / units).max(1);
+        let smp = (slots / ss2).max(1);
+        let (tgt, tgt2) = sample_targets(aim, k, unit_values, smp, n);
         (smp, ss2, tgt, tgt2)
     } else {
         (0, 1, 0, 0)
@@ -347,7 +363,7 @@ fn params_for_sms(
         small_dense,
         smp,
         ss2,
-        unit_values: 8,
+        unit_values,
         tgt,
         tgt2,
         q,
@@ -468,6 +484,27 @@ pub fn clus_params(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_cta_rows_sample_in_quads_on_the_measured_profile_only() {
+        let h200 = DeviceProfile::h200();
+        let one = main_params(256, 262_127, 262_144, 1024, 1, &h200);
+        assert_eq!((one.unit_values, one.r), (16, 1));
+        assert!(one.smp * one.ss2 * 16 <= one.n);
+        let split = main_params(8, 262_127, 262_144, 1024, 4, &h200);
+        assert_eq!(split.unit_values, 8);
+        let spec = DeviceProfile {
+            measured_main_sample: false,
+            ..h200
+        };
+        assert_eq!(
+            main_params(256, 262_127, 262_144, 1024, 1, &spec).unit_values,
+            8
+        );
+        // The sample still draws its SFAC·n/aim values, in units of 16.
+        let sel = sample_select(one.sfac, one.n, one.aim);
+        assert!(one.sample_values() <= sel && one.sample_values() + 2 * 16 > sel);
+    }
 
     /// One row of the §3.12 worked-example table (B200 constants).
     struct Worked {
