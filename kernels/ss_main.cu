@@ -179,7 +179,7 @@ __device__ __forceinline__ const float* ss_sample_pair(const float* X, u32 j, u3
     return X + ((((j >> sh) * ss2) << (3u + sh)) + ((j & ((1u << sh) - 1u)) << 3));
 }
 
-__device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n) {
+__device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n, u32 sh) {
     SsRowSched s;
     if (n == p.n_plan) {
         s.smp = p.smp;
@@ -201,7 +201,6 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
         u64 sel = (u64)p.sfac * (u64)n / (u64)(aim > 0u ? aim : 1u);
         if (sel < 256u) sel = 256u;
         if (sel > (u64)(n >> 1)) sel = n >> 1;
-        const u32 sh = p.unit_shift;
         u32 units = (u32)(sel >> (3u + sh));
         if (units < 1u) units = 1u;
         u32 slots = (n >> 2) >> (1u + sh);
@@ -411,9 +410,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // schedule next; the length is waited for after both.
     SsRowLenEarly len;
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
-    const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < (p.smp << p.unit_shift);
+    // SPLIT launches sample in PAIRs (the host never plans QUADs for them):
+    // their sample code stays the one-unit-shift-free form.
+    const u32 ush = SPLIT ? 0u : p.unit_shift;
+    const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < (p.smp << ush);
     SsPairAhead sample0;
-    if (ahead) sample0.issue(ss_sample_pair(X, t, p.ss2, p.unit_shift));
+    if (ahead) sample0.issue(ss_sample_pair(X, t, p.ss2, ush));
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
@@ -438,7 +440,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         return;
     }
-    const SsRowSched rs = ss_row_schedule(p, n);
+    const SsRowSched rs = ss_row_schedule(p, n, ush);
     const u32 n4 = n >> 2;
     // The slice size comes from the launched grid, never from a host scalar
     // that could disagree with it: every float4 of the row is owned once.
@@ -463,8 +465,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    for (u32 j = t; j < (rs.smp << p.unit_shift); j += BLK) {
-        const float* unit = ss_sample_pair(X, j, rs.ss2, p.unit_shift);
+    for (u32 j = t; j < (rs.smp << ush); j += BLK) {
+        const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
         float4 a, b;
         sample0.take(ahead_hit && j == t, unit, a, b);
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
@@ -498,8 +500,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     if (sok) {
         w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
-        for (u32 j = t; j < (rs.smp << p.unit_shift); j += BLK) {
-            const float* unit = ss_sample_pair(X, j, rs.ss2, p.unit_shift);
+        for (u32 j = t; j < (rs.smp << ush); j += BLK) {
+            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
             const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
             const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll

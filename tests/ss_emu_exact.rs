@@ -295,6 +295,21 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
             let b = batch(&rows, &[], k);
             for &(entry, grid_x, scap, cmp) in launches {
                 let mut launch = EmuLaunch::planned(&b, 2);
+                let pair_plan = {
+                    let planned = ss::SsMainArgs {
+                        n_plan: u32::MAX,
+                        unit_shift: 0,
+                        ..launch.args
+                    };
+                    let (smp, ss2, tgt, tgt2) = ss::row_schedule(&planned, n as u32);
+                    ss::SsMainArgs {
+                        smp,
+                        ss2,
+                        tgt,
+                        tgt2,
+                        ..planned
+                    }
+                };
                 launch.entry = entry;
                 launch.grid_x = grid_x;
                 launch.block = if entry == 12 { 128 } else { 64 };
@@ -302,12 +317,21 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
                 launch.args.cmp = cmp;
                 launch.args.r = grid_x;
                 launch.args.tsh_en = 0;
+                if grid_x > 1 {
+                    // SPLIT entries sample in PAIRs: the planned launch's
+                    // schedule redone in PAIRs (same gate and aim).
+                    let a = &mut launch.args;
+                    (a.smp, a.ss2, a.tgt, a.tgt2) =
+                        (pair_plan.smp, pair_plan.ss2, pair_plan.tgt, pair_plan.tgt2);
+                    a.unit_shift = 0;
+                }
                 let label = format!(
                     "{} n={n} entry={entry} R={grid_x} scap={scap} cmp={cmp} #{i}",
                     g.name
                 );
                 let trace = emu_check(exe, &b, &launch, &label);
-                // The model with the same capacities and split takes the same paths.
+                // The model with the same capacities, split and sample takes the same paths.
+                let a = &launch.args;
                 let params = MainParams {
                     scap: scap as usize,
                     cmp: cmp as usize,
@@ -315,6 +339,11 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
                     q: (n >> 2).div_ceil(grid_x as usize),
                     split: grid_x > 1,
                     tshg: false,
+                    smp: a.smp as usize,
+                    ss2: a.ss2 as usize,
+                    tgt: a.tgt as usize,
+                    tgt2: a.tgt2 as usize,
+                    unit_values: 8 << a.unit_shift,
                     ..planned(&b)
                 };
                 for (r, &bits) in trace.iter().enumerate() {

@@ -384,7 +384,8 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
     args.sfac = o.sfac.unwrap_or(args.sfac);
     args.floor_coef = knob_value(knobs, "floor").unwrap_or(args.floor_coef);
     if let Some(values) = knob_value(knobs, "unit") {
-        args.unit_shift = u32::from(values > 8);
+        // SPLIT entries always sample in PAIRs (kernels/ss_main.cu).
+        args.unit_shift = u32::from(values > 8 && args.r <= 1);
     }
     if args.smp > 0 {
         // Only sampled launches have a schedule to redo (the sample gate
