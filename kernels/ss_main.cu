@@ -410,8 +410,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // schedule next; the length is waited for after both.
     SsRowLenEarly len;
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
-    // SPLIT launches sample in PAIRs (the host never plans QUADs for them):
-    // their sample code stays the one-unit-shift-free form.
+    // SPLIT launches always sample in PAIRs (the host never plans QUADs for
+    // them), so their sample code carries no unit arithmetic (+2.2 %, TUNING.md).
     const u32 ush = SPLIT ? 0u : p.unit_shift;
     const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < (p.smp << ush);
     SsPairAhead sample0;

@@ -241,10 +241,10 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
 /// Values per sample unit (one scattered read each) of a main launch: the
 /// spec's PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
 /// (16, one 64-byte read) for one-CTA-per-row launches: the same sample values
-/// in half the scattered reads, +0.7 to +8.9 % at B 256–1,024, N ≥ 64K on the
-/// H200 and +0.1 to +2.1 % at B 64–128, while SPLIT launches (B ≤ 32), whose
-/// sample is a per-thread latency chain, lost 0.7–3.4 % with it
-/// (kernels/TUNING.md, 2026-12-04 sixteenth session).
+/// in half the scattered reads, +2.1 to +10.2 % at B 256–1,024, N ≥ 64K on the
+/// H200 (same binary against PAIRs) and +0.1 to +2.1 % at B 64–128, while SPLIT
+/// launches (B ≤ 32), whose sample is a per-thread latency chain, lost 0.7–3.4 %
+/// with it (kernels/TUNING.md, 2026-12-04 sixteenth session).
 pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     if measured && r <= 1 {
         16
