@@ -326,3 +326,58 @@ fn nan_rows_never_panic_and_fill_every_slot_with_unique_indices() {
         }
     }
 }
+
+/// Diagnostic, not a check: how often the main family's retry ladder and
+/// escapes run on real or synthetic rows, from the CPU model (which takes the
+/// kernel's paths, `tests/ss_emu_exact.rs`). Every step of every cell with
+/// N ≥ 30K in `GVR_PROBE_CAPTURES` (e.g. `gvr-bench capture synth --out DIR`),
+/// planned for B 64 (one wave) and B 256 (not "big") on the H200, with the
+/// sample knobs of `GVR_SS_MAIN_SAMPLE` applied as `ss-main` applies them.
+/// Prints rows, retries, staging re-sweeps and whole-row fallbacks per
+/// (model, N, plan B). Each printed row is also checked exact.
+/// `GVR_PROBE_CAPTURES=/tmp/caps GVR_SS_MAIN_SAMPLE=aim8=12 cargo test --release
+/// --test cpu_ss_paths -- --ignored --nocapture`
+#[test]
+#[ignore = "diagnostic: needs GVR_PROBE_CAPTURES=<capture dir>; prints path counts"]
+fn probe_path_rates_over_a_capture_set() {
+    use gvr_bench::arms::ss::{kernel_args, parse_sample_knobs, with_sample_knobs};
+    use gvr_bench::capture::load::CaptureSet;
+    let dir = std::env::var("GVR_PROBE_CAPTURES").expect("GVR_PROBE_CAPTURES=<capture dir>");
+    let knobs = parse_sample_knobs(&std::env::var("GVR_SS_MAIN_SAMPLE").unwrap_or_default())
+        .expect("GVR_SS_MAIN_SAMPLE parses");
+    let set = CaptureSet::open(std::path::Path::new(&dir)).expect("capture set opens");
+    println!("model n plan_b | rows retries staging_resweeps whole_row_fallbacks");
+    for entry in &set.manifest.cells {
+        let cell = set.load_cell(entry).expect("cell loads");
+        if (cell.meta.n as usize) < 30_000 {
+            continue;
+        }
+        for b in [64usize, 256] {
+            let mut counts = PathCounts::default();
+            for s in 0..cell.steps() {
+                let row = cell.row(s);
+                let mut p =
+                    main_params(b, row.len(), cell.npad, cell.k(), 1, &DeviceProfile::h200());
+                let a = with_sample_knobs(kernel_args(&p).expect("plan fits u32"), &knobs);
+                (p.smp, p.ss2, p.tgt, p.tgt2) = (
+                    a.smp as usize,
+                    a.ss2 as usize,
+                    a.tgt as usize,
+                    a.tgt2 as usize,
+                );
+                p.unit_values = 8 << a.unit_shift;
+                let out = select_row(row, cell.hints(s), cell.k(), &p, &mut counts);
+                check_row(row, cell.k(), &out).expect("exact");
+            }
+            println!(
+                "{} {} {b} | {} {} {} {}",
+                cell.meta.id,
+                cell.meta.n,
+                counts.rows,
+                counts.retries,
+                counts.staging_resweep,
+                counts.whole_row_fallback
+            );
+        }
+    }
+}
