@@ -317,14 +317,7 @@ fn params_for_sms(
 
     let unit_values = main_sample_unit(r, measured_sample);
     let (smp, ss2, tgt, tgt2) = if sampled {
-        let sel = sample_select(sfac, n, aim);
-        let units = (sel / unit_values).max(1);
-        let slots = ((n >> 2) / (unit_values / 4)).max(1);
-        let units = units.min(slots);
-        let ss2 = (slots / units).max(1);
-        let smp = (slots / ss2).max(1);
-        let (tgt, tgt2) = sample_targets(aim, k, unit_values, smp, n);
-        (smp, ss2, tgt, tgt2)
+        sample_schedule(sfac, n, aim, k, unit_values)
     } else {
         (0, 1, 0, 0)
     };
@@ -432,6 +425,27 @@ fn sample_select(sfac: usize, n: usize, aim: usize) -> usize {
     raw.max(256).min(n / 2)
 }
 
+/// `(SMP, SS2, TGT, TGT2)` of a sample of `sel` values in units of
+/// `unit_values` (8 PAIR, 16 QUAD): the row's float4 are cut into unit slots,
+/// SMP units are drawn SS2 slots apart, and the targets scale with the values
+/// drawn. The kernels redo it for varlen rows; their Rust twins are
+/// `arms::ss::row_schedule` and `arms::ss_clus_stream::row_schedule`.
+fn sample_schedule(
+    sfac: usize,
+    n: usize,
+    aim: usize,
+    k: usize,
+    unit_values: usize,
+) -> (usize, usize, usize, usize) {
+    let sel = sample_select(sfac, n, aim);
+    let slots = ((n >> 2) / (unit_values / 4)).max(1);
+    let units = (sel / unit_values).clamp(1, slots);
+    let ss2 = (slots / units).max(1);
+    let smp = (slots / ss2).max(1);
+    let (tgt, tgt2) = sample_targets(aim, k, unit_values, smp, n);
+    (smp, ss2, tgt, tgt2)
+}
+
 /// `TGT = max(⌊aim·V·SMP/n⌋, 1)`, `TGT2 = max(⌊k·V·SMP/n⌋, 1)` for V values per unit.
 fn sample_targets(
     aim: usize,
@@ -458,12 +472,7 @@ pub fn clus_params(
 ) -> MainParams {
     let mut p = main_params(b, n, npad, k, cs, dev);
     if n > p.scap {
-        let sel = sample_select(p.sfac, n, p.aim);
-        let quarter = ((n >> 2) >> 2).max(1);
-        let quads = (sel >> 4).clamp(1, quarter);
-        let ss2 = (quarter / quads).max(1);
-        let smp = (quarter / ss2).max(1);
-        let (tgt, tgt2) = sample_targets(p.aim, k, 16, smp, n);
+        let (smp, ss2, tgt, tgt2) = sample_schedule(p.sfac, n, p.aim, k, 16);
         p.sampled = true;
         p.smp = smp;
         p.ss2 = ss2;
