@@ -66,6 +66,17 @@
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
 
+// 1: the §3.7 emit and the rank refine write the row's indices to shared
+// memory (the staging buffer past the survivor list) and copy them out
+// coalesced. Written straight to global memory, each index is its own
+// 4-byte store to a random slot of the row's k: k L2 sector writes per row,
+// as many as a 65K row's reads at k = 2,048 (the emit+refine share of the
+// 2026-12-04f ablation grew with k·B: 0.1–0.9 µs at k = 512, 4–13 µs at
+// k = 2,048). The row takes the direct form when the list leaves no room.
+#ifndef SS_MAIN_STAGE_OUT
+#define SS_MAIN_STAGE_OUT 0
+#endif
+
 // 1: each thread's first sample unit of the planned schedule (the row length
 // n_plan) is loaded before the row's length arrives; a row of another length
 // loads its sample after it. Without it the sample waits for the length:
@@ -706,22 +717,33 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!complete) SS_TRACE(SS_TR_RESWEEP);
         if (whole) SS_TRACE(SS_TR_WHOLE_BIN);
         const u32 lim1 = cr.above + (whole ? cr.m : 0u);
+        // SS_MAIN_STAGE_OUT: the indices go to the staging buffer past the
+        // list it still holds (block-uniform choice; k <= SCAP/2 leaves room
+        // unless the list is long), E is where the emit and the rank write.
+        i32* E = O;
+        if (SS_MAIN_STAGE_OUT != 0) {
+            const u32 held = complete && !(SPLIT && from_slab) ? list_n : 0u;  // stage slots the list holds
+            if ((u64)held * 2u + k <= (u64)p.scap * 2u) E = reinterpret_cast<i32*>(stage + held);
+        }
         if (complete) {
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
             } else {
                 SsSrcStage src;
                 src.p = stage;
-                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
             }
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;
             src.row = X;
-            ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, O);
+            ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
         }
         __syncthreads();
+        // Indices of [0, staged) are in E: the certain winners, the whole
+        // crossing bin, or after the rank refine all k.
+        u32 staged = lim1;
         if (!whole) {
             const u32 mc = cr.m;  // == candidates written (m <= CMP)
             if (mc <= SS_RANK_MAX) {
@@ -731,8 +753,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                     const u64 mine = ck64[i];
                     u32 rank = 0;
                     for (u32 j = 0; j < mc; ++j) rank += ck64[j] > mine ? 1u : 0u;
-                    if (rank < need) O[cr.above + rank] = (i32)(u32)mine;
+                    if (rank < need) E[cr.above + rank] = (i32)(u32)mine;
                 }
+                staged = k;
             } else {
                 SS_TRACE(SS_TR_NARROW);
                 if (t == 0u) {
@@ -750,6 +773,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 src.p = ck64;
                 ss_narrow_emit<BLK>(src, mc, s.kmin, s.kmax, need, mc, SS_REFINE_LEVELS, O, cr.above, nsh);
             }
+        }
+        if (E != O) {
+            __syncthreads();
+            for (u32 i = t; i < staged; i += BLK) O[i] = E[i];
         }
     } else if (valid && complete) {
         // Degen A: crossing bin above CMP, but every survivor is listed.

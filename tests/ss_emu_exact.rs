@@ -283,6 +283,28 @@ fn the_start_prefetch_variants_stay_exact() {
     }
 }
 
+#[test]
+fn the_staged_output_stays_exact() {
+    // SS_MAIN_STAGE_OUT=1: the emit and the rank refine write to the staging
+    // buffer past the list, then copy out; the tiny capacities of the sweep
+    // leave no room, so the direct form runs there too. Every path case
+    // takes the same path as in the default build.
+    let Some(exe) = build_emulator(&["-DSS_MAIN_STAGE_OUT=1".to_string()]) else {
+        return;
+    };
+    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    for case in path_cases() {
+        let counts = model_row(&case.batch, 0);
+        let trace = emu_check(
+            &exe,
+            &case.batch,
+            &EmuLaunch::planned(&case.batch, 1),
+            case.label,
+        );
+        assert_eq!(trace[0], expected_trace(&counts), "{}", case.label);
+    }
+}
+
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
