@@ -66,15 +66,22 @@
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
 
-// 1: the §3.7 emit and the rank refine write the row's indices to shared
-// memory (the staging buffer past the survivor list) and copy them out
-// coalesced. Written straight to global memory, each index is its own
-// 4-byte store to a random slot of the row's k: k L2 sector writes per row,
-// as many as a 65K row's reads at k = 2,048 (the emit+refine share of the
-// 2026-12-04f ablation grew with k·B: 0.1–0.9 µs at k = 512, 4–13 µs at
-// k = 2,048). The row takes the direct form when the list leaves no room.
+// Where the §3.7 emit and the rank refine write the row's indices. Straight
+// to global memory each index is its own 4-byte store to a random slot of
+// the row's k: k L2 sector writes per row, a quarter of a 65K row's reads at
+// k = 2,048 (the emit+refine share of the 2026-12-04f ablation grew with k·B:
+// 0.1–0.9 µs at k = 512, 4–13 µs at k = 2,048). Staged, they go to shared
+// memory (the staging buffer past the survivor list) and are copied out
+// coalesced after a barrier; a row whose list leaves no room writes directly.
+//   0: always directly;  1: always staged;
+//   2 (default): staged where k >= 2,048 or k >= 4·BLK (four or more indices
+//      per thread). Measured (kernels/TUNING.md, 2026-12-04 seventeenth
+//      session) always staged against never: k = 2,048 +2.0 to +9.4 % on
+//      every entry, k = 1,024 on BLK 256 +0.9 to +2.6 %; k = 1,024 on BLK
+//      512 / 1,024 and k = 512 0.976–1.000 (a barrier and a copy for two or
+//      fewer stores per thread).
 #ifndef SS_MAIN_STAGE_OUT
-#define SS_MAIN_STAGE_OUT 0
+#define SS_MAIN_STAGE_OUT 2
 #endif
 
 // 1: each thread's first sample unit of the planned schedule (the row length
@@ -721,7 +728,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         // list it still holds (block-uniform choice; k <= SCAP/2 leaves room
         // unless the list is long), E is where the emit and the rank write.
         i32* E = O;
-        if (SS_MAIN_STAGE_OUT != 0) {
+        if (SS_MAIN_STAGE_OUT == 1 || (SS_MAIN_STAGE_OUT == 2 && (k >= 2048u || k >= 4u * (u32)BLK))) {
             const u32 held = complete && !(SPLIT && from_slab) ? list_n : 0u;  // stage slots the list holds
             if ((u64)held * 2u + k <= (u64)p.scap * 2u) E = reinterpret_cast<i32*>(stage + held);
         }

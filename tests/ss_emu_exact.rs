@@ -284,24 +284,27 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
-fn the_staged_output_stays_exact() {
-    // SS_MAIN_STAGE_OUT=1: the emit and the rank refine write to the staging
-    // buffer past the list, then copy out; the tiny capacities of the sweep
-    // leave no room, so the direct form runs there too. Every path case
-    // takes the same path as in the default build.
-    let Some(exe) = build_emulator(&["-DSS_MAIN_STAGE_OUT=1".to_string()]) else {
-        return;
-    };
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-    for case in path_cases() {
-        let counts = model_row(&case.batch, 0);
-        let trace = emu_check(
-            &exe,
-            &case.batch,
-            &EmuLaunch::planned(&case.batch, 1),
-            case.label,
-        );
-        assert_eq!(trace[0], expected_trace(&counts), "{}", case.label);
+fn the_output_forms_stay_exact() {
+    // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
+    // past the list (the tiny capacities of the sweep leave no room: the
+    // direct form runs there too), 0 never does. The default rule (2) runs
+    // in the tests above: staged at k = 512 on the sweep's BLK 64 / 128, and
+    // at k = 2,048 on the path cases' planned launches.
+    for form in ["0", "1"] {
+        let Some(exe) = build_emulator(&[format!("-DSS_MAIN_STAGE_OUT={form}")]) else {
+            return;
+        };
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+        for case in path_cases() {
+            let counts = model_row(&case.batch, 0);
+            let trace = emu_check(
+                &exe,
+                &case.batch,
+                &EmuLaunch::planned(&case.batch, 1),
+                case.label,
+            );
+            assert_eq!(trace[0], expected_trace(&counts), "{}", case.label);
+        }
     }
 }
 

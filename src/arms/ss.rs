@@ -413,7 +413,7 @@ const TUNABLE_DEFINES: [TuningKnob; 10] = [
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
-    ("SS_MAIN_STAGE_OUT", 0, 1),
+    ("SS_MAIN_STAGE_OUT", 0, 2),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
