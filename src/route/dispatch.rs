@@ -140,9 +140,12 @@ pub fn reg_clus_float4s(n: usize) -> usize {
 }
 
 /// K = 2048 rows whose float4s (n/4) lie in this band take clus with CS 8 on
-/// the H200 (`DeviceProfile::k2048_clusters`); below and above it, reg_clus.
-/// Measured at the grid's N 32,783 / 65,551 / 131,087 (reports/h200/2026-12-04).
+/// the H200 (`DeviceProfile::k2048_clusters`); below it, reg_clus; above it,
+/// main. Measured at the grid's N 32,783 / 65,551 / 131,087
+/// (reports/h200/2026-12-04, 2026-12-04g).
 const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
+/// The longest K = 2048 row (in float4s) of the H200's reg_clus rung.
+const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 
 /// Rows from which K = 2048 rows of the 1024 x 4 entry emit slots
 /// ([`reg_cursor_emit`]).
@@ -396,9 +399,11 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     // SPLIT on v32 rows): N = 32,783 at B 1–8 (rc8x2) 1.19–1.21, B 16 (rc4x4)
     // 1.12; N = 65,551 (rc8x4) only 1.02–1.05, where clus does better (the
     // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
-    // N = 131,087 (rc8x4 with 15 values in rank 0's tail, two rounds): 1.011–1.032
-    // at B 1–8 (B 16 has no co-resident 8-CTA cluster).
-    let k_fits = k <= 1024 || (dev.k2048_clusters && !K2048_CLUS_BAND_F4.contains(&n4) && b <= 16);
+    // N = 131,087 (rc8x4 with 15 values in rank 0's tail, two rounds) won
+    // 1.011–1.032 at B 1–8 then; since main stages its K = 2048 output it
+    // loses there: main SPLIT 1.038–1.043 at B 1–4, 1.008 at B 8 (same run,
+    // reports/h200/2026-12-04g), so K = 2048 takes reg_clus up to 64K only.
+    let k_fits = k <= 1024 || (dev.k2048_clusters && n4 <= K2048_REG_CLUS_MAX_F4 && b <= 16);
     if n4 > 4096 && n <= REG_CLUS_MAX_N && k_fits {
         if let Some(decision) = reg_clus_rung(b, reg_clus_float4s(n), dev) {
             return Some(decision);
@@ -425,7 +430,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
 /// §5.1 rung 6: the smallest co-resident cluster whose registers hold the row.
 fn reg_clus_rung(b: usize, n4: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
     let available = dev.sms as usize / b;
-    if available < 2 {
+    if available < (dev.reg_clus_min_sms_per_row as usize).max(2) {
         return None;
     }
     let largest = 1usize << (usize::BITS - 1 - available.leading_zeros());
@@ -894,7 +899,33 @@ mod h200_rung_tests {
     }
 
     #[test]
-    fn k2048_rows_of_32k_to_132k_take_clusters_at_small_batch_on_the_h200_only() {
+    fn reg_clus_needs_four_sms_per_row_on_the_h200() {
+        let h200 = DeviceProfile::h200();
+        let b200 = DeviceProfile::b200();
+        let shape = |d: RouteDecision| (d.family, d.cluster, d.ctas_per_row);
+        for k in [512usize, 1024] {
+            // flash / pro N = 32,771 (isl 128K, compress ratio 4).
+            assert_eq!(
+                shape(route(32, 32_771, 32_832, k, &h200)),
+                (Family::RegClus, 2, 2)
+            );
+            for b in [34usize, 64, 66] {
+                assert_eq!(
+                    shape(route(b, 32_771, 32_832, k, &h200)),
+                    (Family::Main, 1, 1),
+                    "b={b}"
+                );
+            }
+            // The spec's rung: clusters of two while two SMs per row remain.
+            assert_eq!(
+                shape(route(64, 32_771, 32_832, k, &b200)),
+                (Family::RegClus, 2, 2)
+            );
+        }
+    }
+
+    #[test]
+    fn k2048_rows_of_32k_to_96k_take_clusters_at_small_batch_on_the_h200_only() {
         let h200 = DeviceProfile::h200();
         let b200 = DeviceProfile::b200();
         let shape = |d: RouteDecision| (d.family, d.cluster, d.reg.map(|r| r.vpt));
@@ -918,18 +949,10 @@ mod h200_rung_tests {
             if d.family == Family::Clus {
                 assert!(h200.cluster_fits(d.cluster, b));
             }
-            // Past n4 = 24,576: reg_clus 8 x 4 while co-resident, the last
-            // 15 values in rank 0's tail scalars.
-            let expected = if b <= 15 {
-                (Family::RegClus, 8, Some(4))
-            } else {
-                (Family::Main, 1, None)
-            };
-            assert_eq!(
-                shape(route(b, 131_087, 131_136, 2048, &h200)),
-                expected,
-                "b={b}"
-            );
+            // Past n4 = 24,576: main (SPLIT up to 32 rows).
+            let d = route(b, 131_087, 131_136, 2048, &h200);
+            assert_eq!(shape(d), (Family::Main, 1, None), "b={b}");
+            assert_eq!(d.ctas_per_row > 1, b <= 32, "b={b}");
             assert_eq!(route(b, 132_097, 132_160, 2048, &h200).family, Family::Main);
             // The B200 route serves K = 2048 with main only.
             assert_eq!(route(b, 32_783, 32_832, 2048, &b200).family, Family::Main);

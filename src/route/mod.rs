@@ -59,13 +59,18 @@ pub struct DeviceProfile {
     /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
     /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
     pub measured_reg_emit: bool,
-    /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) and of 96K < n
-    /// <= `REG_CLUS_MAX_N` take the reg_clus rung where it fits, and rows of
-    /// 64K < n <= 96K values (n4 <= 24,576) take clus with CS 8 where 8-CTA
-    /// clusters are co-resident,
+    /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
+    /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
+    /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
     /// instead of main SPLIT (H200 rungs measured against main with the forced
-    /// arms, reports/h200/2026-12-04; the spec serves K = 2048 with main only).
+    /// arms, reports/h200/2026-12-04 and 2026-12-04g; the spec serves K = 2048
+    /// with main only).
     pub k2048_clusters: bool,
+    /// The reg_clus rung needs at least this many SMs per row (`SMs / b`):
+    /// the spec's 2, or 4 on the H200, where 2-CTA clusters at b = 64
+    /// (flash / pro N = 32,771) ran 12–15 % slower than main one CTA per row
+    /// while winning 7–17 % at b = 32 (same run, reports/h200/2026-12-04g).
+    pub reg_clus_min_sms_per_row: u32,
     /// K <= 1024 rows of `reg_capacity(1024, 1)` < n <= `reg_capacity(1024, 2)`
     /// values at b <= 32 take reg 1024/2 instead of 1024/4 (an H200 rung,
     /// reports/h200/2026-12-04).
@@ -98,6 +103,7 @@ impl DeviceProfile {
             clus_max_rank_f4: Some(8192),
             measured_reg_emit: true,
             k2048_clusters: true,
+            reg_clus_min_sms_per_row: 4,
             reg_1024x2_rung: true,
             measured_main_sample: true,
         }
@@ -120,6 +126,7 @@ impl DeviceProfile {
             clus_max_rank_f4: None,
             measured_reg_emit: false,
             k2048_clusters: false,
+            reg_clus_min_sms_per_row: 2,
             reg_1024x2_rung: false,
             measured_main_sample: false,
         }
