@@ -206,26 +206,27 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #ifndef CL_SAMPLE_AHEAD
 #define CL_SAMPLE_AHEAD 1
 #endif
-// Where the §3.7 emit and rank 0's rank refine write the row's indices (as
-// SS_MAIN_STAGE_OUT in ss_main.cu, which measured +2.3 to +3.9 % on SPLIT
-// launches at K = 2,048 from it): 0 (default, not yet measured for clus):
-// straight to the output, one scattered 4-byte store per index from every
-// rank; 1: always, 2: where k >= 2,048, into RANK 0's staging buffer past
-// its own list (DSMEM stores from the peers), copied out coalesced by rank 0
-// after the exit rendezvous. A cluster whose rank-0 list leaves no room (or
-// whose rank 0 re-sweeps) writes directly; the choice reads rank 0's
-// survivor count, so it is cluster-uniform.
+// Where the §3.7 emit and rank 0's rank refine write the row's indices
+// (ss_stage_out's modes, as SS_MAIN_STAGE_OUT in ss_main.cu, which
+// measured +2.3 to +3.9 % on SPLIT launches at K = 2,048 from it): 0
+// (default, not yet measured for clus): straight to the output, one
+// scattered 4-byte store per index from every rank; 1 / 2: into RANK 0's
+// staging buffer past its own list (DSMEM stores from the peers), copied out
+// coalesced by rank 0 after the exit rendezvous. A cluster whose rank-0 list
+// leaves no room writes directly; the choice reads rank 0's survivor count,
+// so it is cluster-uniform.
 #ifndef CL_STAGE_OUT
 #define CL_STAGE_OUT 0
 #endif
 
-// Slots of rank 0's staging buffer its own list holds when the emit starts
-// (0 when it overflowed: rank 0 then re-sweeps its chunks and the buffer is
-// free), or ~0u when the row's indices go straight to the output.
-__device__ __forceinline__ u32 cl_stage_out_base(u32 rank0_count, u32 k, u32 scap) {
-    if (CL_STAGE_OUT == 0 || (CL_STAGE_OUT == 2 && k < 2048u)) return ~0u;
+// The staging slot of rank 0 where the row's indices go (ss_stage_out), or
+// ~0u for the output, from rank 0's survivor count: its list holds that many
+// slots, none when it overflowed (rank 0 then re-sweeps its chunks and the
+// buffer is free).
+template <int BLK>
+__device__ __forceinline__ u32 cl_stage_out_slot(u32 rank0_count, u32 k, u32 scap) {
     const u32 held = rank0_count <= scap ? rank0_count : 0u;
-    return (u64)held * 2u + k <= (u64)scap * 2u ? held : ~0u;
+    return ss_stage_out<BLK>(CL_STAGE_OUT, held, k, scap) ? held : ~0u;
 }
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
@@ -583,8 +584,8 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         const u32 n_ = sc_[CL_S_N], first_ = sc_[CL_S_FIRST];
         i32* E = O;
         if (CL_STAGE_OUT != 0) {  // rank 0's count is final: the last merge's cluster barrier is behind us
-            const u32 base = cl_stage_out_base(*cluster_map_ptr(sc_ + CL_S_COUNT, 0u), k, p.scap);
-            if (base != ~0u) E = reinterpret_cast<i32*>(cluster_map_ptr(stage + base, 0u));
+            const u32 slot = cl_stage_out_slot<BLK>(*cluster_map_ptr(sc_ + CL_S_COUNT, 0u), k, p.scap);
+            if (slot != ~0u) E = reinterpret_cast<i32*>(cluster_map_ptr(stage + slot, 0u));
         }
         cl_emit<BLK, U>(X, stage, list_n, complete, first_, sc_[CL_S_STEP], n_ >> 2, n_, first_ == 0u, TF, SC, cbin,
                         above, lim1, whole, p.cmp, mrg, stage + p.scap + 4u, E);
@@ -594,14 +595,13 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     if (cluster_ctarank() != 0u) return;
     const u32 n_ = sc_[CL_S_N];
     u64* const ck64 = stage + p.scap + 4u;
-    // Rank 0's view of the staged indices (cl_stage_out_base as every rank
-    // computed it before the emit), copied out once [0, staged) is final.
-    const u32 out_base = degen ? ~0u : cl_stage_out_base(sc_[CL_S_COUNT], k, p.scap);
-    i32* const E = out_base != ~0u ? reinterpret_cast<i32*>(stage + out_base) : O;
+    // Rank 0's view of the staged indices (the slot every rank computed
+    // before the emit; recomputed rather than kept live across it), copied
+    // out once [0, staged) is final.
+    const u32 out_slot = degen ? ~0u : cl_stage_out_slot<BLK>(sc_[CL_S_COUNT], k, p.scap);
+    i32* const E = out_slot != ~0u ? reinterpret_cast<i32*>(stage + out_slot) : O;
     const auto copy_out = [&](u32 staged) {
-        if (E == O) return;
-        __syncthreads();
-        for (u32 i = t; i < staged; i += BLK) O[i] = E[i];
+        if (E != O) ss_copy_out_staged<BLK>(E, O, staged);
     };
 
     SsNarrowShared nsh;

@@ -63,6 +63,32 @@ __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 ma
     ss_walk_reconverge();
 }
 
+// Staged output (ss_main.cu SS_MAIN_STAGE_OUT, ss_clus_stream.cu
+// CL_STAGE_OUT): the emit gathers the row's indices in the 8-byte staging
+// buffer past the `held` slots its list still occupies, and one coalesced
+// copy writes them out, instead of one scattered 4-byte store per index.
+// (ss_reg.cu stages by a host rule and keeps its own copy loop: through
+// ss_copy_out_staged its measured builds' barrier moved in the PTX.)
+// `mode` 0: never; 1: always; 2: where
+// k >= 2048 or k >= 4·BLK (four or more indices per thread; measured for main,
+// kernels/TUNING.md 2026-12-04 seventeenth session). True when the row's
+// indices go to the staging slots from `held` on; false when the row writes
+// directly (mode off, or the list leaves no room for k indices).
+// Block-uniform when `held` is.
+template <int BLK>
+__device__ __forceinline__ bool ss_stage_out(int mode, u32 held, u32 k, u32 scap) {
+    if (!(mode == 1 || (mode == 2 && (k >= 2048u || k >= 4u * (u32)BLK)))) return false;
+    return (u64)held * 2u + k <= (u64)scap * 2u;
+}
+
+// The copy of staged indices [0, count) to the output row, once every
+// thread's emit writes are done (block barrier first).
+template <int BLK>
+__device__ __forceinline__ void ss_copy_out_staged(const i32* staged, i32* out, u32 count) {
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < count; i += BLK) out[i] = staged[i];
+}
+
 // What ss_scan256 leaves in the histogram after scanning it.
 #define SS_SCAN_ZERO 0    // cleared, ready for the next phase
 #define SS_SCAN_CURSOR 1  // overwritten with after(j): counting-sort cursors

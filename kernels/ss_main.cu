@@ -66,20 +66,19 @@
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
 
-// Where the §3.7 emit and the rank refine write the row's indices. Straight
-// to global memory each index is its own 4-byte store to a random slot of
-// the row's k: k L2 sector writes per row, a quarter of a 65K row's reads at
-// k = 2,048 (the emit+refine share of the 2026-12-04f ablation grew with k·B:
-// 0.1–0.9 µs at k = 512, 4–13 µs at k = 2,048). Staged, they go to shared
-// memory (the staging buffer past the survivor list) and are copied out
-// coalesced after a barrier; a row whose list leaves no room writes directly.
+// Where the §3.7 emit and the rank refine write the row's indices
+// (ss_stage_out). Straight to global memory each index is its own
+// 4-byte store to a random slot of the row's k: k L2 sector writes per row,
+// a quarter of a 65K row's reads at k = 2,048 (the emit+refine share of the
+// 2026-12-04f ablation grew with k·B; at N >= 64K, B 1,024: 3.9–5.0 µs at
+// k = 512, 9.8–10.5 µs at k = 2,048). Staged, they go to the staging buffer
+// past the survivor list and are copied out coalesced after a barrier.
 //   0: always directly;  1: always staged;
-//   2 (default): staged where k >= 2,048 or k >= 4·BLK (four or more indices
-//      per thread). Measured (kernels/TUNING.md, 2026-12-04 seventeenth
-//      session) always staged against never: k = 2,048 +2.0 to +9.4 % on
-//      every entry, k = 1,024 on BLK 256 +0.9 to +2.6 %; k = 1,024 on BLK
-//      512 / 1,024 and k = 512 0.976–1.000 (a barrier and a copy for two or
-//      fewer stores per thread).
+//   2 (default): staged where k >= 2,048 or k >= 4·BLK. Measured
+//      (kernels/TUNING.md, 2026-12-04 seventeenth session) always staged
+//      against never: k = 2,048 +2.0 to +9.4 % on every entry, k = 1,024 on
+//      BLK 256 +0.9 to +2.6 %; k = 1,024 on BLK 512 / 1,024 and k = 512
+//      0.969–1.000 (a barrier and a copy for two or fewer stores per thread).
 #ifndef SS_MAIN_STAGE_OUT
 #define SS_MAIN_STAGE_OUT 2
 #endif
@@ -724,14 +723,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!complete) SS_TRACE(SS_TR_RESWEEP);
         if (whole) SS_TRACE(SS_TR_WHOLE_BIN);
         const u32 lim1 = cr.above + (whole ? cr.m : 0u);
-        // SS_MAIN_STAGE_OUT: the indices go to the staging buffer past the
-        // list it still holds (block-uniform choice; k <= SCAP/2 leaves room
-        // unless the list is long), E is where the emit and the rank write.
+        // E is where the emit and the rank refine write (SS_MAIN_STAGE_OUT):
+        // the staging buffer past the list it still holds, or the output.
         i32* E = O;
-        if (SS_MAIN_STAGE_OUT == 1 || (SS_MAIN_STAGE_OUT == 2 && (k >= 2048u || k >= 4u * (u32)BLK))) {
-            const u32 held = complete && !(SPLIT && from_slab) ? list_n : 0u;  // stage slots the list holds
-            if ((u64)held * 2u + k <= (u64)p.scap * 2u) E = reinterpret_cast<i32*>(stage + held);
-        }
+        const u32 held = complete && !(SPLIT && from_slab) ? list_n : 0u;  // stage slots the list holds
+        if (ss_stage_out<BLK>(SS_MAIN_STAGE_OUT, held, k, p.scap)) E = reinterpret_cast<i32*>(stage + held);
         if (complete) {
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
@@ -781,10 +777,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 ss_narrow_emit<BLK>(src, mc, s.kmin, s.kmax, need, mc, SS_REFINE_LEVELS, O, cr.above, nsh);
             }
         }
-        if (E != O) {
-            __syncthreads();
-            for (u32 i = t; i < staged; i += BLK) O[i] = E[i];
-        }
+        if (E != O) ss_copy_out_staged<BLK>(E, O, staged);
     } else if (valid && complete) {
         // Degen A: crossing bin above CMP, but every survivor is listed.
         SS_TRACE(SS_TR_DEGEN_A);

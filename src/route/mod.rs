@@ -69,7 +69,7 @@ pub struct DeviceProfile {
     /// The reg_clus rung needs at least this many SMs per row (`SMs / b`):
     /// the spec's 2, or 4 on the H200, where 2-CTA clusters at b = 64
     /// (flash / pro N = 32,771) ran 12–15 % slower than main one CTA per row
-    /// while winning 7–17 % at b = 32 (same run, reports/h200/2026-12-04g).
+    /// while winning 7–20 % at b = 32 (same run, reports/h200/2026-12-04g).
     pub reg_clus_min_sms_per_row: u32,
     /// K <= 1024 rows of `reg_capacity(1024, 1)` < n <= `reg_capacity(1024, 2)`
     /// values at b <= 32 take reg 1024/2 instead of 1024/4 (an H200 rung,
