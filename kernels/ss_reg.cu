@@ -31,6 +31,9 @@
 // Exactness never depends on the bracket: the histogram counts every valid
 // element, so its total is n > k and the crossing is always real; B ≥ 1
 // means the bins above B hold fewer than k elements and bin B completes them.
+// Rows of n ≤ k + SS_REG_DROP_MAX skip 2–7: they keep all but their n − k
+// smallest (key, index) pairs, found by warp reductions and one barrier
+// (ss_reg_drop_few).
 //
 // Short rows (n ≤ k): identity then −1. A row longer than the compiled
 // register capacity (only possible through a bad per-row n) is selected by
@@ -95,6 +98,7 @@ struct SsRegParams {
 #define SS_RTR_RANK 256u       // O(m^2) rank refine
 #define SS_RTR_NARROW 512u     // key-narrowing refine
 #define SS_RTR_OVERSIZE 1024u  // row longer than the register capacity
+#define SS_RTR_DROP 2048u      // n - k <= SS_REG_DROP_MAX: the n - k smallest dropped
 #ifdef SS_EMULATION
 #define SS_RTRACE(bit)                                        \
     do {                                                      \
@@ -194,6 +198,24 @@ struct SsRegParams {
 #ifndef SS_REG_STAGE_OUT
 #define SS_REG_STAGE_OUT 0
 #endif
+
+// Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024,
+// 330 grid cases) keep all but their n − k smallest elements (ss_reg_drop_few)
+// instead of the bracket → histogram → scan → emit chain: one barrier where
+// that chain takes five, and no shared atomics. 0: never. The CPU model's
+// `DROP_MAX` (src/arms/cpu_ss/reg.rs) follows this default.
+#ifndef SS_REG_DROP_MAX
+#define SS_REG_DROP_MAX 4u
+#endif
+
+// The entries that compile the drop-few path: all but the two 32-register
+// BLK 512 ones (512/1, 512/2), where its code made ptxas spill in some builds
+// (tests/ss_reg_emu.rs `ss_reg_entries_compile_without_spills`; 512/1 in the
+// next-wave-prefetch + row-ahead builds, 512/2 in all). Their rows of
+// n ≤ k + 4 take the chain. The host mirrors this rule
+// (src/arms/ss_reg.rs `RegEntry::drops_few`).
+template <int BLK, int MINB>
+constexpr bool ss_reg_drops_few = !(BLK == 512 && MINB >= 4);
 
 struct SsRegShared {
     u32 red[64];   // block min/max scratch
@@ -447,6 +469,118 @@ __device__ __forceinline__ void ss_reg_escape(const SsRegRow<VPT>& r, u32 n4, u3
     });
 }
 
+#if SS_REG_DROP_MAX > 0
+// The warp's least (key, index) pair among the lanes' `mine` (~0 on every
+// lane when all are ~0).
+__device__ __forceinline__ u64 ss_warp_least_pair(u64 mine) {
+    const u32 hi = warp_min((u32)(mine >> 32));
+    const u32 lo = warp_min((u32)(mine >> 32) == hi ? (u32)mine : 0xffffffffu);
+    return ((u64)hi << 32) | lo;
+}
+
+// Rows of k < n ≤ k + SS_REG_DROP_MAX: every valid element except the d = n − k
+// smallest (key, index) pairs, which are exactly the pairs ≤ P, the d-th
+// smallest pair of the row (pairs are unique, so their order is total).
+// 1: each warp takes its own d smallest pairs (d rounds of two warp
+// reductions; the row's d smallest are among them) and its valid count to
+// `cand` / `valid`; one barrier; 2: every warp takes P from those NW·d
+// candidates the same way; 3: lane q < NW counts warp q's kept elements (valid
+// minus its candidates ≤ P) and a warp scan gives each warp its output
+// offset; 4: ballots place the kept elements. Exactly n − d = k are kept.
+// NaN and ±inf are ordinary keys here (fkey).
+// The values become keys first (the floats die), and a thread's slots run in
+// index order (float4 u before u + 1, the tail last), so the first slot of
+// its least key holds its least pair: 32-bit compares only (a 64-bit form
+// spilled the 32-register entries).
+template <int BLK, int VPT>
+__device__ __forceinline__ void ss_reg_drop_few(const SsRegRow<VPT>& r, u32 n4, u32 n, u32 d, i32* O, u64* cand,
+                                                u32* valid) {
+    constexpr u32 NW = BLK / 32;
+    constexpr int E = 4 * VPT + 1;               // slots: 4u + lane of float4 u, then the tail
+    constexpr u32 SLOTS = NW * SS_REG_DROP_MAX;  // cand[w · SS_REG_DROP_MAX + round]
+    constexpr u32 C = (SLOTS + 31u) / 32u;       // candidates per lane in step 2
+    const u32 lane = lane_id(), w = warp_id();
+    // Bit j: slot j holds a valid element. Computed again for the emit
+    // rather than kept live across the rounds (kept, it spilled in 256/1).
+    const auto valid_slots = [&]() {
+        u32 m = 4u * n4 + threadIdx.x < n ? 1u << (E - 1) : 0u;
+#pragma unroll
+        for (int u = 0; u < VPT; ++u) m |= threadIdx.x + (u32)u * BLK < n4 ? 0xfu << (4 * u) : 0u;
+        return m;
+    };
+    u32 key[E];
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        key[4 * u + 0] = fkey(r.v[u].x);
+        key[4 * u + 1] = fkey(r.v[u].y);
+        key[4 * u + 2] = fkey(r.v[u].z);
+        key[4 * u + 3] = fkey(r.v[u].w);
+    }
+    key[E - 1] = fkey(r.tail);
+    u32 live = valid_slots();  // not yet taken
+    const u32 wv = warp_sum((u32)__popc(live));
+    if (lane == 0u) valid[w] = wv;
+    for (u32 round = 0u; round < d; ++round) {
+        u32 best = 0xffffffffu, at = 0xffffffffu;
+#pragma unroll
+        for (int j = 0; j < E; ++j) {
+            if (((live >> j) & 1u) != 0u && (key[j] < best || at == 0xffffffffu)) {
+                best = key[j];
+                at = (u32)j;
+            }
+        }
+        const u64 mine = at == 0xffffffffu ? ~0ull : ((u64)best << 32) | ss_reg_bit_index<BLK, VPT>(at, n4);
+        const u64 least = ss_warp_least_pair(mine);
+        if (mine == least && least != ~0ull) live &= ~(1u << at);
+        if (lane == 0u) cand[w * SS_REG_DROP_MAX + round] = least;  // ~0: the warp has no more
+    }
+    __syncthreads();
+    u64 c[C];
+#pragma unroll
+    for (u32 i = 0; i < C; ++i) {
+        const u32 q = lane + 32u * i;
+        c[i] = q < SLOTS && q % SS_REG_DROP_MAX < d ? cand[q] : ~0ull;
+    }
+    u64 p = 0ull;
+    u32 gone = 0u;
+    for (u32 round = 0u; round < d; ++round) {
+        u64 mine = ~0ull;
+        u32 at = 0u;
+#pragma unroll
+        for (u32 i = 0; i < C; ++i) {
+            if (((gone >> i) & 1u) == 0u && c[i] < mine) {
+                mine = c[i];
+                at = i;
+            }
+        }
+        p = ss_warp_least_pair(mine);  // never ~0: the candidates hold at least d real pairs
+        if (mine == p) gone |= 1u << at;
+    }
+    u32 kept = 0u;
+    if (lane < NW) {
+        kept = valid[lane];
+        for (u32 i = 0u; i < d; ++i) kept -= cand[lane * SS_REG_DROP_MAX + i] <= p ? 1u : 0u;
+    }
+    u32 before = kept;  // inclusive scan over the warps, then exclusive
+#pragma unroll
+    for (u32 s = 1u; s < NW; s <<= 1) {
+        const u32 o = __shfl_up_sync(GVR_FULL_MASK, before, s);
+        if (lane >= s) before += o;
+    }
+    u32 at = __shfl_sync(GVR_FULL_MASK, before - kept, w);
+    const u32 p_key = (u32)(p >> 32), p_idx = (u32)p;
+    const u32 all = valid_slots();
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+        const u32 idx = ss_reg_bit_index<BLK, VPT>((u32)j, n4);
+        const bool keep = ((all >> j) & 1u) != 0u && (key[j] > p_key || (key[j] == p_key && idx > p_idx));
+        const u32 ballot = __ballot_sync(GVR_FULL_MASK, keep);
+        if (keep) O[at + (u32)__popc(ballot & lanemask_lt())] = (i32)idx;
+        at += (u32)__popc(ballot);
+    }
+}
+#endif  // SS_REG_DROP_MAX > 0
+
 // The __noinline__ ss_narrow_emit is compiled once per instantiation, and
 // sharing one between the 32-register BLK 512 entries and ss_reg_b512_v4
 // (64 registers) made ptxas spill in the former: that entry gets its own
@@ -511,6 +645,18 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         write_identity_row(O, n, k);
         return;
     }
+#if SS_REG_DROP_MAX > 0
+    if constexpr (ss_reg_drops_few<BLK, MINB>) {
+        if (n - k <= SS_REG_DROP_MAX && n <= HELD) {  // the histogram's words are its scratch
+            SS_RTRACE(SS_RTR_DROP);
+            if (n != guess) ss_reg_load_row<BLK, VPT, false>(r, X, n);
+            constexpr u32 NW = BLK / 32;
+            ss_reg_drop_few<BLK, VPT>(r, n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT), n, n - k, O,
+                                      reinterpret_cast<u64*>(ss_reg_dyn), ss_reg_dyn + 2u * NW * SS_REG_DROP_MAX);
+            return;
+        }
+    }
+#endif
     u32* hist = ss_reg_dyn;
     u32* ck = ss_reg_dyn + NBH;
     i32* ci = reinterpret_cast<i32*>(ss_reg_dyn + NBH + p.cmp);

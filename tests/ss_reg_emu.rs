@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DROP_MAX};
 use gvr_bench::arms::ss_reg::{
     plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE,
     NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
@@ -48,6 +48,7 @@ const WHOLE: u32 = 128;
 const RANK: u32 = 256;
 const NARROW: u32 = 512;
 const OVERSIZE: u32 = 1024;
+const DROP: u32 = 2048;
 
 /// Build the emulator once per source version; `None` if g++ is missing.
 /// Built with the hint indices loaded ahead of the row (`SS_REG_HINTS_FIRST=1`,
@@ -214,6 +215,14 @@ impl RegEmu {
         };
         reg_capacity(self.block, vpt)
     }
+
+    /// The entry compiles the drop-few path (the small test entries, of
+    /// BLK 64 and 128, all do).
+    fn drops_few(&self) -> bool {
+        REG_ENTRIES
+            .get(self.entry as usize)
+            .is_none_or(|e| e.drops_few())
+    }
 }
 
 /// Run the launch in both emit forms (per-bin cursors and warp-aggregated
@@ -263,6 +272,7 @@ fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u3
         cmp: a.cmp as usize,
         qc: a.qc as usize,
         use_hints: a.use_hints != 0,
+        drops_few: launch.drops_few(),
     };
     for r in 0..launch.rows {
         let label = format!("{label} row {r}");
@@ -546,7 +556,20 @@ fn the_knob_slots_emits_are_exact_in_every_staging() {
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
-    let lens = [0usize, 1, 3, k - 1, k, k + 1, k + 3, 2113, 2114, 3001, 4099];
+    let lens = [
+        0usize,
+        1,
+        3,
+        k - 1,
+        k,
+        k + 1,
+        k + 3,
+        1500,
+        2113,
+        2114,
+        3001,
+        4099,
+    ];
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let generators = row_generators();
     let rows: Vec<Vec<f32>> = lens
@@ -574,7 +597,38 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
             assert!(seen & FIRSTK != 0);
         }
     }
-    assert!(seen & SHORT != 0 && seen & DEG != 0, "{seen:#x}");
+    assert!(
+        seen & SHORT != 0 && seen & DEG != 0 && seen & DROP != 0,
+        "{seen:#x}"
+    );
+}
+
+#[test]
+fn rows_a_few_past_k_drop_their_smallest_in_every_entry() {
+    // k < n <= k + DROP_MAX: all but the n - k smallest, in every entry that
+    // compiles the path, on the adversarial rows (ties at the drop line,
+    // -inf tails, NaN, extremes, all -inf); one value more takes the chain.
+    let Some(exe) = emulator() else { return };
+    let mut dropped = 0;
+    for (id, e) in REG_ENTRIES.iter().enumerate() {
+        for (j, k) in [512usize, 1024, 2048].into_iter().enumerate() {
+            if k + DROP_MAX + 1 > e.capacity() {
+                continue;
+            }
+            for d in [1, 3, DROP_MAX, DROP_MAX + 1] {
+                let n = k + d;
+                let b = adversarial_batch(n, k, j + d, 7000 + 97 * id as u64 + d as u64);
+                let launch = RegEmu::forced(id as u32, &b, b.rows);
+                let label = format!("{} n={n} k={k}", e.name());
+                for bits in emu_check(exe, &b, &launch, &label) {
+                    let expected = d <= DROP_MAX && e.drops_few();
+                    assert_eq!(bits & DROP != 0, expected, "{label}: path bits {bits:#x}");
+                    dropped += usize::from(expected);
+                }
+            }
+        }
+    }
+    assert!(dropped > 0);
 }
 
 #[test]

@@ -59,6 +59,11 @@ const SHAPES: &[ShapeCase] = &[
     // slots emit gathers them in shared memory (reg_stage_out).
     (300, 8207, 2048, (512, 4), true),
     (512, 1027, 1024, (256, 1), true),
+    // k < n <= k + 4: the drop-few path (256/1), and a 512/1 launch, which
+    // does not compile it (the chain).
+    (64, 1025, 1024, (256, 1), true),
+    (16, 516, 512, (256, 1), true),
+    (8, 2052, 2048, (512, 1), true),
     // 1024/2: routed for K <= 1024 rows of 8K at b <= 64; the nearest plan
     // for rows just above 512/4's capacity (8,704 values).
     (32, 8195, 1024, (1024, 2), true),

@@ -10,7 +10,7 @@ mod reg;
 mod row;
 
 pub use keys::{fkey, invkey};
-pub use reg::{select_row_reg, RegCounts, RegModel};
+pub use reg::{select_row_reg, RegCounts, RegModel, DROP_MAX};
 pub use row::{select_row, PathCounts};
 
 use rayon::prelude::*;
@@ -88,6 +88,7 @@ impl CpuSs {
             cmp: plan.plan.cmp,
             qc: plan.plan.qc,
             use_hints: true,
+            drops_few: plan.entry.drops_few(),
         };
         Some((model, plan.variant()))
     }

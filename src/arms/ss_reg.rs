@@ -53,6 +53,13 @@ impl RegEntry {
         reg_capacity(self.blk, self.vpt)
     }
 
+    /// Whether the entry compiles the drop-few path (rows of `n ≤ k +
+    /// DROP_MAX` keep all but their `n − k` smallest): all but the
+    /// 32-register BLK 512 entries (`ss_reg_drops_few` in ss_reg.cu).
+    pub fn drops_few(&self) -> bool {
+        !(self.blk == 512 && self.minb >= 4)
+    }
+
     pub fn name(&self) -> String {
         if self.img {
             format!("ss_regimg_b{}_v{}", self.blk, self.vpt)
@@ -310,8 +317,11 @@ pub const EMIT_MASK_DEFINE: &str = "SS_REG_EMIT_MASK";
 pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 
 /// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 2] =
-    [("SS_REG_HINT_NC", 0, 1), (EMIT_MASK_DEFINE, 0, 2)];
+const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 3] = [
+    ("SS_REG_HINT_NC", 0, 1),
+    (EMIT_MASK_DEFINE, 0, 2),
+    ("SS_REG_DROP_MAX", 0, 8),
+];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
 /// (unset: none).
@@ -1124,6 +1134,15 @@ mod tests {
         for (name, _, _) in REG_TUNABLE_DEFINES {
             assert!(SS_REG.code.contains(&format!("#ifndef {name}\n")), "{name}");
         }
+    }
+
+    #[test]
+    fn the_drop_few_default_matches_the_cpu_model() {
+        let line = format!(
+            "#define SS_REG_DROP_MAX {}u\n",
+            crate::arms::cpu_ss::DROP_MAX
+        );
+        assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
     }
 
     #[test]

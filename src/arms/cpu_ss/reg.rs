@@ -25,7 +25,13 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
+    /// The entry compiles the drop-few path (rows of `n ≤ k + DROP_MAX`).
+    pub drops_few: bool,
 }
+
+/// Rows of `n ≤ k + DROP_MAX` keep all but their `n − k` smallest elements
+/// (the kernel's `SS_REG_DROP_MAX` default).
+pub const DROP_MAX: usize = 4;
 
 /// How often each path of the reg kernel ran (the kernel's `SS_RTR_*` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,6 +59,8 @@ pub struct RegCounts {
     pub narrow_refine: u64,
     /// Row longer than the register capacity (global-memory narrowing).
     pub oversize: u64,
+    /// `k < n ≤ k + DROP_MAX`: the `n − k` smallest dropped.
+    pub drop_few: u64,
 }
 
 impl RegCounts {
@@ -70,6 +78,7 @@ impl RegCounts {
             rank_refine: self.rank_refine + o.rank_refine,
             narrow_refine: self.narrow_refine + o.narrow_refine,
             oversize: self.oversize + o.oversize,
+            drop_few: self.drop_few + o.drop_few,
         }
     }
 
@@ -87,6 +96,7 @@ impl RegCounts {
             (self.rank_refine, 256),
             (self.narrow_refine, 512),
             (self.oversize, 1024),
+            (self.drop_few, 2048),
         ]
         .iter()
         .filter(|(count, _)| *count > 0)
@@ -154,6 +164,10 @@ pub fn select_row_reg(
     let escape = || largest(keyed().collect(), k).collect::<Vec<i32>>();
     if n > model.capacity {
         counts.oversize += 1;
+        return escape();
+    }
+    if model.drops_few && n - k <= DROP_MAX {
+        counts.drop_few += 1;
         return escape();
     }
     let deg = n <= 4 * k + 64;
@@ -246,6 +260,7 @@ mod tests {
             cmp,
             qc,
             use_hints,
+            drops_few: true,
         }
     }
 
@@ -300,6 +315,20 @@ mod tests {
         assert_eq!(c.narrow_refine, 1, "{c:?}");
         let c = run(&ties, &ends, k, &model(512, 96, true));
         assert_eq!(c.rank_refine, 1, "{c:?}");
+        // A few values more than k: the n − k smallest are dropped (ties at
+        // the drop line and NaN included); one more value is not.
+        for n in [k + 1, k + DROP_MAX] {
+            let mut row = vec![2.0f32; n];
+            row[n / 2] = f32::NAN;
+            let c = run(&row, &[], k, &m);
+            assert_eq!((c.drop_few, c.deg), (1, 0), "{c:?}");
+        }
+        assert_eq!(run(&spread(k + DROP_MAX + 1), &[], k, &m).drop_few, 0);
+        let without = RegModel {
+            drops_few: false,
+            ..m
+        };
+        assert_eq!(run(&spread(k + 1), &[], k, &without).drop_few, 0);
         // Short and oversize rows.
         assert_eq!(run(&spread(10), &[], k, &m).short_row, 1);
         assert_eq!(run(&spread(5121), &[], k, &m).oversize, 1);
