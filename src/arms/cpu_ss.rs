@@ -88,7 +88,7 @@ impl CpuSs {
             cmp: plan.plan.cmp,
             qc: plan.plan.qc,
             use_hints: true,
-            drops_few: plan.entry.drops_few(),
+            drops_few: plan.drop_few(),
         };
         Some((model, plan.variant()))
     }

@@ -23,7 +23,8 @@ use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
 use crate::route::dispatch::{
-    reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out, reg_stage_out_extra,
+    reg_drop_few, reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out,
+    reg_stage_out_extra,
 };
 use crate::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
 use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
@@ -296,6 +297,20 @@ pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
     off_suffix: "+norowahead",
 };
 
+/// Rows of k < n ≤ k + 4 take the drop-few path where [`reg_drop_few`]
+/// says so and the entry compiles it ([`RegEntry::drops_few`]); off (or
+/// elsewhere): the launch is built with `SS_REG_DROP_MAX` 0.
+pub const DROP_FEW: TuningSwitch = TuningSwitch {
+    env: "GVR_SS_REG_DROP_FEW",
+    default: true,
+    on_suffix: "+dropfew",
+    off_suffix: "+nodropfew",
+};
+
+/// The kernel's bound on n − k for the drop-few path (0: never; the
+/// source's default is [`crate::arms::cpu_ss::DROP_MAX`]).
+pub const DROP_MAX_DEFINE: &str = "SS_REG_DROP_MAX";
+
 /// Slots-form launches of the 32-register 512/2 entry emit from bit masks
 /// where [`reg_mask_slots_32`] says so (`SS_REG_EMIT_MASK` 2); off: the
 /// two-visit slots there, as the source's default builds.
@@ -320,7 +335,7 @@ pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
 const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 3] = [
     ("SS_REG_HINT_NC", 0, 1),
     (EMIT_MASK_DEFINE, 0, 2),
-    ("SS_REG_DROP_MAX", 0, 8),
+    (DROP_MAX_DEFINE, 0, 8),
 ];
 
 /// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
@@ -433,6 +448,8 @@ pub struct RegLaunch {
     /// [`reg_stage_out_extra`] holds and MINB CTAs still fit an SM with the
     /// k extra words.
     pub stage_extra_fits: bool,
+    /// [`reg_drop_few`] holds for the batch on the planned device.
+    pub drop_few_fits: bool,
 }
 
 /// The tuning switches of the register families, as the arm holds them and
@@ -457,6 +474,8 @@ pub struct RegSwitches {
     pub row_ahead: bool,
     /// The mask slots in the 512/2 entry (`GVR_SS_REG_MASK_SLOTS_32`).
     pub mask_slots_32: bool,
+    /// The drop-few path where the rule says so (`GVR_SS_REG_DROP_FEW`).
+    pub drop_few: bool,
     /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
     pub knobs: Defines,
 }
@@ -471,6 +490,7 @@ impl Default for RegSwitches {
             stage_extra: STAGE_EXTRA.default,
             row_ahead: ROW_AHEAD.default,
             mask_slots_32: MASK_SLOTS_32.default,
+            drop_few: DROP_FEW.default,
             knobs: Defines::new(),
         }
     }
@@ -492,6 +512,7 @@ impl RegSwitches {
             stage_extra: STAGE_EXTRA.from_env()?,
             row_ahead: ROW_AHEAD.from_env()?,
             mask_slots_32: MASK_SLOTS_32.from_env()?,
+            drop_few: DROP_FEW.from_env()?,
             knobs,
         })
     }
@@ -513,6 +534,7 @@ impl RegLaunch {
         tail += STAGE_EXTRA.suffix(sw.stage_extra);
         tail += ROW_AHEAD.suffix(sw.row_ahead);
         tail += MASK_SLOTS_32.suffix(sw.mask_slots_32);
+        tail += DROP_FEW.suffix(sw.drop_few);
         let variant = match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
@@ -572,6 +594,23 @@ impl RegLaunch {
                 .any(|(name, _)| *name == EMIT_MASK_DEFINE)
     }
 
+    /// Whether the launch's build takes the drop-few path for rows of
+    /// k < n ≤ k + 4: the switch is on, its entry compiles the path,
+    /// [`reg_drop_few`] holds for its batch, and no `GVR_SS_REG_DEFINES` knob
+    /// sets the bound (a knob of 1–8 takes the path wherever the entry has it).
+    pub fn drop_few(&self) -> bool {
+        let knob = self
+            .switches
+            .knobs
+            .iter()
+            .find(|(name, _)| *name == DROP_MAX_DEFINE);
+        self.entry.drops_few()
+            && match knob {
+                Some((_, value)) => value != "0",
+                None => self.switches.drop_few && self.drop_few_fits,
+            }
+    }
+
     /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
     /// in the histogram, 2 staged in the extra words.
     pub fn stage_out_mode(&self) -> u32 {
@@ -620,6 +659,14 @@ impl RegLaunch {
         ];
         if self.mask_slots_32() {
             defines.push((EMIT_MASK_DEFINE, "2".to_string()));
+        }
+        let drop_knob = self
+            .switches
+            .knobs
+            .iter()
+            .any(|(name, _)| *name == DROP_MAX_DEFINE);
+        if !drop_knob && !self.drop_few() {
+            defines.push((DROP_MAX_DEFINE, "0".to_string()));
         }
         defines.extend(self.switches.knobs.iter().cloned());
         defines
@@ -750,6 +797,7 @@ pub fn plan_reg_with(
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
         switches: RegSwitches::default(),
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
+        drop_few_fits: reg_drop_few(b, dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
                 * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
@@ -1044,6 +1092,39 @@ mod tests {
         // At exactly half the L2 it still prefetches.
         assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132, L2), 132);
         assert_eq!(next_wave_ahead(1024, 1, 132, L2 / 2 / 132 + 1, L2), 0);
+    }
+
+    #[test]
+    fn the_drop_few_path_follows_the_entry_the_batch_the_switch_and_the_knob() {
+        let dev = DeviceProfile::h200();
+        let off = (DROP_MAX_DEFINE, "0".to_string());
+        let drop_defines = |l: &RegLaunch| {
+            l.build_defines(false)
+                .into_iter()
+                .filter(|(name, _)| *name == DROP_MAX_DEFINE)
+                .collect::<Vec<_>>()
+        };
+        // 256/1 at B <= 2 SMs: the source's default bound, no define.
+        let mut launch = plan_reg(&shape(8, 1027, 1024), &dev).unwrap();
+        assert_eq!(launch.entry.blk, 256);
+        assert!(launch.drop_few() && drop_defines(&launch).is_empty());
+        assert!(!launch.variant().contains('+'), "{}", launch.variant());
+        launch.switches.drop_few = false;
+        assert!(!launch.drop_few());
+        assert_eq!(drop_defines(&launch), std::slice::from_ref(&off));
+        assert!(launch.variant().ends_with("+nodropfew"));
+        // A knob decides alone, and appears once.
+        launch.switches.knobs = reg_knobs(Some("SS_REG_DROP_MAX=2")).unwrap();
+        assert!(launch.drop_few());
+        assert_eq!(drop_defines(&launch), [(DROP_MAX_DEFINE, "2".to_string())]);
+        // Beyond 2 SMs of rows, and in an entry without the path: built out.
+        let big = plan_reg(&shape(512, 1027, 1024), &dev).unwrap();
+        assert!(!big.drop_few());
+        assert_eq!(drop_defines(&big), std::slice::from_ref(&off));
+        let wide = plan_reg(&shape(8, 2052, 2048), &dev).unwrap();
+        assert_eq!((wide.entry.blk, wide.entry.vpt), (512, 1));
+        assert!(!wide.entry.drops_few() && !wide.drop_few());
+        assert_eq!(drop_defines(&wide), [off]);
     }
 
     #[test]
