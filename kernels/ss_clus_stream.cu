@@ -206,28 +206,6 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #ifndef CL_SAMPLE_AHEAD
 #define CL_SAMPLE_AHEAD 1
 #endif
-// Where the §3.7 emit and rank 0's rank refine write the row's indices
-// (ss_stage_out's modes, as SS_MAIN_STAGE_OUT in ss_main.cu, which
-// measured +2.3 to +3.9 % on SPLIT launches at K = 2,048 from it): 0
-// (default, not yet measured for clus): straight to the output, one
-// scattered 4-byte store per index from every rank; 1 / 2: into RANK 0's
-// staging buffer past its own list (DSMEM stores from the peers), copied out
-// coalesced by rank 0 after the exit rendezvous. A cluster whose rank-0 list
-// leaves no room writes directly; the choice reads rank 0's survivor count,
-// so it is cluster-uniform.
-#ifndef CL_STAGE_OUT
-#define CL_STAGE_OUT 0
-#endif
-
-// The staging slot of rank 0 where the row's indices go (ss_stage_out), or
-// ~0u for the output, from rank 0's survivor count: its list holds that many
-// slots, none when it overflowed (rank 0 then re-sweeps its chunks and the
-// buffer is free).
-template <int BLK>
-__device__ __forceinline__ u32 cl_stage_out_slot(u32 rank0_count, u32 k, u32 scap) {
-    const u32 held = rank0_count <= scap ? rank0_count : 0u;
-    return ss_stage_out<BLK>(CL_STAGE_OUT, held, k, scap) ? held : ~0u;
-}
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
                                             u32 redirect, float tf, float sc, u32 scap, u64* stage, u32* hist,
@@ -582,27 +560,14 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         if (!complete) CL_TRACE(CL_TR_RESWEEP);
         const u32 lim1 = above + (whole ? m : 0u);
         const u32 n_ = sc_[CL_S_N], first_ = sc_[CL_S_FIRST];
-        i32* E = O;
-        if (CL_STAGE_OUT != 0) {  // rank 0's count is final: the last merge's cluster barrier is behind us
-            const u32 slot = cl_stage_out_slot<BLK>(*cluster_map_ptr(sc_ + CL_S_COUNT, 0u), k, p.scap);
-            if (slot != ~0u) E = reinterpret_cast<i32*>(cluster_map_ptr(stage + slot, 0u));
-        }
         cl_emit<BLK, U>(X, stage, list_n, complete, first_, sc_[CL_S_STEP], n_ >> 2, n_, first_ == 0u, TF, SC, cbin,
-                        above, lim1, whole, p.cmp, mrg, stage + p.scap + 4u, E);
+                        above, lim1, whole, p.cmp, mrg, stage + p.scap + 4u, O);
     }
     __syncthreads();
-    cluster_sync();  // exit rendezvous: candidates and staged indices visible in rank 0; no peer reads a histogram any more
+    cluster_sync();  // exit rendezvous: candidates visible in rank 0; no peer reads a histogram any more
     if (cluster_ctarank() != 0u) return;
     const u32 n_ = sc_[CL_S_N];
     u64* const ck64 = stage + p.scap + 4u;
-    // Rank 0's view of the staged indices (the slot every rank computed
-    // before the emit; recomputed rather than kept live across it), copied
-    // out once [0, staged) is final.
-    const u32 out_slot = degen ? ~0u : cl_stage_out_slot<BLK>(sc_[CL_S_COUNT], k, p.scap);
-    i32* const E = out_slot != ~0u ? reinterpret_cast<i32*>(stage + out_slot) : O;
-    const auto copy_out = [&](u32 staged) {
-        if (E != O) ss_copy_out_staged<BLK>(E, O, staged);
-    };
 
     SsNarrowShared nsh;
     nsh.hist = hist;  // free: every peer has passed the exit rendezvous
@@ -619,7 +584,6 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     }
     if (whole) {
         CL_TRACE(CL_TR_WHOLE_BIN);
-        copy_out(above + m);
         return;
     }
     const u32 mc = m;  // == candidates written (m <= CMP)
@@ -630,9 +594,8 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
             const u64 mine = ck64[i];
             u32 r = 0;
             for (u32 j = 0; j < mc; ++j) r += ck64[j] > mine ? 1u : 0u;
-            if (r < need) E[above + r] = (i32)(u32)mine;
+            if (r < need) O[above + r] = (i32)(u32)mine;
         }
-        copy_out(k);
     } else {
         CL_TRACE(CL_TR_NARROW);
         if (t == 0u) {
@@ -649,7 +612,6 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         SsSrcCand src;
         src.p = ck64;
         ss_narrow_emit<BLK>(src, mc, sc_[CL_S_KMIN], sc_[CL_S_KMAX], need, mc, CL_REFINE_LEVELS, O, above, nsh);
-        copy_out(above);
     }
 }
 

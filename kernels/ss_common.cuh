@@ -63,10 +63,12 @@ __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 ma
     ss_walk_reconverge();
 }
 
-// Staged output (ss_main.cu SS_MAIN_STAGE_OUT, ss_clus_stream.cu
-// CL_STAGE_OUT): the emit gathers the row's indices in the 8-byte staging
-// buffer past the `held` slots its list still occupies, and one coalesced
-// copy writes them out, instead of one scattered 4-byte store per index.
+// Staged output (ss_main.cu SS_MAIN_STAGE_OUT): the emit gathers the row's
+// indices in the 8-byte staging buffer past the `held` slots its list still
+// occupies, and one coalesced copy writes them out, instead of one scattered
+// 4-byte store per index. (The same for clus, the peers storing into rank 0's
+// staging over DSMEM, measured 3.5–8 % slower and left the source:
+// kernels/TUNING.md, 2026-12-04 eighteenth session.)
 // (ss_reg.cu stages by a host rule and keeps its own copy loop: through
 // ss_copy_out_staged its measured builds' barrier moved in the PTX.)
 // `mode` 0: never; 1: always; 2: where

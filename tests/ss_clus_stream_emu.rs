@@ -20,20 +20,12 @@ fn ss_clus_stream_entries_compile_without_spills_or_stack() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    // The default build and the staged-output knob's two forms.
-    for defines in [
-        vec![],
-        vec![("CL_STAGE_OUT", "1".to_string())],
-        vec![("CL_STAGE_OUT", "2".to_string())],
-    ] {
-        let label = format!("ss_clus_stream.cu {defines:?}");
-        let report = compile_report(&SS_CLUS_STREAM, &defines, DEFAULT_ARCH)
-            .unwrap_or_else(|e| panic!("{label} compiles: {e}"));
-        println!("{}", report.log);
-        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &label);
-        nvrtc_support::assert_no_spill_in_log(&report.log, &label);
-    }
+    let report =
+        compile_report(&SS_CLUS_STREAM, &[], DEFAULT_ARCH).expect("ss_clus_stream.cu compiles");
+    println!("{}", report.log);
+    // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+    nvrtc_support::assert_registers_at_most(&report, &declared, 64, "ss_clus_stream.cu");
+    nvrtc_support::assert_no_spill_in_log(&report.log, "ss_clus_stream.cu");
 }
 
 mod ss_support;
@@ -69,29 +61,28 @@ const TR_HINT_FLOOR: u32 = 2048;
 /// Build the cluster emulator once per source version; `None` without g++.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
-}
-
-/// The cluster emulator with extra g++ `-D` flags; `None` without g++.
-fn build_emulator(defines: &[String]) -> Option<PathBuf> {
-    if !ss_support::gxx_available("ss_clus_stream.cu") {
-        return None;
-    }
-    // Mutation testing: GVR_SS_CLUS_STREAM_EMU_SOURCE=<path> runs a
-    // modified kernel through the same checks.
-    let kernel = std::env::var("GVR_SS_CLUS_STREAM_EMU_SOURCE")
-        .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_STREAM_EMU_SOURCE"))
-        .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
-    Some(ss_support::kernel_emulator(
-        "ss-clus-stream-emu",
-        true,
-        ("ss_clus_stream.cu", kernel.as_str()),
-        (
-            "clus_stream_main.cpp",
-            include_str!("ss_emu/clus_stream_main.cpp"),
-        ),
-        defines,
-    ))
+    BUILT
+        .get_or_init(|| {
+            if !ss_support::gxx_available("ss_clus_stream.cu") {
+                return None;
+            }
+            // Mutation testing: GVR_SS_CLUS_STREAM_EMU_SOURCE=<path> runs a
+            // modified kernel through the same checks.
+            let kernel = std::env::var("GVR_SS_CLUS_STREAM_EMU_SOURCE")
+                .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_STREAM_EMU_SOURCE"))
+                .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
+            Some(ss_support::kernel_emulator(
+                "ss-clus-stream-emu",
+                true,
+                ("ss_clus_stream.cu", kernel.as_str()),
+                (
+                    "clus_stream_main.cpp",
+                    include_str!("ss_emu/clus_stream_main.cpp"),
+                ),
+                &[],
+            ))
+        })
+        .as_deref()
 }
 
 /// Emulator entry ids of clus_stream_main.cpp: 0..3 the compiled BLK-1024
@@ -221,27 +212,10 @@ fn emu_check(exe: &Path, b: &Batch, l: &Launch, label: &str) -> Vec<u32> {
 
 #[test]
 fn small_clusters_are_exact_for_every_generator_hint_mode_and_cs() {
+    // 64/128-thread CTAs with small staging and candidate buffers: sampled
+    // rows, staging overflow re-sweeps, the CMP escape, the retry ladder and
+    // both refines all happen on rows of a few thousand values.
     let Some(exe) = emulator() else { return };
-    small_cluster_sweep(exe);
-}
-
-#[test]
-fn the_staged_output_stays_exact() {
-    // CL_STAGE_OUT=1: the peers' indices go to rank 0's staging buffer over
-    // DSMEM and rank 0 copies them out (or the row writes directly where rank
-    // 0's list leaves no room: the sweep's SCAP 512 has both); every path of
-    // the sweep and the full-size entries.
-    let Some(exe) = build_emulator(&["-DCL_STAGE_OUT=1".to_string()]) else {
-        return;
-    };
-    small_cluster_sweep(&exe);
-    full_size_sweep(&exe);
-}
-
-/// 64/128-thread CTAs with small staging and candidate buffers: sampled
-/// rows, staging overflow re-sweeps, the CMP escape, the retry ladder and
-/// both refines all happen on rows of a few thousand values.
-fn small_cluster_sweep(exe: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(4343);
     let mut seen = 0u32;
     for (blk, u) in [(64u32, 1u32), (64, 2), (64, 8), (128, 1), (128, 4)] {
@@ -639,14 +613,11 @@ fn nan_rows_keep_the_output_structure() {
 
 #[test]
 fn compiled_entries_at_full_size_are_exact() {
+    // The BLK-1024 entry bodies with the H200 plan's own scalars (routed
+    // clus shapes: CS 2/4/8, k = 512/1024), a few rows each, plus rows of
+    // other lengths in the same launch (per-row schedule recompute) and a
+    // short row.
     let Some(exe) = emulator() else { return };
-    full_size_sweep(exe);
-}
-
-/// The BLK-1024 entry bodies with the H200 plan's own scalars (routed clus
-/// shapes: CS 2/4/8, k = 512/1024), a few rows each, plus rows of other
-/// lengths in the same launch (per-row schedule recompute) and a short row.
-fn full_size_sweep(exe: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let gens = row_generators();
     // (rows the plan is made for, n, k): route → clus with CS 8 / 4 / 2.

@@ -298,8 +298,9 @@ pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
 };
 
 /// Rows of k < n ≤ k + 4 take the drop-few path where [`reg_drop_few`]
-/// says so and the entry compiles it ([`RegEntry::drops_few`]); off (or
-/// elsewhere): the launch is built with `SS_REG_DROP_MAX` 0.
+/// says so for the launch and the entry compiles it ([`RegEntry::drops_few`]);
+/// off (or elsewhere): the launch is built with `SS_REG_DROP_MAX` 0, the
+/// code of every launch before the path existed.
 pub const DROP_FEW: TuningSwitch = TuningSwitch {
     env: "GVR_SS_REG_DROP_FEW",
     default: true,
@@ -797,7 +798,7 @@ pub fn plan_reg_with(
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
         switches: RegSwitches::default(),
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
-        drop_few_fits: reg_drop_few(b, dev),
+        drop_few_fits: reg_drop_few(b, n, shape.k, dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
                 * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
@@ -1104,7 +1105,7 @@ mod tests {
                 .filter(|(name, _)| *name == DROP_MAX_DEFINE)
                 .collect::<Vec<_>>()
         };
-        // 256/1 at B <= 2 SMs: the source's default bound, no define.
+        // 256/1 at B <= 2 SMs, rows within k + 4: the source's default bound.
         let mut launch = plan_reg(&shape(8, 1027, 1024), &dev).unwrap();
         assert_eq!(launch.entry.blk, 256);
         assert!(launch.drop_few() && drop_defines(&launch).is_empty());
@@ -1121,6 +1122,10 @@ mod tests {
         let big = plan_reg(&shape(512, 1027, 1024), &dev).unwrap();
         assert!(!big.drop_few());
         assert_eq!(drop_defines(&big), std::slice::from_ref(&off));
+        // Rows longer than k + REG_DROP_MAX: built without the code.
+        let long = plan_reg(&shape(8, 4099, 1024), &dev).unwrap();
+        assert!(long.entry.drops_few() && !long.drop_few());
+        assert_eq!(drop_defines(&long), std::slice::from_ref(&off));
         let wide = plan_reg(&shape(8, 2052, 2048), &dev).unwrap();
         assert_eq!((wide.entry.blk, wide.entry.vpt), (512, 1));
         assert!(!wide.entry.drops_few() && !wide.drop_few());
@@ -1144,7 +1149,8 @@ mod tests {
                     (EMIT_FORM_DEFINE, cur.to_string()),
                     (HINTS_FIRST_DEFINE, "1".to_string()),
                     (STAGE_OUT_DEFINE, "0".to_string()),
-                    (ROW_AHEAD_DEFINE, "0".to_string())
+                    (ROW_AHEAD_DEFINE, "0".to_string()),
+                    (DROP_MAX_DEFINE, "0".to_string())
                 ]
             );
         }
@@ -1160,7 +1166,8 @@ mod tests {
                 (EMIT_FORM_DEFINE, both),
                 (HINTS_FIRST_DEFINE, "0".to_string()),
                 (STAGE_OUT_DEFINE, "0".to_string()),
-                (ROW_AHEAD_DEFINE, "0".to_string())
+                (ROW_AHEAD_DEFINE, "0".to_string()),
+                (DROP_MAX_DEFINE, "0".to_string())
             ]
         );
         assert!(launch.variant().ends_with("+both"), "{}", launch.variant());

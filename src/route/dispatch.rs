@@ -220,14 +220,20 @@ pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool
     vpt == 1 && !img && b <= 2 * dev.sms as usize
 }
 
-/// Whether a reg launch of `b` rows builds the drop-few path (rows of
-/// k < n ≤ k + 4 keep all but their n − k smallest; `SS_REG_DROP_MAX` of
-/// kernels/ss_reg.cu): at B ≤ 2·SMs. Measured on the H200
+/// The kernel's bound on n − k for the drop-few path of the register family
+/// (`SS_REG_DROP_MAX` of kernels/ss_reg.cu): rows of k < n ≤ k + 4 keep all
+/// but their n − k smallest (pro's 1,027 values at K = 1,024).
+pub const REG_DROP_MAX: usize = 4;
+
+/// Whether a reg launch of `b` rows of at most `n` values builds the
+/// drop-few path: its longest row is within [`REG_DROP_MAX`] of k (a launch
+/// of longer rows is built without the code, so it runs as before; its
+/// shorter rows near k take the chain) and B ≤ 2·SMs. Measured on the H200
 /// (reports/h200/2026-12-04h, 256/1 at 1,027 × K 1,024, same binary, two
 /// rounds, radix-normalised): +3 to +5 % at B 1–128, +8 % at B 256; 1.5 %
 /// and 3.6 % slower at B 512 / 1,024, where eight CTAs share an SM.
-pub fn reg_drop_few(b: usize, dev: &DeviceProfile) -> bool {
-    b <= 2 * dev.sms as usize
+pub fn reg_drop_few(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
+    n > k && n - k <= REG_DROP_MAX && b <= 2 * dev.sms as usize
 }
 
 /// Whether a slots-form reg launch gathers its emitted indices in shared

@@ -25,13 +25,13 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
-    /// The entry compiles the drop-few path (rows of `n ≤ k + DROP_MAX`).
+    /// The launch's build has the drop-few path (rows of `n ≤ k + DROP_MAX`).
     pub drops_few: bool,
 }
 
 /// Rows of `n ≤ k + DROP_MAX` keep all but their `n − k` smallest elements
 /// (the kernel's `SS_REG_DROP_MAX` default).
-pub const DROP_MAX: usize = 4;
+pub const DROP_MAX: usize = crate::route::dispatch::REG_DROP_MAX;
 
 /// How often each path of the reg kernel ran (the kernel's `SS_RTR_*` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
