@@ -859,7 +859,8 @@ impl SsReg {
     /// This arm with the tuning switches the environment sets:
     /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
     /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_STAGE_EXTRA`,
-    /// `GVR_SS_REG_ROW_AHEAD`, `GVR_SS_REG_MASK_SLOTS_32`, `GVR_SS_REG_DEFINES`.
+    /// `GVR_SS_REG_ROW_AHEAD`, `GVR_SS_REG_MASK_SLOTS_32`, `GVR_SS_REG_DROP_FEW`,
+    /// `GVR_SS_REG_DEFINES`.
     pub fn with_env_tuning(mut self) -> Result<SsReg> {
         self.switches = RegSwitches::from_env()?;
         Ok(self.with_emit_form(emit_form_from_env()?))
