@@ -600,16 +600,20 @@ impl RegLaunch {
     /// [`reg_drop_few`] holds for its batch, and no `GVR_SS_REG_DEFINES` knob
     /// sets the bound (a knob of 1–8 takes the path wherever the entry has it).
     pub fn drop_few(&self) -> bool {
-        let knob = self
-            .switches
-            .knobs
-            .iter()
-            .find(|(name, _)| *name == DROP_MAX_DEFINE);
         self.entry.drops_few()
-            && match knob {
-                Some((_, value)) => value != "0",
+            && match self.drop_max_knob() {
+                Some(value) => value != "0",
                 None => self.switches.drop_few && self.drop_few_fits,
             }
+    }
+
+    /// The value a `GVR_SS_REG_DEFINES` knob gives `SS_REG_DROP_MAX`, if any.
+    fn drop_max_knob(&self) -> Option<&str> {
+        self.switches
+            .knobs
+            .iter()
+            .find(|(name, _)| *name == DROP_MAX_DEFINE)
+            .map(|(_, value)| value.as_str())
     }
 
     /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
@@ -661,12 +665,7 @@ impl RegLaunch {
         if self.mask_slots_32() {
             defines.push((EMIT_MASK_DEFINE, "2".to_string()));
         }
-        let drop_knob = self
-            .switches
-            .knobs
-            .iter()
-            .any(|(name, _)| *name == DROP_MAX_DEFINE);
-        if !drop_knob && !self.drop_few() {
+        if self.drop_max_knob().is_none() && !self.drop_few() {
             defines.push((DROP_MAX_DEFINE, "0".to_string()));
         }
         defines.extend(self.switches.knobs.iter().cloned());
