@@ -202,8 +202,8 @@ struct SsRegParams {
 // Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024,
 // 330 grid cases) keep all but their n − k smallest elements (ss_reg_drop_few)
 // instead of the bracket → histogram → scan → emit chain: one barrier where
-// that chain takes five, and no shared atomics. 0: never. The CPU model's
-// `DROP_MAX` (src/arms/cpu_ss/reg.rs) follows this default.
+// that chain takes five, and no shared atomics. 0: never. The host's
+// `REG_DROP_MAX` (src/route/dispatch.rs) is this default.
 #ifndef SS_REG_DROP_MAX
 #define SS_REG_DROP_MAX 4u
 #endif

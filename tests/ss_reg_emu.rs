@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel, DROP_MAX};
+use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::arms::ss_reg::{
     plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE,
     NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
@@ -31,6 +31,7 @@ use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_REG};
 use gvr_bench::grid::Batch;
+use gvr_bench::route::dispatch::REG_DROP_MAX;
 use gvr_bench::route::{reg_capacity, DeviceProfile};
 use ss_support::batch;
 
@@ -605,23 +606,23 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
 
 #[test]
 fn rows_a_few_past_k_drop_their_smallest_in_every_entry() {
-    // k < n <= k + DROP_MAX: all but the n - k smallest, in every entry that
+    // k < n <= k + REG_DROP_MAX: all but the n - k smallest, in every entry that
     // compiles the path, on the adversarial rows (ties at the drop line,
     // -inf tails, NaN, extremes, all -inf); one value more takes the chain.
     let Some(exe) = emulator() else { return };
     let mut dropped = 0;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
         for (j, k) in [512usize, 1024, 2048].into_iter().enumerate() {
-            if k + DROP_MAX + 1 > e.capacity() {
+            if k + REG_DROP_MAX + 1 > e.capacity() {
                 continue;
             }
-            for d in [1, 3, DROP_MAX, DROP_MAX + 1] {
+            for d in [1, 3, REG_DROP_MAX, REG_DROP_MAX + 1] {
                 let n = k + d;
                 let b = adversarial_batch(n, k, j + d, 7000 + 97 * id as u64 + d as u64);
                 let launch = RegEmu::forced(id as u32, &b, b.rows);
                 let label = format!("{} n={n} k={k}", e.name());
                 for bits in emu_check(exe, &b, &launch, &label) {
-                    let expected = d <= DROP_MAX && e.drops_few();
+                    let expected = d <= REG_DROP_MAX && e.drops_few();
                     assert_eq!(bits & DROP != 0, expected, "{label}: path bits {bits:#x}");
                     dropped += usize::from(expected);
                 }

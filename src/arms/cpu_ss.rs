@@ -10,7 +10,7 @@ mod reg;
 mod row;
 
 pub use keys::{fkey, invkey};
-pub use reg::{select_row_reg, RegCounts, RegModel, DROP_MAX};
+pub use reg::{select_row_reg, RegCounts, RegModel};
 pub use row::{select_row, PathCounts};
 
 use rayon::prelude::*;

@@ -55,7 +55,7 @@ impl RegEntry {
     }
 
     /// Whether the entry compiles the drop-few path (rows of `n ≤ k +
-    /// DROP_MAX` keep all but their `n − k` smallest): all but the
+    /// REG_DROP_MAX` keep all but their `n − k` smallest): all but the
     /// 32-register BLK 512 entries (`ss_reg_drops_few` in ss_reg.cu).
     pub fn drops_few(&self) -> bool {
         !(self.blk == 512 && self.minb >= 4)
@@ -309,7 +309,7 @@ pub const DROP_FEW: TuningSwitch = TuningSwitch {
 };
 
 /// The kernel's bound on n − k for the drop-few path (0: never; the
-/// source's default is [`crate::arms::cpu_ss::DROP_MAX`]).
+/// source's default is [`crate::route::dispatch::REG_DROP_MAX`]).
 pub const DROP_MAX_DEFINE: &str = "SS_REG_DROP_MAX";
 
 /// Slots-form launches of the 32-register 512/2 entry emit from bit masks
@@ -1225,10 +1225,10 @@ mod tests {
     }
 
     #[test]
-    fn the_drop_few_default_matches_the_cpu_model() {
+    fn the_drop_few_default_matches_the_route() {
         let line = format!(
             "#define SS_REG_DROP_MAX {}u\n",
-            crate::arms::cpu_ss::DROP_MAX
+            crate::route::dispatch::REG_DROP_MAX
         );
         assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
     }

@@ -11,6 +11,7 @@
 
 use super::keys::fkey;
 use crate::exact::UNWRITTEN;
+use crate::route::dispatch::REG_DROP_MAX;
 
 /// The launch knobs the reg kernel receives (per launch, not per row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,13 +26,9 @@ pub struct RegModel {
     pub qc: usize,
     /// Bracket from the hints (else hint-free: the first k values).
     pub use_hints: bool,
-    /// The launch's build has the drop-few path (rows of `n ≤ k + DROP_MAX`).
+    /// The launch's build has the drop-few path (rows of `n ≤ k + REG_DROP_MAX`).
     pub drops_few: bool,
 }
-
-/// Rows of `n ≤ k + DROP_MAX` keep all but their `n − k` smallest elements
-/// (the kernel's `SS_REG_DROP_MAX` default).
-pub const DROP_MAX: usize = crate::route::dispatch::REG_DROP_MAX;
 
 /// How often each path of the reg kernel ran (the kernel's `SS_RTR_*` bits).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,7 +56,7 @@ pub struct RegCounts {
     pub narrow_refine: u64,
     /// Row longer than the register capacity (global-memory narrowing).
     pub oversize: u64,
-    /// `k < n ≤ k + DROP_MAX`: the `n − k` smallest dropped.
+    /// `k < n ≤ k + REG_DROP_MAX`: the `n − k` smallest dropped.
     pub drop_few: u64,
 }
 
@@ -166,7 +163,7 @@ pub fn select_row_reg(
         counts.oversize += 1;
         return escape();
     }
-    if model.drops_few && n - k <= DROP_MAX {
+    if model.drops_few && n - k <= REG_DROP_MAX {
         counts.drop_few += 1;
         return escape();
     }
@@ -317,13 +314,13 @@ mod tests {
         assert_eq!(c.rank_refine, 1, "{c:?}");
         // A few values more than k: the n − k smallest are dropped (ties at
         // the drop line and NaN included); one more value is not.
-        for n in [k + 1, k + DROP_MAX] {
+        for n in [k + 1, k + REG_DROP_MAX] {
             let mut row = vec![2.0f32; n];
             row[n / 2] = f32::NAN;
             let c = run(&row, &[], k, &m);
             assert_eq!((c.drop_few, c.deg), (1, 0), "{c:?}");
         }
-        assert_eq!(run(&spread(k + DROP_MAX + 1), &[], k, &m).drop_few, 0);
+        assert_eq!(run(&spread(k + REG_DROP_MAX + 1), &[], k, &m).drop_few, 0);
         let without = RegModel {
             drops_few: false,
             ..m
