@@ -21,7 +21,10 @@
 #   gvr-bench report reports/h200/$(date +%F)/run
 #   gvr-bench aa reports/h200/$(date +%F)/run --arm radix --arm-b 'radix#2'
 #
-# Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, SHARD, SAMPLE (a spread
+# FLOOR=1 adds `--floor` (each case's latency floor into floor.jsonl); AA_ARM=
+# and PEER= (empty) leave out the A/A twin and the torch peer.
+#
+# Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
 # sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
 # BUDGET_S (whole-script seconds; default 570 with SHARD, to fit a 10-minute
 # device call, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
@@ -32,7 +35,9 @@ BIN="${GVR_BIN:-target/release/gvr-bench}"
 CAPS="${CAPS:-/tmp/gvr-caps}"
 GRID="${GRID:-grids/dsa886.csv}"
 ARMS="${ARMS:-ss,radix,radix-mcta,filtered,gvr1}"
-AA_ARM="${AA_ARM:-radix}"
+AA_ARM="${AA_ARM-radix}"
+PEER="${PEER-torch}"
+FLOOR="${FLOOR:-}"
 SHARD="${SHARD:-}"
 DEVICES="${DEVICES:-}"
 TAG="${SHARD:+-${SHARD/\//of}}"
@@ -62,9 +67,9 @@ step info 120 "$BIN" gpu info
 if [ -f "$RUN/manifest.json" ]; then
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
-  GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" --aa "$AA_ARM"
-            --peer torch --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"} ${DEVICES:+--devices "$DEVICES"}
-            ${SAMPLE:+--sample "$SAMPLE"})
+  GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" ${AA_ARM:+--aa "$AA_ARM"}
+            ${PEER:+--peer "$PEER"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
+            ${DEVICES:+--devices "$DEVICES"} ${SAMPLE:+--sample "$SAMPLE"})
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"
 if [ -n "${GRID_TIMEOUT:-}" ]; then GRID_LIMIT="$GRID_TIMEOUT"
@@ -75,8 +80,8 @@ GRID_RC=$?
 
 if [ -s "$RUN/results.jsonl" ]; then
   step report 45 "$BIN" report "$RUN" --out "$RUN/report"
-  step report-vs-torch 20 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots
-  step aa 15 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
+  [ -n "$PEER" ] && step report-vs-torch 20 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots
+  [ -n "$AA_ARM" ] && step aa 15 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
 fi
 {
   date -u +%FT%TZ; nvidia-smi; nvcc --version 2>/dev/null

@@ -8,7 +8,9 @@
 # per-SASS-line source page as CSV) or `brief` (speed of light, memory,
 # warp state, and the DRAM/L2 byte counters). Clocks are left as they are
 # (--clock-control none). Everything is packed into $OUT/ncu.tgz, also when
-# the call runs out of time (BUDGET_S, default 300 s).
+# the call runs out of time (BUDGET_S, default 300 s). NCU_ARGS adds ncu
+# options to every case, e.g. `--warp-sampling-interval 0` (a sample every
+# 32 cycles) so that a few-microsecond launch gets enough stall samples.
 #
 #   NCU_CASES=$'main|-|ss-main|v4_pro_512k_L10|256|ss_main_b512_u8|brief' \
 #     OUT=$OUT scripts/h200_ncu.sh
@@ -37,8 +39,8 @@ while IFS='|' read -r label envs arm cell batch kernel set; do
   esac
   t0=$SECONDS
   echo "== $label: $envs ncu $set -k $kernel; certify --arms $arm --cells $cell --batches $batch" | tee -a "$LOG"
-  # shellcheck disable=SC2086  # word splitting of the environment list is intended
-  env $envs timeout "$left" ncu --clock-control none "${what[@]}" -k "regex:$kernel" -c 1 \
+  # shellcheck disable=SC2086  # word splitting of the environment list and NCU_ARGS is intended
+  env $envs timeout "$left" ncu --clock-control none ${NCU_ARGS:-} "${what[@]}" -k "regex:$kernel" -c 1 \
     "$BIN" certify --captures "$CAPS" --cells "$cell" --batches "$batch" --arms "$arm" --no-adversarial \
     > "$W/$label.log" 2>&1
   echo "   rc=$? in $((SECONDS - t0)) s" | tee -a "$LOG"

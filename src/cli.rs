@@ -128,6 +128,11 @@ pub struct GridArgs {
     /// Record a memory-bandwidth probe in the run manifest.
     #[arg(long)]
     pub bandwidth: bool,
+    /// Also time each case's latency floor (read the rows once, meet once,
+    /// write k indices: no selection) under several launch shapes, into
+    /// floor.jsonl; `report` then compares every arm with it. GPU only.
+    #[arg(long)]
+    pub floor: bool,
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
@@ -288,8 +293,13 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Merge(args) => {
             let outcome = run::merge(&args.runs, &args.out)?;
+            let floors = if outcome.floors > 0 {
+                format!(" and {} latency floors", outcome.floors)
+            } else {
+                String::new()
+            };
             println!(
-                "merged {} runs: {} records over {} cases into {}",
+                "merged {} runs: {} records over {} cases{floors} into {}",
                 args.runs.len(),
                 outcome.records,
                 outcome.cases,
@@ -373,6 +383,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         cpu_only: args.cpu,
         aa: args.aa.clone(),
         bandwidth: args.bandwidth,
+        floor: args.floor,
     };
     let outcome = run::run_grid(&cfg)?;
     eprintln!(
@@ -562,6 +573,9 @@ pub fn worker_args(
     if args.bandwidth {
         v.push("--bandwidth".into());
     }
+    if args.floor {
+        v.push("--floor".into());
+    }
     v.push("--no-report".into());
     v
 }
@@ -682,6 +696,7 @@ mod tests {
             "torch",
             "--cpu",
             "--bandwidth",
+            "--floor",
             "--devices",
             "0,1",
             "--out",

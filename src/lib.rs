@@ -11,6 +11,7 @@ pub mod cli;
 pub mod env_manifest;
 pub mod error;
 pub mod exact;
+pub mod floor;
 pub mod gpu;
 pub mod grid;
 pub mod report;

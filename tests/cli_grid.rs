@@ -54,6 +54,17 @@ fn cpu_grid_writes_results_manifest_and_report() {
 }
 
 #[test]
+fn floor_without_a_gpu_is_a_usage_error() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let run_dir = root.path().join("run");
+    let out = grid(&captures, &run_dir, &["--floor"]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("--floor needs a GPU"), "{}", out.stderr);
+    assert!(!run_dir.exists(), "a refused run left its directory");
+}
+
+#[test]
 fn without_gpu_prints_one_notice_line() {
     let root = tempfile::tempdir().unwrap();
     let captures = capture_set(root.path());

@@ -49,6 +49,12 @@ pub const SS_REG: KernelSource = KernelSource {
     code: include_str!("../../kernels/ss_reg.cu"),
 };
 
+/// The latency floor of `grid --floor` (not a top-K; src/floor/).
+pub const FLOOR: KernelSource = KernelSource {
+    name: "floor.cu",
+    code: include_str!("../../kernels/floor.cu"),
+};
+
 pub const SS_VALUES: KernelSource = KernelSource {
     name: "ss_values.cu",
     code: include_str!("../../kernels/ss_values.cu"),
@@ -67,6 +73,7 @@ pub static ALL: &[KernelSource] = &[
     SS_CLUS,
     SS_VALUES,
     SS_CLUS_STREAM,
+    FLOOR,
 ];
 
 /// In-memory headers handed to NVRTC (`nvrtcCreateProgram` headers), so

@@ -11,6 +11,7 @@ use crate::stats::regress::ChangeKind;
 use crate::stats::{ExactClass, RegressAnalysis};
 
 use super::ReportSummary;
+use crate::floor::FloorSection;
 
 /// Segment order of the seed's tables: Flash, Pro, V3.2.
 const MODEL_ORDER: [Model; 3] = [Model::Flash, Model::Pro, Model::V32];
@@ -254,6 +255,10 @@ pub fn render_summary(s: &ReportSummary) -> String {
         table_row(&mut out, &cells);
     }
 
+    if let Some(floor) = &s.floor {
+        render_floor(&mut out, floor);
+    }
+
     let _ = writeln!(out, "\n## Timing method\n");
     table_header(
         &mut out,
@@ -279,6 +284,85 @@ pub fn render_summary(s: &ReportSummary) -> String {
         );
     }
     out
+}
+
+/// The "Latency floor" section (`grid --floor` runs only).
+fn render_floor(out: &mut String, f: &FloorSection) {
+    let _ = writeln!(out, "\n## Latency floor\n");
+    let _ = writeln!(
+        out,
+        "The floor reads each row once, meets once and writes k indices that wait on the row \
+         (kernels/floor.cu): no selection, so no top-K reaches it. Each case's floor is its \
+         fastest launch shape, timed in this run on the same inputs. Ratio = time(arm) / floor: \
+         how far an arm is from it; for a baseline, the most any kernel of these launch shapes \
+         could gain against that baseline.\n"
+    );
+    let _ = writeln!(
+        out,
+        "Floors: {} cases ({} failed), mean roofline {}, B = 1 median {}.\n",
+        count(f.cases),
+        count(f.failed),
+        opt(f.roofline.mean_fraction, fraction),
+        opt(f.b1_median_us, |us| format!("{us:.2} µs")),
+    );
+    table_header(
+        out,
+        &[
+            "Arm".to_string(),
+            "Cases".to_string(),
+            "Geometric mean".to_string(),
+            "Min".to_string(),
+            "P5".to_string(),
+            "P50".to_string(),
+            "P95".to_string(),
+            "Max".to_string(),
+        ],
+    );
+    for c in &f.vs {
+        let sm = c.summary;
+        table_row(
+            out,
+            &[
+                c.other_arm.clone(),
+                sm.map(|x| count(x.count)).unwrap_or_default(),
+                opt(sm.map(|x| x.geomean), |g| format!("{g:.2}x")),
+                opt(sm.map(|x| x.min), ratio),
+                opt(sm.map(|x| x.p5), ratio),
+                opt(sm.map(|x| x.p50), ratio),
+                opt(sm.map(|x| x.p95), ratio),
+                opt(sm.map(|x| x.max), ratio),
+            ],
+        );
+    }
+    let _ = writeln!(out, "\n### Time / floor per batch size (geometric mean)\n");
+    let mut batches: Vec<u32> =
+        f.vs.iter()
+            .flat_map(|c| {
+                c.by_batch
+                    .iter()
+                    .filter_map(|g| g.label.parse::<u32>().ok())
+            })
+            .collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let mut columns = vec!["Arm".to_string()];
+    columns.extend(batches.iter().map(|b| format!("B={b}")));
+    table_header(out, &columns);
+    for c in &f.vs {
+        let mut cells = vec![c.other_arm.clone()];
+        cells.extend(
+            batches
+                .iter()
+                .map(|b| group_geomean(&c.by_batch, &b.to_string())),
+        );
+        table_row(out, &cells);
+    }
+    let shapes: Vec<String> = f
+        .best_shapes
+        .iter()
+        .map(|(label, n)| format!("{label} ({})", count(*n)))
+        .collect();
+    let _ = writeln!(out, "\nFastest floor shape: {}.", shapes.join(", "));
 }
 
 /// Markdown of a regress analysis: per-arm summary, worst cases, verdict.

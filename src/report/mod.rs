@@ -81,6 +81,10 @@ pub struct ReportSummary {
     pub files: Vec<PathBuf>,
     /// Per-(case, arm) summary; lets `regress` take a summary.json as input.
     pub cases: Vec<CaseTime>,
+    /// Every arm against the latency floor, when the run measured it
+    /// (`grid --floor`).
+    #[serde(default)]
+    pub floor: Option<crate::floor::FloorSection>,
 }
 
 impl std::fmt::Display for ReportSummary {
@@ -274,9 +278,16 @@ pub fn summarise(
             }
         })
         .collect();
+    let floors = if run.is_dir() {
+        crate::floor::read_floor_records(run)?
+    } else {
+        Vec::new()
+    };
+    let floor = crate::floor::section(&cases, &floors, &arms, bandwidth);
     Ok(ReportSummary {
         run: run.to_path_buf(),
         environment,
+        floor,
         exactness: stats::exact_counts(&cases, &arms),
         roofline: stats::roofline_by_arm(&cases, &arms, bandwidth),
         base_arm,

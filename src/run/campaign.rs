@@ -55,6 +55,8 @@ pub struct GridConfig {
     pub aa: Option<String>,
     /// Record a memory-bandwidth probe in the manifest.
     pub bandwidth: bool,
+    /// Also measure each case's latency floor into `floor.jsonl` (GPU only).
+    pub floor: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -486,6 +488,12 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let run_started = Instant::now();
     let captures = deps::open_captures(&cfg.captures)?;
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
+    if cfg.floor && gpu.is_none() {
+        return Err(GvrError::Usage(format!(
+            "--floor needs a GPU ({}); drop --floor or run on the GPU host",
+            no_gpu_reason.as_deref().unwrap_or("none opened")
+        )));
+    }
     let mut selection = cfg.selection.clone();
     if gpu.is_none() && selection.batches.is_none() {
         // CPU engines are references, not contenders: small batches keep a
@@ -578,6 +586,26 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         }
         (false, _) => None,
     };
+    // The latency floor: its own file, resumed like the results.
+    let mut floor = match &gpu {
+        Some(gpu) if cfg.floor => {
+            manifest
+                .notes
+                .insert("floor".into(), serde_json::json!(true));
+            let floored = if cfg.resume {
+                crate::floor::floored_cases(run_dir)?
+            } else {
+                HashSet::new()
+            };
+            Some(CaseFloor {
+                kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu)),
+                writer: crate::floor::FloorWriter::open(run_dir)?,
+                floored,
+                sms: gpu.facts.sms as usize,
+            })
+        }
+        _ => None,
+    };
     manifest.write(run_dir)?;
 
     install_ctrlc_handler();
@@ -613,7 +641,10 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                     .filter(|&i| !done.contains(&(case.id(), arms[i].name().to_string())))
                     .collect();
                 skipped += arms.len() - pending.len();
-                if !pending.is_empty() {
+                let wants_floor = floor
+                    .as_ref()
+                    .is_some_and(|f| !f.floored.contains(&case.id()));
+                if !pending.is_empty() || wants_floor {
                     progress.set_message(case.id());
                     let batch = Arc::new(phases.time(Phase::BuildBatch, || {
                         deps::form_batch(&cell, case.b, rows_mode)
@@ -622,7 +653,8 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                     let check = Arc::new(PeriodicCheck::new(Arc::clone(&batch), period));
                     // One upload per case for every GPU arm (held until the
                     // case's arms are done).
-                    let any_gpu_arm = pending.iter().any(|&i| arms[i].backend() == Backend::Gpu);
+                    let any_gpu_arm =
+                        wants_floor || pending.iter().any(|&i| arms[i].backend() == Backend::Gpu);
                     let _shared = match (&gpu, any_gpu_arm) {
                         (Some(gpu), true) => {
                             phases.time(Phase::StageShared, || share_inputs(gpu, &batch, period))
@@ -658,6 +690,26 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                                 .insert(job.record.arm.clone(), method);
                         }
                         phases.time(Phase::CheckWait, || checkers.submit(job))?;
+                    }
+                    if let (Some(f), Some(timer), true) =
+                        (floor.as_mut(), gpu_timer.as_mut(), wants_floor)
+                    {
+                        let skeleton =
+                            base_record(case, rows_mode, &batch, crate::floor::FLOOR_ARM, None);
+                        let record = phases.time(Phase::TimedReps, || {
+                            crate::floor::arm::measure_floor(
+                                &mut f.kernel,
+                                timer.as_mut(),
+                                &batch,
+                                &cfg.protocol,
+                                f.sms,
+                                crate::floor::FloorRecord::for_case(&skeleton),
+                            )
+                        });
+                        if record.best.is_none() {
+                            tracing::warn!("floor of {}: every shape failed", record.case);
+                        }
+                        f.writer.append(&record)?;
                     }
                 }
                 case_index += 1;
@@ -713,6 +765,15 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         interrupted,
         bandwidth_bytes_per_s,
     })
+}
+
+/// What `--floor` holds across a run.
+struct CaseFloor {
+    kernel: crate::floor::arm::FloorKernel,
+    writer: crate::floor::FloorWriter,
+    /// Cases whose floor the run directory already has (resume).
+    floored: HashSet<String>,
+    sms: usize,
 }
 
 /// Upload the case's inputs once for all GPU arms. A failure is not fatal:
@@ -906,6 +967,7 @@ mod tests {
             cpu_only: true,
             aa: None,
             bandwidth: false,
+            floor: false,
         };
         let outcome = run_grid(&cfg).unwrap();
         assert_eq!(outcome.records_written, 2);

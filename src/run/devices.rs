@@ -290,8 +290,11 @@ fn merge_into_run(run_dir: &Path, shards: &[PathBuf]) -> Result<(usize, usize)> 
     merged.started_utc = merged.started_utc.min(parent.started_utc);
     merged.notes.extend(parent.notes);
     merged.write(&scratch)?;
-    for file in [RESULTS_FILE, MANIFEST_FILE] {
+    for file in [RESULTS_FILE, MANIFEST_FILE, crate::floor::FLOOR_FILE] {
         let (from, to) = (scratch.join(file), run_dir.join(file));
+        if file == crate::floor::FLOOR_FILE && !from.exists() {
+            continue; // the run did not measure floors
+        }
         std::fs::rename(&from, &to).map_err(|e| GvrError::io(&to, e))?;
     }
     let _ = std::fs::remove_dir_all(&scratch);

@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 use super::results::{run_records, ResultsWriter, RESULTS_FILE};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
+use crate::floor::{read_floor_records, FloorWriter};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeOutcome {
     pub records: usize,
     pub cases: usize,
+    /// Latency-floor records (`grid --floor` shards).
+    pub floors: usize,
 }
 
 pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
@@ -45,6 +48,10 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
                     "arm lists differ ({} vs {})",
                     first.notes["arms"], manifest.notes["arms"]
                 ))
+            } else if first.notes.get("floor") != manifest.notes.get("floor") {
+                Some(
+                    "one shard measured the latency floor (--floor), the other did not".to_string(),
+                )
             } else {
                 None
             }
@@ -77,6 +84,22 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
         }
     }
 
+    let mut floor_owner: HashMap<String, &Path> = HashMap::new();
+    let mut floors = Vec::new();
+    for run in runs {
+        for floor in read_floor_records(run)? {
+            if let Some(previous) = floor_owner.insert(floor.case.clone(), run) {
+                return Err(GvrError::Usage(format!(
+                    "the floor of case {} appears in both {} and {}; shards must not overlap",
+                    floor.case,
+                    previous.display(),
+                    run.display()
+                )));
+            }
+            floors.push(floor);
+        }
+    }
+
     if out.join(RESULTS_FILE).exists() {
         return Err(GvrError::input(
             out,
@@ -88,6 +111,12 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     let mut writer = ResultsWriter::open(out)?;
     for record in &records {
         writer.append(record)?;
+    }
+    if !floors.is_empty() {
+        let mut writer = FloorWriter::open(out)?;
+        for floor in &floors {
+            writer.append(floor)?;
+        }
     }
 
     let mut merged = first.clone();
@@ -133,6 +162,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     Ok(MergeOutcome {
         records: records.len(),
         cases: cases.len(),
+        floors: floors.len(),
     })
 }
 
@@ -182,7 +212,8 @@ mod tests {
             outcome,
             MergeOutcome {
                 records: 3,
-                cases: 3
+                cases: 3,
+                floors: 0
             }
         );
         assert_eq!(run_records(&out).unwrap().len(), 3);
@@ -242,6 +273,36 @@ mod tests {
             assert!(err.to_string().contains(field), "{field}: {err}");
             assert!(!out.exists(), "{field}: a refused merge left {out:?}");
         }
+    }
+
+    #[test]
+    fn floors_merge_with_their_shards_and_may_not_overlap() {
+        use crate::floor::{FloorRecord, FLOOR_FILE};
+        let root = tempfile::tempdir().unwrap();
+        let floor_run = |name: &str, case: &str| {
+            let dir = make_run(root.path(), name, &[(case, "cpu-ref")]);
+            let mut m = EnvManifest::read(&dir).unwrap();
+            m.notes.insert("floor".into(), serde_json::json!(true));
+            m.write(&dir).unwrap();
+            let mut w = FloorWriter::open(&dir).unwrap();
+            w.append(&FloorRecord::for_case(&record(case, "floor")))
+                .unwrap();
+            dir
+        };
+        let a = floor_run("a", "x@b1");
+        let b = floor_run("b", "y@b1");
+        let out = root.path().join("merged");
+        assert_eq!(merge(&[a.clone(), b], &out).unwrap().floors, 2);
+        assert_eq!(read_floor_records(&out).unwrap().len(), 2);
+
+        let again = floor_run("c", "z@b1");
+        std::fs::copy(a.join(FLOOR_FILE), again.join(FLOOR_FILE)).unwrap();
+        let err = merge(&[a.clone(), again], &root.path().join("o1")).unwrap_err();
+        assert!(err.to_string().contains("floor of case x@b1"), "{err}");
+
+        let plain = make_run(root.path(), "d", &[("w@b1", "cpu-ref")]);
+        let err = merge(&[a, plain], &root.path().join("o2")).unwrap_err();
+        assert!(err.to_string().contains("--floor"), "{err}");
     }
 
     #[test]

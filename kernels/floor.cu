@@ -1,0 +1,131 @@
+// floor.cu — the latency floor of a top-K launch (`grid --floor`), not a top-K.
+//
+// Any exact top-K must read every valid value of a row and make each output
+// slot depend on all of them, so at least one all-to-one exchange separates
+// the last load of the row from the first store of its k indices. These
+// kernels do exactly that and nothing else: the CTAs of a row read it once
+// (float4 loads, eight per thread in flight), fold it into one maximum key,
+// meet once (a block barrier; across CTAs a global last-arriver hand-off or
+// a cluster barrier), and one CTA writes k indices that wait on the maximum.
+// Their time is a lower bound for a kernel of that launch shape, not a
+// reachable target: they select nothing. The output is the short-row
+// contract's identity (slot j holds j while j < n, else -1), which the host
+// checks so that a floor that skipped its work cannot pass.
+//
+// Entry points (any blockDim.x that is a multiple of 32, at most 1024), with
+// the argument list of the top-K families (src/arms/staged.rs; hints unused):
+//   floor_grid    grid (parts, rows): parts == 1 is one CTA per row; parts > 1
+//                 hand off through `ws` (two zeroed words per row, restored
+//                 to zero by the last arriver, so no clearing between reps);
+//   floor_cluster grid (parts, rows), clusters of (parts, 1, 1), parts ≤ 16:
+//                 partial maxima into rank 0's shared memory, one cluster
+//                 barrier.
+
+#include "common.cuh"
+
+// Launch scalars, filled by src/floor/arm.rs `FloorParams` (same order).
+struct FloorParams {
+    u32 npad;
+    u32 k;
+    u32 slice;  // values per part, a multiple of 4; parts · slice ≥ every row's n
+};
+
+#define FLOOR_UNROLL 8
+#define FLOOR_MAX_WARPS 32
+#define FLOOR_MAX_PARTS 16
+
+// Largest key of values [lo, hi) of X; lo a multiple of 4, X 16-byte aligned.
+__device__ __forceinline__ u32 floor_slice_max(const float* __restrict__ X, u32 lo, u32 hi) {
+    u32 m = 0u;
+    const float4* X4 = reinterpret_cast<const float4*>(X);
+    const u32 lo4 = lo >> 2, hi4 = hi >> 2;
+    const u32 step = blockDim.x;
+    u32 i = lo4 + threadIdx.x;
+    for (; i + (FLOOR_UNROLL - 1) * step < hi4; i += FLOOR_UNROLL * step) {  // whole tiles: every load first
+        float4 v[FLOOR_UNROLL];
+#pragma unroll
+        for (int j = 0; j < FLOOR_UNROLL; ++j) v[j] = X4[i + (u32)j * step];
+#pragma unroll
+        for (int j = 0; j < FLOOR_UNROLL; ++j) {
+            const u32 a = max(fkey(v[j].x), fkey(v[j].y)), b = max(fkey(v[j].z), fkey(v[j].w));
+            m = max(m, max(a, b));
+        }
+    }
+    for (; i < hi4; i += step) {
+        const float4 v = X4[i];
+        m = max(m, max(max(fkey(v.x), fkey(v.y)), max(fkey(v.z), fkey(v.w))));
+    }
+    for (u32 i = 4u * hi4 + threadIdx.x; i < hi; i += step) m = max(m, fkey(X[i]));
+    return m;
+}
+
+// Block maximum, every thread gets it (one barrier; `scratch` FLOOR_MAX_WARPS words).
+__device__ __forceinline__ u32 floor_block_max(u32 m, u32* scratch) {
+    m = warp_max(m);
+    if (lane_id() == 0u) scratch[warp_id()] = m;
+    __syncthreads();
+    const u32 nw = blockDim.x >> 5;
+    u32 all = 0u;
+    for (u32 w = 0u; w < nw; ++w) all = max(all, scratch[w]);
+    return all;
+}
+
+// The k output slots of a row, each store waiting on the row's maximum.
+__device__ __forceinline__ void floor_write(i32* __restrict__ O, u32 n, u32 k, u32 m) {
+    for (u32 j = threadIdx.x; j < k; j += blockDim.x) {
+        u32 slot = j;
+        asm volatile("" : "+r"(slot) : "r"(m));  // the compiler may not start the store before m
+        O[j] = slot < n ? (i32)slot : -1;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    floor_grid(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+               i32* __restrict__ out, const FloorParams p, u32* __restrict__ ws) {
+    const u32 npad = p.npad, k = p.k, slice = p.slice;
+    __shared__ u32 scratch[FLOOR_MAX_WARPS];
+    __shared__ u32 handoff[2];  // the row's maximum, and whether this part finishes the row
+    const u32 row = blockIdx.y, part = blockIdx.x, parts = gridDim.x;
+    const u32 n = clamp_row_len(row_n[row], npad);
+    const u32 lo = min(n, part * slice), hi = min(n, lo + slice);
+    u32 m = floor_block_max(floor_slice_max(logits + (u64)row * npad, lo, hi), scratch);
+    if (parts > 1u) {
+        if (threadIdx.x == 0u) {
+            u32* w = ws + 2u * row;
+            atomicMax(w, m);
+            __threadfence();
+            const bool done = atomicAdd(w + 1, 1u) == parts - 1u;
+            if (done) {
+                __threadfence();
+                m = atomicExch(w, 0u);  // every part's maximum, and the word restored
+                w[1] = 0u;
+            }
+            handoff[0] = m;
+            handoff[1] = done ? 1u : 0u;
+        }
+        __syncthreads();
+        if (handoff[1] == 0u) return;
+        m = handoff[0];
+    }
+    floor_write(out + (u64)row * k, n, k, m);
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    floor_cluster(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+                  i32* __restrict__ out, const FloorParams p) {
+    const u32 npad = p.npad, k = p.k, slice = p.slice;
+    __shared__ u32 scratch[FLOOR_MAX_WARPS];
+    __shared__ u32 partial[FLOOR_MAX_PARTS];
+    const u32 row = blockIdx.y, part = cluster_ctarank(), parts = cluster_nctarank();
+    cluster_arrive();  // rank 0 must be running before anyone writes its shared memory
+    const u32 n = clamp_row_len(row_n[row], npad);
+    const u32 lo = min(n, part * slice), hi = min(n, lo + slice);
+    const u32 m = floor_block_max(floor_slice_max(logits + (u64)row * npad, lo, hi), scratch);
+    cluster_wait();
+    if (threadIdx.x == 0u) dsmem_st_u32(cluster_map(&partial[part], 0u), m);
+    cluster_sync();  // release/acquire: rank 0 sees every part's maximum
+    if (part != 0u) return;
+    u32 all = 0u;
+    for (u32 r = 0u; r < parts; ++r) all = max(all, partial[r]);
+    floor_write(out + (u64)row * k, n, k, all);
+}

@@ -1,0 +1,202 @@
+//! The floor kernels on the GPU, and the measurement of one case's floor
+//! under every shape of [`super::shapes`].
+//!
+//! [`FloorKernel`] implements [`Arm`] only so that the run's timer measures
+//! it exactly as it measures the arms (same flushes, same CUPTI records);
+//! it is never in the arm registry and its output is checked by
+//! [`super::check_output`], not as a top-K.
+
+use std::sync::Arc;
+
+use cudarc::driver::{DeviceRepr, LaunchConfig};
+
+use super::{check_output, fastest, FloorRecord, FloorShape, FloorTry, FLOOR_ARM};
+use crate::arms::staged::StagedLaunch;
+use crate::arms::{to_u32, Arm, Backend, Shape};
+use crate::error::{GvrError, Result};
+use crate::gpu::sources::KernelSource;
+use crate::gpu::{Gpu, Workspace};
+use crate::grid::Batch;
+use crate::timing::{Protocol, Timer};
+
+pub const SOURCE: KernelSource = crate::gpu::sources::FLOOR;
+const GRID_ENTRY: &str = "floor_grid";
+const CLUSTER_ENTRY: &str = "floor_cluster";
+/// Warm-up calls per shape: the timer's first call also loads the module.
+const FLOOR_WARMUP: usize = 2;
+
+/// `FloorParams` of kernels/floor.cu, same field order, all u32.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FloorParams {
+    pub npad: u32,
+    pub k: u32,
+    pub slice: u32,
+}
+
+// SAFETY: plain old data, laid out as the kernel's `FloorParams` (three u32).
+unsafe impl DeviceRepr for FloorParams {}
+
+/// The floor kernels over one staged batch, one shape at a time.
+pub struct FloorKernel {
+    launch: StagedLaunch,
+    workspace: Workspace,
+    shape: FloorShape,
+    params: FloorParams,
+    rows: u32,
+}
+
+impl FloorKernel {
+    pub fn new(gpu: Arc<Gpu>) -> FloorKernel {
+        FloorKernel {
+            workspace: Workspace::new(&gpu),
+            launch: StagedLaunch::new(gpu, FLOOR_ARM),
+            shape: FloorShape {
+                block: 256,
+                parts: 1,
+                cluster: false,
+            },
+            params: FloorParams {
+                npad: 0,
+                k: 0,
+                slice: 0,
+            },
+            rows: 0,
+        }
+    }
+
+    /// Launch the staged batch with `shape` from now on.
+    pub fn set_shape(&mut self, batch: &Batch, shape: FloorShape) -> Result<()> {
+        let usage = GvrError::Usage;
+        let entry = if shape.cluster {
+            CLUSTER_ENTRY
+        } else {
+            GRID_ENTRY
+        };
+        self.launch.load(&SOURCE, &[], entry, 0)?;
+        self.params = FloorParams {
+            npad: to_u32(batch.npad, "npad").map_err(usage)?,
+            k: to_u32(batch.k, "k").map_err(usage)?,
+            slice: to_u32(shape.slice(batch.n_max()), "slice").map_err(usage)?,
+        };
+        self.rows = to_u32(batch.rows, "rows").map_err(usage)?;
+        // Two words per row, zero between launches (the last arriver restores them).
+        self.workspace.ensure(8 * batch.rows)?;
+        self.shape = shape;
+        Ok(())
+    }
+
+    /// Poison the output slots only, keeping the hand-off counters as the
+    /// last launch left them (a test that they restore themselves).
+    pub fn poison_slots(&mut self) -> Result<()> {
+        self.launch.poison_output()
+    }
+}
+
+impl Arm for FloorKernel {
+    fn name(&self) -> &str {
+        FLOOR_ARM
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+
+    fn admits(&self, _shape: &Shape) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    fn stage(&mut self, batch: &Batch) -> Result<()> {
+        self.launch.stage(batch)
+    }
+
+    fn poison_output(&mut self) -> Result<()> {
+        self.workspace.zero()?;
+        self.launch.poison_output()
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let config = LaunchConfig {
+            grid_dim: (self.shape.parts, self.rows, 1),
+            block_dim: (self.shape.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let cluster = self.shape.cluster.then_some(self.shape.parts);
+        let workspace = if self.shape.cluster {
+            None
+        } else {
+            Some(&*self.workspace.ensure(0)?)
+        };
+        // SAFETY: both entries take (logits, n, hints, out, FloorParams) and
+        // floor_grid also the workspace of two u32 per row that `set_shape`
+        // sized; the grid is (parts, rows) and every part reads inside its
+        // row's stride (slice · parts covers the longest row, loads stop at n).
+        unsafe {
+            self.launch
+                .launch_rows(self.params, config, cluster, workspace)
+        }
+    }
+
+    fn read_output(&mut self) -> Result<Vec<i32>> {
+        self.launch.read_output()
+    }
+}
+
+/// Time `batch` under every shape of [`super::shapes`] and keep the fastest.
+/// A shape that fails (launch error, bad output) is recorded with its error
+/// and skipped; the record has no floor only when every shape failed.
+pub fn measure_floor(
+    kernel: &mut FloorKernel,
+    timer: &mut dyn Timer,
+    batch: &Batch,
+    protocol: &Protocol,
+    sms: usize,
+    mut record: FloorRecord,
+) -> FloorRecord {
+    let protocol = Protocol {
+        warmup: protocol.warmup.min(FLOOR_WARMUP),
+        ..*protocol
+    };
+    if let Err(e) = kernel.stage(batch) {
+        record.tried.push(FloorTry {
+            shape: kernel.shape,
+            mean_cold_us: None,
+            error: Some(format!("stage: {e}")),
+        });
+        return record;
+    }
+    let mut reps = Vec::new();
+    for shape in super::shapes(batch.rows, batch.n_max(), sms) {
+        let measured = kernel
+            .set_shape(batch, shape)
+            .and_then(|_| kernel.poison_output())
+            .and_then(|_| timer.measure(kernel, &protocol))
+            .and_then(|t| {
+                let output = kernel.read_output()?;
+                check_output(batch, &output)
+                    .map_err(|why| GvrError::Other(anyhow::anyhow!("floor output: {why}")))?;
+                Ok(t)
+            });
+        let (mean_cold_us, error) = match measured {
+            Ok(t) => {
+                let mean = crate::stats::ColdStats::of(&t.cold_us).map(|c| c.mean_us);
+                reps.push((t.cold_us, t.warm_us));
+                (mean, None)
+            }
+            Err(e) => {
+                reps.push((Vec::new(), Vec::new()));
+                (None, Some(e.to_string()))
+            }
+        };
+        record.tried.push(FloorTry {
+            shape,
+            mean_cold_us,
+            error,
+        });
+    }
+    if let Some(i) = fastest(&record.tried) {
+        record.best = Some(record.tried[i].shape);
+        (record.cold_us, record.warm_us) = std::mem::take(&mut reps[i]);
+    }
+    record
+}

@@ -1,0 +1,574 @@
+//! `grid --floor`: the latency floor of every case, measured in the same run
+//! on the same staged inputs as the arms.
+//!
+//! The floor kernels (`kernels/floor.cu`) read each row once, meet once and
+//! write k indices that wait on the whole row: the least any exact top-K
+//! launch must do. They select nothing, so their output is not a top-K; the
+//! host checks only that every slot holds the short-row identity pattern
+//! (proof that the kernel ran to its stores). Each case is timed under every
+//! launch shape of [`shapes`] and its floor is the fastest shape's mean cold
+//! time. Floors go to `floor.jsonl` in the run directory, never into
+//! `results.jsonl`: they are no arm, are never checked for exactness and
+//! never enter an arm's speed statistics. `report` compares every arm with
+//! them (its "Latency floor" section): arm / floor says how far an arm is
+//! from the floor, and radix / floor bounds the ratio any kernel of these
+//! launch shapes could reach against radix.
+
+pub mod arm;
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::capture::Model;
+use crate::error::{GvrError, Result};
+use crate::grid::Batch;
+use crate::run::record::CaseRecord;
+use crate::stats::ratios::{compare, roofline_by_arm, Comparison, RooflineStats};
+use crate::stats::{quantile_sorted, CaseTime, ColdStats, ExactClass};
+
+/// The floor records of a run directory.
+pub const FLOOR_FILE: &str = "floor.jsonl";
+/// The name floor records carry where statistics need an arm name.
+pub const FLOOR_ARM: &str = "floor";
+/// Largest cluster the floor uses (portable on every sm_90 part).
+pub const MAX_CLUSTER_PARTS: u32 = 8;
+/// Multi-CTA shapes stop at this many CTAs per SM over the whole batch.
+const MAX_CTAS_PER_SM: usize = 8;
+/// Block sizes tried (one float4 per thread of a 1,027-value row at 256).
+const BLOCKS: [u32; 2] = [256, 1024];
+
+/// One launch shape of the floor kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloorShape {
+    /// Threads per CTA.
+    pub block: u32,
+    /// CTAs per row.
+    pub parts: u32,
+    /// The parts of a row form a thread-block cluster (else they hand off
+    /// through global atomics).
+    pub cluster: bool,
+}
+
+impl FloorShape {
+    /// `b256`, `b1024 x8 grid`, `b256 x4 cluster`.
+    pub fn label(&self) -> String {
+        match (self.parts, self.cluster) {
+            (1, _) => format!("b{}", self.block),
+            (p, true) => format!("b{} x{p} cluster", self.block),
+            (p, false) => format!("b{} x{p} grid", self.block),
+        }
+    }
+
+    /// Values per part: the longest row split evenly, rounded up to whole
+    /// float4s so every part but the last starts and ends on one.
+    pub fn slice(&self, n_max: usize) -> usize {
+        n_max.div_ceil(self.parts as usize).div_ceil(4) * 4
+    }
+}
+
+/// The shapes tried for `rows` rows of at most `n` values on `sms` SMs: one
+/// CTA per row at each block size, and rows split over 2, 4, … CTAs (as a
+/// cluster up to [`MAX_CLUSTER_PARTS`], through global atomics beyond) while
+/// every CTA keeps at least one float4 per thread and the batch stays within
+/// [`MAX_CTAS_PER_SM`] CTAs per SM. Pure; the order is the timing order.
+pub fn shapes(rows: usize, n: usize, sms: usize) -> Vec<FloorShape> {
+    let mut out = Vec::new();
+    for block in BLOCKS {
+        out.push(FloorShape {
+            block,
+            parts: 1,
+            cluster: false,
+        });
+        let mut parts = 2u32;
+        while n.div_ceil(parts as usize) >= 4 * block as usize
+            && rows.saturating_mul(parts as usize) <= MAX_CTAS_PER_SM * sms
+        {
+            if parts <= MAX_CLUSTER_PARTS {
+                out.push(FloorShape {
+                    block,
+                    parts,
+                    cluster: true,
+                });
+            }
+            out.push(FloorShape {
+                block,
+                parts,
+                cluster: false,
+            });
+            parts *= 2;
+        }
+    }
+    out
+}
+
+/// The floor kernels' output: slot j of a row holds j while j < n, else -1.
+/// `Err` names the first slot that does not.
+pub fn check_output(batch: &Batch, output: &[i32]) -> std::result::Result<(), String> {
+    let k = batch.k;
+    if output.len() != batch.rows * k {
+        return Err(format!(
+            "{} output slots for {} rows × k {k}",
+            output.len(),
+            batch.rows
+        ));
+    }
+    for (row, slots) in output.chunks_exact(k).enumerate() {
+        let n = batch.n[row] as usize;
+        for (j, &got) in slots.iter().enumerate() {
+            let want = if j < n { j as i32 } else { -1 };
+            if got != want {
+                return Err(format!("row {row} slot {j}: {got}, expected {want}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One shape's outcome on a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorTry {
+    pub shape: FloorShape,
+    /// Mean of the cold reps (µs); absent when the shape failed.
+    #[serde(default)]
+    pub mean_cold_us: Option<f64>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// The floor of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorRecord {
+    /// `<cell>@b<B>`, the join key with `results.jsonl`.
+    pub case: String,
+    pub cell: String,
+    pub model: Model,
+    pub isl: String,
+    pub layer: u32,
+    pub n: u32,
+    pub k: u32,
+    pub b: u32,
+    /// Minimum traffic, as in the arms' records.
+    pub bytes: u64,
+    /// The fastest shape; absent when every shape failed.
+    #[serde(default)]
+    pub best: Option<FloorShape>,
+    /// The fastest shape's raw reps.
+    pub cold_us: Vec<f64>,
+    pub warm_us: Vec<f64>,
+    /// Every shape tried, in timing order.
+    pub tried: Vec<FloorTry>,
+}
+
+impl FloorRecord {
+    /// An empty floor of the case `base` describes (an arm's record skeleton,
+    /// so the join key and the byte count are the arms' own).
+    pub fn for_case(base: &CaseRecord) -> FloorRecord {
+        FloorRecord {
+            case: base.case.clone(),
+            cell: base.cell.clone(),
+            model: base.model,
+            isl: base.isl.clone(),
+            layer: base.layer,
+            n: base.n,
+            k: base.k,
+            b: base.b,
+            bytes: base.bytes,
+            best: None,
+            cold_us: Vec::new(),
+            warm_us: Vec::new(),
+            tried: Vec::new(),
+        }
+    }
+
+    /// The floor as statistics see it: a case of arm [`FLOOR_ARM`] whose
+    /// output passed the floor's own check (never a top-K check).
+    pub fn case_time(&self) -> CaseTime {
+        let cold = ColdStats::of(&self.cold_us);
+        CaseTime {
+            case: self.case.clone(),
+            cell: self.cell.clone(),
+            arm: FLOOR_ARM.to_string(),
+            model: self.model,
+            isl: self.isl.clone(),
+            layer: self.layer,
+            n: self.n,
+            k: self.k,
+            b: self.b,
+            variant: self.best.map(|s| s.label()),
+            exact: if self.best.is_some() {
+                ExactClass::Exact
+            } else {
+                ExactClass::Failed
+            },
+            cold,
+            bytes: self.bytes,
+            method: None,
+        }
+    }
+}
+
+/// What `report` says about the floors of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FloorSection {
+    /// Cases with a floor; `failed`: cases where every shape failed.
+    pub cases: usize,
+    pub failed: usize,
+    /// The floor's own roofline fraction (mean over its cases).
+    pub roofline: RooflineStats,
+    /// Median floor over the B = 1 cases (µs).
+    pub b1_median_us: Option<f64>,
+    /// How often each shape was the fastest, most often first.
+    pub best_shapes: Vec<(String, usize)>,
+    /// Every arm against the floor: ratio = time(arm) / floor.
+    pub vs: Vec<Comparison>,
+}
+
+/// The floor section of a report over `cases` (the run's arms) and the run's
+/// floors; `None` when the run has none.
+pub fn section(
+    cases: &[CaseTime],
+    floors: &[FloorRecord],
+    arms: &[String],
+    bandwidth: f64,
+) -> Option<FloorSection> {
+    if floors.is_empty() {
+        return None;
+    }
+    let floor_times: Vec<CaseTime> = floors.iter().map(FloorRecord::case_time).collect();
+    let mut joined = floor_times.clone();
+    joined.extend(cases.iter().cloned());
+    let roofline = roofline_by_arm(&floor_times, &[FLOOR_ARM.to_string()], bandwidth)
+        .pop()
+        .expect("one arm in, one row out");
+    let mut b1: Vec<f64> = floor_times
+        .iter()
+        .filter(|c| c.b == 1)
+        .filter_map(CaseTime::usable_mean_us)
+        .collect();
+    b1.sort_by(f64::total_cmp);
+    let mut shapes: Vec<(String, usize)> = Vec::new();
+    for label in floors.iter().filter_map(|f| f.best.map(|s| s.label())) {
+        match shapes.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, n)) => *n += 1,
+            None => shapes.push((label, 1)),
+        }
+    }
+    shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Some(FloorSection {
+        cases: floors.iter().filter(|f| f.best.is_some()).count(),
+        failed: floors.iter().filter(|f| f.best.is_none()).count(),
+        roofline,
+        b1_median_us: quantile_sorted(&b1, 0.5),
+        best_shapes: shapes,
+        vs: arms
+            .iter()
+            .map(|arm| compare(&joined, FLOOR_ARM, arm))
+            .collect(),
+    })
+}
+
+/// Index of the fastest successful try (ties: the first tried).
+pub fn fastest(tried: &[FloorTry]) -> Option<usize> {
+    tried
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.mean_cold_us.map(|us| (i, us)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// Appends floor records to `<run>/floor.jsonl`, one flushed line each.
+pub struct FloorWriter {
+    path: PathBuf,
+    file: File,
+}
+
+impl FloorWriter {
+    pub fn open(run_dir: &Path) -> Result<FloorWriter> {
+        let path = run_dir.join(FLOOR_FILE);
+        cut_torn_tail(&path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| GvrError::io(&path, e))?;
+        Ok(FloorWriter { path, file })
+    }
+
+    pub fn append(&mut self, record: &FloorRecord) -> Result<()> {
+        let mut line = serde_json::to_string(record).map_err(|e| GvrError::Other(e.into()))?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.flush())
+            .map_err(|e| GvrError::io(&self.path, e))
+    }
+}
+
+/// Drop a partial last line left by a killed run.
+fn cut_torn_tail(path: &Path) -> Result<()> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| GvrError::io(path, e))?;
+    file.set_len(keep as u64)
+        .map_err(|e| GvrError::io(path, e))?;
+    tracing::warn!("{}: dropped a truncated last floor record", path.display());
+    Ok(())
+}
+
+/// The floor records of a run directory (none when it has no floor file).
+/// A bad line is an error naming it, except a truncated last line.
+pub fn read_floor_records(run_dir: &Path) -> Result<Vec<FloorRecord>> {
+    let path = run_dir.join(FLOOR_FILE);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| GvrError::io(&path, e))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<FloorRecord>(line) {
+            Ok(r) => out.push(r),
+            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!("{}: ignoring truncated last line: {e}", path.display());
+            }
+            Err(e) => {
+                return Err(GvrError::input(
+                    &path,
+                    format!("line {}", i + 1),
+                    e.to_string(),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Cases whose floor a run directory already holds (`--resume` skips them).
+pub fn floored_cases(run_dir: &Path) -> Result<HashSet<String>> {
+    Ok(read_floor_records(run_dir)?
+        .into_iter()
+        .map(|r| r.case)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(rows: usize, n: &[u32], k: usize) -> Batch {
+        let npad = 64;
+        Batch {
+            rows,
+            npad,
+            k,
+            logits: vec![0.0; rows * npad],
+            n: n.to_vec(),
+            hints: vec![-1; rows * k],
+            varlen: None,
+        }
+    }
+
+    #[test]
+    fn short_rows_get_one_cta_per_row_only() {
+        let s = shapes(1, 1027, 132);
+        assert_eq!(
+            s.iter().map(|s| s.label()).collect::<Vec<_>>(),
+            vec!["b256", "b1024"]
+        );
+    }
+
+    #[test]
+    fn long_rows_split_until_a_thread_has_one_float4() {
+        let s = shapes(1, 262_144, 132);
+        // Every split keeps at least 4·block values per CTA.
+        for shape in &s {
+            assert!(
+                shape.slice(262_144) >= 4 * shape.block as usize,
+                "{shape:?}"
+            );
+            assert!(!shape.cluster || shape.parts <= MAX_CLUSTER_PARTS);
+        }
+        let most = s.iter().filter(|s| s.block == 256).map(|s| s.parts).max();
+        assert_eq!(most, Some(256));
+        assert!(s.contains(&FloorShape {
+            block: 1024,
+            parts: 8,
+            cluster: true
+        }));
+        assert!(!s.contains(&FloorShape {
+            block: 1024,
+            parts: 16,
+            cluster: true
+        }));
+    }
+
+    #[test]
+    fn big_batches_do_not_split() {
+        // 1,024 rows × 2 CTAs exceeds 8 CTAs per SM on 132 SMs.
+        let s = shapes(1024, 262_144, 132);
+        assert!(s.iter().all(|s| s.parts == 1), "{s:?}");
+        let s = shapes(512, 262_144, 132);
+        assert!(s.iter().any(|s| s.parts == 2) && s.iter().all(|s| s.parts <= 2));
+    }
+
+    #[test]
+    fn slices_cover_the_row_in_whole_float4s() {
+        for (n, parts) in [(131_087usize, 8u32), (4_111, 2), (262_144, 256), (7, 2)] {
+            let shape = FloorShape {
+                block: 256,
+                parts,
+                cluster: false,
+            };
+            let slice = shape.slice(n);
+            assert_eq!(slice % 4, 0);
+            assert!(slice * parts as usize >= n);
+            assert!(slice * (parts as usize - 1) < n.max(1) + 4 * parts as usize);
+        }
+    }
+
+    #[test]
+    fn output_check_wants_the_identity_pattern() {
+        let b = batch(2, &[3, 9], 4);
+        let good = vec![0, 1, 2, -1, 0, 1, 2, 3];
+        assert_eq!(check_output(&b, &good), Ok(()));
+        let mut bad = good.clone();
+        bad[3] = 3;
+        assert!(check_output(&b, &bad).unwrap_err().contains("row 0 slot 3"));
+        let mut unwritten = good.clone();
+        unwritten[6] = i32::MIN;
+        assert!(check_output(&b, &unwritten)
+            .unwrap_err()
+            .contains("row 1 slot 2"));
+        assert!(check_output(&b, &good[..7]).is_err());
+    }
+
+    #[test]
+    fn fastest_skips_failed_shapes() {
+        let shape = FloorShape {
+            block: 256,
+            parts: 1,
+            cluster: false,
+        };
+        let t = |us: Option<f64>| FloorTry {
+            shape,
+            mean_cold_us: us,
+            error: us.is_none().then(|| "launch failed".to_string()),
+        };
+        assert_eq!(fastest(&[t(Some(3.0)), t(None), t(Some(2.5))]), Some(2));
+        assert_eq!(fastest(&[t(None)]), None);
+        assert_eq!(fastest(&[]), None);
+    }
+
+    fn floor_of(case: &str, b: u32, cold_us: Vec<f64>) -> FloorRecord {
+        FloorRecord {
+            case: case.into(),
+            cell: case.split('@').next().unwrap().into(),
+            model: Model::Pro,
+            isl: "4k".into(),
+            layer: 2,
+            n: 1027,
+            k: 1024,
+            b,
+            bytes: 4 * u64::from(b) * (1027 + 1024),
+            best: (!cold_us.is_empty()).then_some(FloorShape {
+                block: 256,
+                parts: 1,
+                cluster: false,
+            }),
+            cold_us,
+            warm_us: Vec::new(),
+            tried: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn section_puts_every_arm_over_the_floor() {
+        let floors = vec![
+            floor_of("c@b1", 1, vec![2.0, 2.0]),
+            floor_of("c@b8", 8, vec![4.0]),
+            floor_of("d@b1", 1, Vec::new()),
+        ];
+        let arm = |case: &str, b: u32, us: f64| {
+            let mut t = floors[0].case_time();
+            t.case = case.into();
+            t.b = b;
+            t.arm = "ss".into();
+            t.cold = ColdStats::of(&[us]);
+            t
+        };
+        let cases = vec![
+            arm("c@b1", 1, 3.0),
+            arm("c@b8", 8, 6.0),
+            arm("d@b1", 1, 5.0),
+        ];
+        let s = section(&cases, &floors, &["ss".to_string()], 4.49e12).unwrap();
+        assert_eq!((s.cases, s.failed), (2, 1));
+        assert_eq!(s.b1_median_us, Some(2.0));
+        assert_eq!(s.best_shapes, vec![("b256".to_string(), 2)]);
+        let ss = s.vs[0].summary.unwrap();
+        // 3/2 and 6/4; the case without a floor is not paired.
+        assert_eq!(ss.count, 2);
+        assert!((ss.geomean - 1.5).abs() < 1e-12);
+        assert_eq!(s.vs[0].not_comparable, 1);
+        assert_eq!(s.roofline.cases, 2);
+        assert!(section(&cases, &[], &["ss".to_string()], 4.49e12).is_none());
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = FloorRecord {
+            case: "v32_4k_L00@b1".into(),
+            cell: "v32_4k_L00".into(),
+            model: Model::V32,
+            isl: "4k".into(),
+            layer: 0,
+            n: 4111,
+            k: 2048,
+            b: 1,
+            bytes: 24_636,
+            best: Some(FloorShape {
+                block: 1024,
+                parts: 1,
+                cluster: false,
+            }),
+            cold_us: vec![2.0, 2.2],
+            warm_us: vec![1.8],
+            tried: Vec::new(),
+        };
+        let mut w = FloorWriter::open(dir.path()).unwrap();
+        w.append(&record).unwrap();
+        drop(w);
+        let path = dir.path().join(FLOOR_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"case\":\"tor").unwrap();
+        drop(f);
+        assert_eq!(
+            read_floor_records(dir.path()).unwrap(),
+            vec![record.clone()]
+        );
+        let mut w = FloorWriter::open(dir.path()).unwrap();
+        w.append(&record).unwrap();
+        assert_eq!(read_floor_records(dir.path()).unwrap().len(), 2);
+        let ct = record.case_time();
+        assert_eq!(ct.arm, FLOOR_ARM);
+        assert!((ct.usable_mean_us().unwrap() - 2.1).abs() < 1e-12);
+        assert_eq!(ct.variant.as_deref(), Some("b1024"));
+    }
+}
