@@ -476,3 +476,61 @@ fn single_arm_run_reports_without_comparisons() {
         "kernel hashes stay out of the header"
     );
 }
+
+#[test]
+fn a_run_with_floors_reports_every_arm_over_them() {
+    use gvr_bench::floor::{FloorRecord, FloorShape, FloorWriter};
+    let tmp = tempfile::tempdir().unwrap();
+    // ss takes 10 µs, radix 30 µs, the floor 4 µs everywhere but one case
+    // whose every floor shape failed.
+    let records = grid(
+        &["ss", "radix"],
+        |arm, _| if arm == "ss" { 10.0 } else { 30.0 },
+    );
+    let run = write_run(&tmp.path().join("run"), &records);
+    let mut writer = FloorWriter::open(&run).unwrap();
+    for (i, r) in records.iter().filter(|r| r.arm == "ss").enumerate() {
+        let mut floor = FloorRecord::for_case(r);
+        if i > 0 {
+            floor.best = Some(FloorShape {
+                block: 256,
+                parts: 1,
+                cluster: false,
+            });
+            floor.cold_us = vec![3.96, 4.04];
+        }
+        writer.append(&floor).unwrap();
+    }
+    let out = tmp.path().join("report");
+    let summary = report(&report_options(&run, &out)).unwrap();
+    let floor = summary.floor.as_ref().expect("a floor section");
+    assert_eq!((floor.cases, floor.failed), (35, 1));
+    let by_arm = |arm: &str| {
+        floor
+            .vs
+            .iter()
+            .find(|c| c.other_arm == arm)
+            .and_then(|c| c.summary)
+            .unwrap()
+    };
+    assert!((by_arm("ss").geomean - 2.5).abs() < 1e-9);
+    assert!((by_arm("radix").geomean - 7.5).abs() < 1e-9);
+    assert_eq!(by_arm("ss").count, 35);
+    // Only the floor's failed case is missing; ss vs radix is untouched.
+    assert_eq!(summary.comparisons[0].summary.unwrap().count, 36);
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Latency floor"), "{md}");
+    assert!(md.contains("Floors: 35 cases (1 failed)"), "{md}");
+    assert!(md.contains("| ss | 35 | 2.50x"), "{md}");
+    assert!(md.contains("Fastest floor shape: b256 (35)."), "{md}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["floor"]["cases"], 35);
+
+    // A run without floors has no section.
+    let plain = write_run(&tmp.path().join("plain"), &records);
+    let summary = report(&report_options(&plain, &tmp.path().join("r2"))).unwrap();
+    assert!(summary.floor.is_none());
+    let md = std::fs::read_to_string(tmp.path().join("r2/summary.md")).unwrap();
+    assert!(!md.contains("Latency floor"));
+}
