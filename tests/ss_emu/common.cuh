@@ -179,6 +179,11 @@ inline u32 atomicMax(u32* p, u32 v) {
     if (v > old) *p = v;
     return old;
 }
+inline u32 atomicExch(u32* p, u32 v) {
+    u32 old = *p;
+    *p = v;
+    return old;
+}
 
 // Lanes are fibers that meet at every exchange: already reconverged.
 inline void __syncwarp(u32 = GVR_FULL_MASK) {}
