@@ -17,15 +17,14 @@
 pub mod arm;
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::capture::Model;
-use crate::error::{GvrError, Result};
+use crate::error::Result;
 use crate::grid::Batch;
+use crate::run::jsonl::{read_lines, JsonlWriter};
 use crate::run::record::CaseRecord;
 use crate::stats::ratios::{compare, roofline_by_arm, Comparison, RooflineStats};
 use crate::stats::{quantile_sorted, CaseTime, ColdStats, ExactClass};
@@ -282,81 +281,26 @@ pub fn fastest(tried: &[FloorTry]) -> Option<usize> {
 }
 
 /// Appends floor records to `<run>/floor.jsonl`, one flushed line each.
-pub struct FloorWriter {
-    path: PathBuf,
-    file: File,
-}
+pub struct FloorWriter(JsonlWriter);
 
 impl FloorWriter {
+    /// Open `<run_dir>/floor.jsonl` for appending (a partial last line cut).
     pub fn open(run_dir: &Path) -> Result<FloorWriter> {
-        let path = run_dir.join(FLOOR_FILE);
-        cut_torn_tail(&path)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| GvrError::io(&path, e))?;
-        Ok(FloorWriter { path, file })
+        JsonlWriter::open(&run_dir.join(FLOOR_FILE)).map(FloorWriter)
     }
 
     pub fn append(&mut self, record: &FloorRecord) -> Result<()> {
-        let mut line = serde_json::to_string(record).map_err(|e| GvrError::Other(e.into()))?;
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|_| self.file.flush())
-            .map_err(|e| GvrError::io(&self.path, e))
+        self.0.append(record)
     }
-}
-
-/// Drop a partial last line left by a killed run.
-fn cut_torn_tail(path: &Path) -> Result<()> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Ok(());
-    };
-    if bytes.is_empty() || bytes.ends_with(b"\n") {
-        return Ok(());
-    }
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| GvrError::io(path, e))?;
-    file.set_len(keep as u64)
-        .map_err(|e| GvrError::io(path, e))?;
-    tracing::warn!("{}: dropped a truncated last floor record", path.display());
-    Ok(())
 }
 
 /// The floor records of a run directory (none when it has no floor file).
-/// A bad line is an error naming it, except a truncated last line.
 pub fn read_floor_records(run_dir: &Path) -> Result<Vec<FloorRecord>> {
     let path = run_dir.join(FLOOR_FILE);
     if !path.exists() {
         return Ok(Vec::new());
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| GvrError::io(&path, e))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<FloorRecord>(line) {
-            Ok(r) => out.push(r),
-            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
-                tracing::warn!("{}: ignoring truncated last line: {e}", path.display());
-            }
-            Err(e) => {
-                return Err(GvrError::input(
-                    &path,
-                    format!("line {}", i + 1),
-                    e.to_string(),
-                ))
-            }
-        }
-    }
-    Ok(out)
+    read_lines(&path)
 }
 
 /// Cases whose floor a run directory already holds (`--resume` skips them).
@@ -556,8 +500,11 @@ mod tests {
         w.append(&record).unwrap();
         drop(w);
         let path = dir.path().join(FLOOR_FILE);
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"case\":\"tor").unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"case\":\"tor").unwrap();
         drop(f);
         assert_eq!(
             read_floor_records(dir.path()).unwrap(),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::capture::Model;
-use crate::stats::ratios::{Group, BUCKET_LABELS, PRODUCTION_N_SPLIT};
+use crate::stats::ratios::{Comparison, Group, BUCKET_LABELS, PRODUCTION_N_SPLIT};
 use crate::stats::regress::ChangeKind;
 use crate::stats::{ExactClass, RegressAnalysis};
 
@@ -60,6 +60,33 @@ fn group_geomean(groups: &[Group], label: &str) -> String {
         .find(|g| g.label == label)
         .map(|g| format!("{:.2} ({})", g.summary.geomean, count(g.summary.count)))
         .unwrap_or_default()
+}
+
+/// One row per comparison: its geometric mean (cases) per batch size, over
+/// every batch size any comparison has.
+fn batch_table(out: &mut String, first_column: &str, comparisons: &[Comparison]) {
+    let mut batches: Vec<u32> = comparisons
+        .iter()
+        .flat_map(|c| {
+            c.by_batch
+                .iter()
+                .filter_map(|g| g.label.parse::<u32>().ok())
+        })
+        .collect();
+    batches.sort_unstable();
+    batches.dedup();
+    let mut columns = vec![first_column.to_string()];
+    columns.extend(batches.iter().map(|b| format!("B={b}")));
+    table_header(out, &columns);
+    for c in comparisons {
+        let mut cells = vec![c.other_arm.clone()];
+        cells.extend(
+            batches
+                .iter()
+                .map(|b| group_geomean(&c.by_batch, &b.to_string())),
+        );
+        table_row(out, &cells);
+    }
 }
 
 fn table_header(out: &mut String, columns: &[String]) {
@@ -159,29 +186,7 @@ pub fn render_summary(s: &ReportSummary) -> String {
     }
 
     let _ = writeln!(out, "\n### Geometric mean per batch size (cases)\n");
-    let mut batches: Vec<u32> = s
-        .comparisons
-        .iter()
-        .flat_map(|c| {
-            c.by_batch
-                .iter()
-                .filter_map(|g| g.label.parse::<u32>().ok())
-        })
-        .collect();
-    batches.sort_unstable();
-    batches.dedup();
-    let mut columns = vec!["Comparison arm".to_string()];
-    columns.extend(batches.iter().map(|b| format!("B={b}")));
-    table_header(&mut out, &columns);
-    for c in &s.comparisons {
-        let mut cells = vec![c.other_arm.clone()];
-        cells.extend(
-            batches
-                .iter()
-                .map(|b| group_geomean(&c.by_batch, &b.to_string())),
-        );
-        table_row(&mut out, &cells);
-    }
+    batch_table(&mut out, "Comparison arm", &s.comparisons);
 
     let _ = writeln!(
         out,
@@ -335,28 +340,7 @@ fn render_floor(out: &mut String, f: &FloorSection) {
         );
     }
     let _ = writeln!(out, "\n### Time / floor per batch size (geometric mean)\n");
-    let mut batches: Vec<u32> =
-        f.vs.iter()
-            .flat_map(|c| {
-                c.by_batch
-                    .iter()
-                    .filter_map(|g| g.label.parse::<u32>().ok())
-            })
-            .collect();
-    batches.sort_unstable();
-    batches.dedup();
-    let mut columns = vec!["Arm".to_string()];
-    columns.extend(batches.iter().map(|b| format!("B={b}")));
-    table_header(out, &columns);
-    for c in &f.vs {
-        let mut cells = vec![c.other_arm.clone()];
-        cells.extend(
-            batches
-                .iter()
-                .map(|b| group_geomean(&c.by_batch, &b.to_string())),
-        );
-        table_row(out, &cells);
-    }
+    batch_table(out, "Arm", &f.vs);
     let shapes: Vec<String> = f
         .best_shapes
         .iter()

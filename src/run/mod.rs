@@ -7,6 +7,7 @@ pub mod campaign;
 pub mod certify;
 pub mod deps;
 pub mod devices;
+pub mod jsonl;
 pub mod merge;
 pub mod peer;
 pub mod record;

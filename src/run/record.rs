@@ -56,31 +56,8 @@ impl CaseRecord {
     }
 }
 
-/// Read every record of a `results.jsonl` file. A truncated last line (a run
-/// killed mid-write) is skipped with a warning; any other bad line is an error
-/// naming the line.
+/// Read every record of a `results.jsonl` file (see `run::jsonl::read_lines`
+/// for what a truncated or bad line does).
 pub fn read_records(path: &std::path::Path) -> crate::Result<Vec<CaseRecord>> {
-    use crate::GvrError;
-    let text = std::fs::read_to_string(path).map_err(|e| GvrError::io(path, e))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<CaseRecord>(line) {
-            Ok(r) => out.push(r),
-            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
-                tracing::warn!("{}: ignoring truncated last line: {e}", path.display());
-            }
-            Err(e) => {
-                return Err(GvrError::input(
-                    path,
-                    format!("line {}", i + 1),
-                    e.to_string(),
-                ));
-            }
-        }
-    }
-    Ok(out)
+    super::jsonl::read_lines(path)
 }

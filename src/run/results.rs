@@ -2,70 +2,38 @@
 //! record is ready, so a killed run leaves every finished record readable.
 
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::jsonl::{cut_torn_tail, JsonlWriter};
 use super::record::{read_records, CaseRecord};
-use crate::error::{GvrError, Result};
+use crate::error::Result;
 
 pub const RESULTS_FILE: &str = "results.jsonl";
 
 /// (case id, arm name): the unit a run completes and `--resume` skips.
 pub type PairKey = (String, String);
 
-pub struct ResultsWriter {
-    path: PathBuf,
-    file: File,
-}
+pub struct ResultsWriter(JsonlWriter);
 
 impl ResultsWriter {
-    /// Open `<run_dir>/results.jsonl` for appending (after `repair_torn_tail`).
+    /// Open `<run_dir>/results.jsonl` for appending (a partial last line cut).
     pub fn open(run_dir: &Path) -> Result<ResultsWriter> {
-        repair_torn_tail(run_dir)?;
-        let path = run_dir.join(RESULTS_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| GvrError::io(&path, e))?;
-        Ok(ResultsWriter { path, file })
+        JsonlWriter::open(&run_dir.join(RESULTS_FILE)).map(ResultsWriter)
     }
 
     pub fn append(&mut self, record: &CaseRecord) -> Result<()> {
-        let mut line = serde_json::to_string(record).map_err(|e| GvrError::Other(e.into()))?;
-        line.push('\n');
-        // One write call per record keeps lines whole even if two writers raced.
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|_| self.file.flush())
-            .map_err(|e| GvrError::io(&self.path, e))
+        self.0.append(record)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 }
 
 /// Cut a partial last line (a run killed mid-write) off `results.jsonl`, so
 /// the next record starts on a fresh line instead of being glued to garbage.
 pub fn repair_torn_tail(run_dir: &Path) -> Result<()> {
-    let path = run_dir.join(RESULTS_FILE);
-    let Ok(bytes) = std::fs::read(&path) else {
-        return Ok(()); // no file yet: nothing to repair
-    };
-    if bytes.is_empty() || bytes.ends_with(b"\n") {
-        return Ok(());
-    }
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .map_err(|e| GvrError::io(&path, e))?;
-    file.set_len(keep as u64)
-        .map_err(|e| GvrError::io(&path, e))?;
-    tracing::warn!("{}: dropped a truncated last record", path.display());
-    Ok(())
+    cut_torn_tail(&run_dir.join(RESULTS_FILE))
 }
 
 /// Records of a run directory; a missing results file is an empty run.
