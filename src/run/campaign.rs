@@ -435,18 +435,24 @@ pub fn measure_arm_phased(
     }
     let started = Instant::now();
     let measured = timer.measure(arm, protocol);
-    let timer_phases = timer.take_phases();
-    if timer_phases.is_empty() {
-        phases.add(Phase::TimedReps, started.elapsed());
-    } else {
-        phases.merge(&timer_phases);
-    }
+    charge_timer(timer, phases, started);
     let timings = match measured {
         Ok(t) => t,
         Err(e) => return (None, Err(e)),
     };
     let output = phases.time(Phase::ReadBack, || arm.read_output());
     (Some(timings), output)
+}
+
+/// Charge the timer's own split of the measurements since `started` to
+/// `phases` (all of it to the timed reps when the timer does not split).
+fn charge_timer(timer: &mut dyn Timer, phases: &mut PhaseTimes, started: Instant) {
+    let timer_phases = timer.take_phases();
+    if timer_phases.is_empty() {
+        phases.add(Phase::TimedReps, started.elapsed());
+    } else {
+        phases.merge(&timer_phases);
+    }
 }
 
 /// A cell's cases with the loaded cell (or why it failed to load).
@@ -696,16 +702,16 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                     {
                         let skeleton =
                             base_record(case, rows_mode, &batch, crate::floor::FLOOR_ARM, None);
-                        let record = phases.time(Phase::TimedReps, || {
-                            crate::floor::arm::measure_floor(
-                                &mut f.kernel,
-                                timer.as_mut(),
-                                &batch,
-                                &cfg.protocol,
-                                f.sms,
-                                crate::floor::FloorRecord::for_case(&skeleton),
-                            )
-                        });
+                        let started = Instant::now();
+                        let record = crate::floor::arm::measure_floor(
+                            &mut f.kernel,
+                            timer.as_mut(),
+                            &batch,
+                            &cfg.protocol,
+                            f.sms,
+                            crate::floor::FloorRecord::for_case(&skeleton),
+                        );
+                        charge_timer(timer.as_mut(), &mut phases, started);
                         if record.best.is_none() {
                             tracing::warn!("floor of {}: every shape failed", record.case);
                         }
