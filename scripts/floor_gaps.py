@@ -16,6 +16,7 @@ import json
 import math
 import os
 import statistics
+import sys
 
 BW = 4.49e12
 
@@ -46,6 +47,9 @@ def main():
     ap.add_argument("--arm", default="ss")
     ap.add_argument("--base", default="radix")
     a = ap.parse_args()
+    for name in ("results.jsonl", "floor.jsonl"):
+        if not os.path.isfile(os.path.join(a.run, name)):
+            sys.exit(f"{a.run}: no {name} (a run made with `gvr-bench grid --floor`, or gunzip it first)")
     t = {}
     fam = {}
     for line in open(os.path.join(a.run, "results.jsonl")):

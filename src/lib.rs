@@ -3,6 +3,7 @@
 //!
 //! Data flows one way: `capture` + `grid` select cases, `arms` run them,
 //! `timing` measures, `exact` checks every row, `run` streams result records,
+//! `floor` (with `grid --floor`) times each case's latency floor beside them,
 //! `stats` and `report` turn records into tables.
 
 pub mod arms;
