@@ -49,14 +49,13 @@ fn batches() -> Vec<(&'static str, Batch)> {
 #[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
 fn every_shape_writes_every_slot_and_restores_its_counters() {
     let Some(gpu) = open_gpu() else { return };
-    let sms = gpu.facts.sms as usize;
     let mut kernel = FloorKernel::new(gpu.clone());
     for (label, b) in batches() {
         kernel.stage(&b).unwrap();
-        let planned = shapes(b.rows, b.n_max(), sms);
+        let planned = shapes(b.rows, b.n_max(), kernel.sms());
         assert!(planned.len() >= 2, "{label}: {planned:?}");
         for shape in planned {
-            kernel.set_shape(&b, shape).unwrap();
+            kernel.set_shape(shape).unwrap();
             kernel.poison_output().unwrap();
             for launch in 0..2 {
                 kernel.launch().unwrap();
@@ -76,8 +75,8 @@ fn every_shape_writes_every_slot_and_restores_its_counters() {
 #[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
 fn measurement_keeps_the_fastest_shape() {
     let Some(gpu) = open_gpu() else { return };
-    let sms = gpu.facts.sms as usize;
     let mut kernel = FloorKernel::new(gpu.clone());
+    let sms = kernel.sms();
     let protocol = Protocol {
         warmup: 1,
         warm_reps: 1,
@@ -100,8 +99,9 @@ fn measurement_keeps_the_fastest_shape() {
         cold_us: Vec::new(),
         warm_us: Vec::new(),
         tried: Vec::new(),
+        error: None,
     };
-    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, sms, skeleton);
+    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
     let tried = shapes(b.rows, b.n_max(), sms);
     assert_eq!(record.tried.len(), tried.len());
     for t in &record.tried {

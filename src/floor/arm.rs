@@ -44,6 +44,8 @@ pub struct FloorKernel {
     shape: FloorShape,
     params: FloorParams,
     rows: u32,
+    /// The staged batch's longest row (each shape's slice is cut from it).
+    n_max: usize,
 }
 
 impl FloorKernel {
@@ -62,26 +64,24 @@ impl FloorKernel {
                 slice: 0,
             },
             rows: 0,
+            n_max: 0,
         }
     }
 
+    /// SMs of the device (the shape planner's input).
+    pub fn sms(&self) -> usize {
+        self.launch.gpu().facts.sms as usize
+    }
+
     /// Launch the staged batch with `shape` from now on.
-    pub fn set_shape(&mut self, batch: &Batch, shape: FloorShape) -> Result<()> {
-        let usage = GvrError::Usage;
+    pub fn set_shape(&mut self, shape: FloorShape) -> Result<()> {
         let entry = if shape.cluster {
             CLUSTER_ENTRY
         } else {
             GRID_ENTRY
         };
         self.launch.load(&SOURCE, &[], entry, 0)?;
-        self.params = FloorParams {
-            npad: to_u32(batch.npad, "npad").map_err(usage)?,
-            k: to_u32(batch.k, "k").map_err(usage)?,
-            slice: to_u32(shape.slice(batch.n_max()), "slice").map_err(usage)?,
-        };
-        self.rows = to_u32(batch.rows, "rows").map_err(usage)?;
-        // Two words per row, zero between launches (the last arriver restores them).
-        self.workspace.ensure(8 * batch.rows)?;
+        self.params.slice = to_u32(shape.slice(self.n_max), "slice").map_err(GvrError::Usage)?;
         self.shape = shape;
         Ok(())
     }
@@ -107,6 +107,13 @@ impl Arm for FloorKernel {
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
+        let usage = GvrError::Usage;
+        self.params.npad = to_u32(batch.npad, "npad").map_err(usage)?;
+        self.params.k = to_u32(batch.k, "k").map_err(usage)?;
+        self.rows = to_u32(batch.rows, "rows").map_err(usage)?;
+        self.n_max = batch.n_max();
+        // Two words per row, zero between launches (the last arriver restores them).
+        self.workspace.ensure(8 * batch.rows)?;
         self.launch.stage(batch)
     }
 
@@ -144,13 +151,13 @@ impl Arm for FloorKernel {
 
 /// Time `batch` under every shape of [`super::shapes`] and keep the fastest.
 /// A shape that fails (launch error, bad output) is recorded with its error
-/// and skipped; the record has no floor only when every shape failed.
+/// and skipped; the record has no floor when every shape failed, or, with
+/// `error` set, when the batch could not be staged.
 pub fn measure_floor(
     kernel: &mut FloorKernel,
     timer: &mut dyn Timer,
     batch: &Batch,
     protocol: &Protocol,
-    sms: usize,
     mut record: FloorRecord,
 ) -> FloorRecord {
     let protocol = Protocol {
@@ -158,17 +165,13 @@ pub fn measure_floor(
         ..*protocol
     };
     if let Err(e) = kernel.stage(batch) {
-        record.tried.push(FloorTry {
-            shape: kernel.shape,
-            mean_cold_us: None,
-            error: Some(format!("stage: {e}")),
-        });
+        record.error = Some(format!("stage: {e}"));
         return record;
     }
     let mut reps = Vec::new();
-    for shape in super::shapes(batch.rows, batch.n_max(), sms) {
+    for shape in super::shapes(batch.rows, batch.n_max(), kernel.sms()) {
         let measured = kernel
-            .set_shape(batch, shape)
+            .set_shape(shape)
             .and_then(|_| kernel.poison_output())
             .and_then(|_| timer.measure(kernel, &protocol))
             .and_then(|t| {

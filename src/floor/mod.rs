@@ -160,6 +160,9 @@ pub struct FloorRecord {
     pub warm_us: Vec<f64>,
     /// Every shape tried, in timing order.
     pub tried: Vec<FloorTry>,
+    /// Why no shape was tried (the batch could not be staged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl FloorRecord {
@@ -180,6 +183,7 @@ impl FloorRecord {
             cold_us: Vec::new(),
             warm_us: Vec::new(),
             tried: Vec::new(),
+            error: None,
         }
     }
 
@@ -438,6 +442,7 @@ mod tests {
             cold_us,
             warm_us: Vec::new(),
             tried: Vec::new(),
+            error: None,
         }
     }
 
@@ -495,6 +500,7 @@ mod tests {
             cold_us: vec![2.0, 2.2],
             warm_us: vec![1.8],
             tried: Vec::new(),
+            error: None,
         };
         let mut w = FloorWriter::open(dir.path()).unwrap();
         w.append(&record).unwrap();

@@ -225,6 +225,7 @@ fn unknown_arm(option: &str, arm: &str, arms: &[String]) -> GvrError {
 pub fn summarise(
     run: &Path,
     records: &[CaseRecord],
+    floors: &[crate::floor::FloorRecord],
     environment: Vec<(String, String)>,
     base: Option<&str>,
     vs: &[String],
@@ -278,12 +279,7 @@ pub fn summarise(
             }
         })
         .collect();
-    let floors = if run.is_dir() {
-        crate::floor::read_floor_records(run)?
-    } else {
-        Vec::new()
-    };
-    let floor = crate::floor::section(&cases, &floors, &arms, bandwidth);
+    let floor = crate::floor::section(&cases, floors, &arms, bandwidth);
     Ok(ReportSummary {
         run: run.to_path_buf(),
         environment,
@@ -317,9 +313,12 @@ fn to_json_pretty<T: Serialize>(value: &T) -> Result<String> {
 /// plots into the output directory and returns the summary.
 pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
     let run = load_run(&opts.run)?;
+    // Only `report` shows floors (`grid --floor` runs; none otherwise).
+    let floors = crate::floor::read_floor_records(&run.dir)?;
     let mut summary = summarise(
         &run.dir,
         &run.records,
+        &floors,
         run.environment.clone(),
         opts.base.as_deref(),
         &opts.vs,

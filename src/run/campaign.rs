@@ -607,7 +607,6 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu)),
                 writer: crate::floor::FloorWriter::open(run_dir)?,
                 floored,
-                sms: gpu.facts.sms as usize,
             })
         }
         _ => None,
@@ -700,22 +699,14 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                     if let (Some(f), Some(timer), true) =
                         (floor.as_mut(), gpu_timer.as_mut(), wants_floor)
                     {
-                        let skeleton =
-                            base_record(case, rows_mode, &batch, crate::floor::FLOOR_ARM, None);
-                        let started = Instant::now();
-                        let record = crate::floor::arm::measure_floor(
-                            &mut f.kernel,
+                        f.measure(
                             timer.as_mut(),
+                            case,
+                            rows_mode,
                             &batch,
                             &cfg.protocol,
-                            f.sms,
-                            crate::floor::FloorRecord::for_case(&skeleton),
-                        );
-                        charge_timer(timer.as_mut(), &mut phases, started);
-                        if record.best.is_none() {
-                            tracing::warn!("floor of {}: every shape failed", record.case);
-                        }
-                        f.writer.append(&record)?;
+                            &mut phases,
+                        )?;
                     }
                 }
                 case_index += 1;
@@ -779,7 +770,38 @@ struct CaseFloor {
     writer: crate::floor::FloorWriter,
     /// Cases whose floor the run directory already has (resume).
     floored: HashSet<String>,
-    sms: usize,
+}
+
+impl CaseFloor {
+    /// Time the case's floor on the run's timer and append its record.
+    fn measure(
+        &mut self,
+        timer: &mut dyn Timer,
+        case: &Case,
+        rows: RowsMode,
+        batch: &Batch,
+        protocol: &Protocol,
+        phases: &mut PhaseTimes,
+    ) -> Result<()> {
+        let skeleton = base_record(case, rows, batch, crate::floor::FLOOR_ARM, None);
+        let started = Instant::now();
+        let record = crate::floor::arm::measure_floor(
+            &mut self.kernel,
+            timer,
+            batch,
+            protocol,
+            crate::floor::FloorRecord::for_case(&skeleton),
+        );
+        charge_timer(timer, phases, started);
+        if record.best.is_none() {
+            tracing::warn!(
+                "floor of {}: {}",
+                record.case,
+                record.error.as_deref().unwrap_or("every shape failed")
+            );
+        }
+        self.writer.append(&record)
+    }
 }
 
 /// Upload the case's inputs once for all GPU arms. A failure is not fatal:
