@@ -12,11 +12,18 @@
 #   NIGHTLY_REBASELINE=1 scripts/nightly.sh   # after an intended change: record a new
 #                                         # baseline + noise floor, then commit them
 #
+# Then an exactness soak: `certify --soak` on NIGHTLY_SOAK randomized batches
+# per K (default 100; 0 skips it) from a seed that changes every night
+# (YYYYMMDD·1000, printed; NIGHTLY_SOAK_SEED overrides), so the nights
+# together cover new inputs; an inexact batch fails the gate (exit 1) and its
+# line names the seed that replays it.
+#
 # Environment: GVR_BIN (default target/release/gvr-bench), CAPTURES (capture
 # set; default /tmp/gvr-caps, generated with `capture synth` if missing),
 # NIGHTLY_CASES (default 300), NIGHTLY_ARMS (default ss,radix), RUN_DIR,
 # NIGHTLY_BASELINE (default reports/nightly/baseline), NIGHTLY_NOISE (default
-# reports/nightly/noise.json).
+# reports/nightly/noise.json), NIGHTLY_SOAK, NIGHTLY_SOAK_SEED,
+# NIGHTLY_SOAK_ARMS (default ss).
 set -uo pipefail
 BIN="${GVR_BIN:-target/release/gvr-bench}"
 CAPS="${CAPTURES:-/tmp/gvr-caps}"
@@ -25,6 +32,9 @@ ARMS="${NIGHTLY_ARMS:-ss,radix}"
 BASE="${NIGHTLY_BASELINE:-reports/nightly/baseline}"
 NOISE="${NIGHTLY_NOISE:-reports/nightly/noise.json}"
 RUN="${RUN_DIR:-runs/nightly-$(date -u +%Y%m%dT%H%M%SZ)}"
+SOAK="${NIGHTLY_SOAK:-100}"
+SOAK_SEED="${NIGHTLY_SOAK_SEED:-$(( $(date -u +%Y%m%d) * 1000 ))}"
+SOAK_ARMS="${NIGHTLY_SOAK_ARMS:-ss}"
 
 if [ ! -f "$CAPS/manifest.json" ]; then
   "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 >/dev/null || exit $?
@@ -42,4 +52,15 @@ fi
 
 "$BIN" regress --baseline "$BASE" --current "$RUN" --noise "$NOISE" --out "$RUN/regress.md"
 rc=$?
+
+if [ "$SOAK" -gt 0 ]; then
+  # One captured case per model (K 2,048 / 512 / 1,024) picks the soak's K values.
+  echo
+  echo "exactness soak: $SOAK batches per K from seed $SOAK_SEED on $SOAK_ARMS"
+  "$BIN" certify --captures "$CAPS" --batches 1 --sample 3 --no-adversarial \
+    --arms "$SOAK_ARMS" --soak "$SOAK" --soak-seed "$SOAK_SEED" --poison-pad \
+    | tee "$RUN/soak.md"
+  soak_rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then rc=$soak_rc; fi
+fi
 exit $rc

@@ -163,6 +163,15 @@ pub struct CertifyArgs {
     /// Skip the adversarial suite.
     #[arg(long)]
     pub no_adversarial: bool,
+    /// Also run this many randomized batches per K (batch size, row length,
+    /// generator, hazard and hint mode drawn from each batch's seed); a
+    /// failure names its seed.
+    #[arg(long, default_value_t = 0, value_name = "ROUNDS")]
+    pub soak: usize,
+    /// Seed of the first soak batch; batch i uses SEED + i, so
+    /// `--soak 1 --soak-seed SEED` replays one batch.
+    #[arg(long, default_value_t = 0, value_name = "SEED")]
+    pub soak_seed: u64,
     /// Fill each row's pad with +3e38 so reads past n are caught.
     #[arg(long)]
     pub poison_pad: bool,
@@ -587,6 +596,8 @@ fn cmd_certify(args: CertifyArgs) -> Result<i32> {
         selection: args.selection,
         arms: parse_arms(args.arms.as_deref())?,
         adversarial: !args.no_adversarial,
+        soak_rounds: args.soak,
+        soak_seed: args.soak_seed,
         poison_pad: args.poison_pad,
         device: args.device,
         cpu_only: args.cpu,

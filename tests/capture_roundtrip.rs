@@ -772,3 +772,65 @@ fn size_guard_counts_dtype_width() {
         assert_input_error(err, FILE, field, message);
     }
 }
+
+#[test]
+fn random_corruption_is_an_input_error_or_a_consistent_cell() {
+    // Byte flips in the header and the data, and rewritten header lengths:
+    // the loader never panics; it refuses with an input error (exit 2) that
+    // names the file, or hands out a cell whose shapes hold together.
+    use rand::{Rng, SeedableRng};
+    let cell = valid_cell(Model::Flash);
+    let bytes = cell_bytes(&cell);
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(dir.path(), &manifest_for(&[(&cell, FILE)])).unwrap();
+    let (mut refused, mut loaded) = (0, 0);
+    for trial in 0..600 {
+        let mut mutated = bytes.clone();
+        match trial % 3 {
+            0 => {
+                let i = rng.random_range(8..8 + header_len);
+                mutated[i] = rng.random();
+            }
+            1 => {
+                for _ in 0..rng.random_range(1..=16) {
+                    let i = rng.random_range(8 + header_len..mutated.len());
+                    mutated[i] = rng.random();
+                }
+            }
+            _ => {
+                let length = match rng.random_range(0..3) {
+                    0 => rng.random::<u64>(),
+                    1 => header_len as u64 + rng.random_range(1..64),
+                    _ => rng.random_range(0..header_len as u64),
+                };
+                mutated[..8].copy_from_slice(&length.to_le_bytes());
+            }
+        }
+        std::fs::write(dir.path().join(FILE), &mutated).unwrap();
+        match open_and_load(dir.path()) {
+            Err(err) => {
+                assert_eq!(err.exit_code(), 2, "trial {trial}: {err}");
+                assert!(err.to_string().contains(FILE), "trial {trial}: {err}");
+                refused += 1;
+            }
+            Ok(loaded_cell) => {
+                let steps = loaded_cell.steps();
+                assert_eq!(loaded_cell.logits.len(), steps * loaded_cell.npad);
+                assert_eq!(loaded_cell.hints.len(), steps * loaded_cell.k());
+                for s in 0..steps {
+                    let n = loaded_cell.row(s).len();
+                    assert!(n > 0 && n <= loaded_cell.npad, "trial {trial}: n = {n}");
+                }
+                loaded += 1;
+            }
+        }
+    }
+    // Both outcomes were exercised (flips in the logits load: any value is
+    // data; flips in n, hints or the header are mostly refused).
+    assert!(
+        refused > 100 && loaded > 10,
+        "{refused} refused, {loaded} loaded"
+    );
+}

@@ -366,6 +366,66 @@ fn randomized_rows_match_the_reference() {
 }
 
 #[test]
+fn soak_rounds_of_hazard_rows_are_exact() {
+    // Randomized rounds (ss_support::soak_seeds: a few on CI, any number with
+    // GVR_EMU_SOAK): certify generators with hazards laid over them, every
+    // hint mode, lengths from empty to twice the cluster's capacity, on small
+    // clusters of any CS / VPT and k, hinted or hint-free.
+    let Some(exe) = emulator() else { return };
+    for seed in ss_support::soak_seeds(4, 0x50A4_0003) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let blk = [64u32, 128][rng.random_range(0..2)];
+        let cs = 1u32 << rng.random_range(1..=3);
+        let vpt = 1u32 << rng.random_range(0..=2);
+        let cap = (cs * blk * vpt * 4) as usize;
+        let tail = blk as usize;
+        let k = rng.random_range(1..=cap / 3);
+        let hint_free = rng.random_bool(0.25);
+        let lengths: Vec<usize> = (0..6)
+            .map(|_| match rng.random_range(0..8) {
+                0 => rng.random_range(0..=k),
+                1 => rng.random_range(cap + tail + 1..=2 * cap),
+                _ => rng.random_range(k + 1..=cap + tail),
+            })
+            .collect();
+        let (b, labels) = ss_support::soak_batch(&mut rng, k, &lengths, hint_free);
+        let label = format!(
+            "soak seed {seed}: blk={blk} cs={cs} vpt={vpt} k={k} hint_free={hint_free} rows {labels:?}"
+        );
+        emu_check(exe, &b, small_entry(blk, vpt), cs, blk, hint_free, &label);
+    }
+}
+
+#[test]
+fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
+    // certify's hint-free rows whose top values hide from a strided look,
+    // and sorted rows, on the BLK-1024 entry whose cluster holds them.
+    let Some(exe) = emulator() else { return };
+    for k in [512usize, 1024] {
+        for case in gvr_bench::exact::suite(k) {
+            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
+                continue;
+            }
+            let b = &case.batch;
+            let Some((vpt, cs)) = [(2u32, 8u32), (4, 4), (4, 8)]
+                .into_iter()
+                .find(|&(vpt, cs)| b.n_max() <= (cs * 1024 * vpt * 4 + 1024) as usize)
+            else {
+                continue;
+            };
+            let entry = vpt.trailing_zeros();
+            for hint_free in [false, true] {
+                let label = format!(
+                    "{} k={k} cs={cs} vpt={vpt} hint_free={hint_free}",
+                    case.name
+                );
+                emu_check(exe, b, entry, cs, 1024, hint_free, &label);
+            }
+        }
+    }
+}
+
+#[test]
 fn compiled_entries_at_full_size_are_exact() {
     // The three BLK-1024 entry bodies at route-sized rows (k = 512/1024,
     // 4096-slot slabs): one cluster size each, a few rows.

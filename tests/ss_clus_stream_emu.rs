@@ -525,6 +525,49 @@ fn randomized_rows_match_the_reference() {
 }
 
 #[test]
+fn soak_rounds_of_hazard_rows_are_exact() {
+    // Randomized rounds (ss_support::soak_seeds: a few on CI, any number with
+    // GVR_EMU_SOAK): certify generators with hazards laid over them, every
+    // hint mode, mixed lengths (the schedule planned for the first row and
+    // recomputed for the others), on small clusters of any CS, staging and
+    // candidate capacity and k up to 2,048.
+    let Some(exe) = emulator() else { return };
+    let shapes = [(64u32, 1u32), (64, 2), (64, 8), (128, 1), (128, 4)];
+    for seed in ss_support::soak_seeds(4, 0x50A4_0004) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (blk, u) = shapes[rng.random_range(0..shapes.len())];
+        let cs = 1u32 << rng.random_range(1..=3);
+        let k = if rng.random_bool(0.5) {
+            rng.random_range(1..=300usize)
+        } else {
+            [512usize, 1024, 2048][rng.random_range(0..3)]
+        };
+        let scap = [256u32, 1024, 4096, 8192][rng.random_range(0..4)];
+        let cmp = [32u32, 300, 1024, 4096][rng.random_range(0..4)];
+        let hint_free = rng.random_bool(0.2);
+        let lengths: Vec<usize> = (0..5)
+            .map(|_| match rng.random_range(0..6) {
+                0 => rng.random_range(0..=k),
+                _ => rng.random_range(k + 1..=k + 30_000),
+            })
+            .collect();
+        let (b, labels) = ss_support::soak_batch(&mut rng, k, &lengths, hint_free);
+        let l = Launch {
+            entry: entry_id(blk, u),
+            cs,
+            blk,
+            args: small_args(&b, b.n[0], cs, scap, cmp),
+            hint_free,
+            kv: None,
+        };
+        let label = format!(
+            "soak seed {seed}: blk={blk} u={u} cs={cs} k={k} scap={scap} cmp={cmp} rows {labels:?}"
+        );
+        emu_check(exe, &b, &l, &label);
+    }
+}
+
+#[test]
 fn varlen_kv_lens_and_zero_window_rows_are_exact() {
     // The kernel reads lengths through ss_row_len's varlen form (next_n
     // rows per request, compress ratio 1 or 4), zero-window rows included.
@@ -609,6 +652,32 @@ fn nan_rows_keep_the_output_structure() {
         kv: None,
     };
     emu_check(exe, &b, &l, "nan rows");
+}
+
+#[test]
+fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
+    // certify's hint-free rows whose top values hide from a strided sample,
+    // and sorted rows, on the clus launch the H200 plan makes for them.
+    let Some(exe) = emulator() else { return };
+    for k in [512usize, 1024, 2048] {
+        for case in gvr_bench::exact::suite(k) {
+            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
+                continue;
+            }
+            let b = &case.batch;
+            let (cs, u, args) = planned_args(b, b.rows);
+            let l = Launch {
+                entry: entry_id(1024, u),
+                cs,
+                blk: 1024,
+                args,
+                hint_free: true,
+                kv: None,
+            };
+            let label = format!("{} k={k} cs={cs} u={u}", case.name);
+            emu_check(exe, b, &l, &label);
+        }
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ mod ss_support;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
@@ -308,6 +308,159 @@ fn the_output_forms_stay_exact() {
     }
 }
 
+#[test]
+fn soak_rounds_of_hazard_rows_are_exact() {
+    // Randomized rounds (ss_support::soak_seeds: a few on CI, any number with
+    // GVR_EMU_SOAK): certify generators with hazards laid over them, every
+    // hint mode, mixed lengths, on a small-CTA launch of the stress table or
+    // on the launch `ss-main` plans for a batch of 1 to 600 rows; exact, and
+    // the kernel's path bits equal the model's on every emulated row.
+    let Some(exe) = emulator() else { return };
+    for seed in ss_support::soak_seeds(4, 0x50A4_0001) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
+        if rng.random_bool(0.5) {
+            soak_small_cta_round(exe, &mut rng, k, seed);
+        } else {
+            soak_planned_round(exe, &mut rng, k, seed);
+        }
+    }
+}
+
+#[test]
+fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
+    // certify's hint-free rows whose top values hide where a strided sample
+    // does not look, and sorted rows, on the launch `ss-main` plans (SPLIT
+    // for these few long rows) and on one CTA per row.
+    let Some(exe) = emulator() else { return };
+    for k in ss::SUPPORTED_K {
+        for case in gvr_bench::exact::suite(k) {
+            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
+                continue;
+            }
+            let b = &case.batch;
+            let label = format!("{} k={k}", case.name);
+            let launch = EmuLaunch::planned(b, b.rows);
+            let trace = emu_check(exe, b, &launch, &label);
+            let params = planned(b);
+            for (r, &bits) in trace.iter().enumerate() {
+                let counts = model(b, r, &params);
+                assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+            }
+        }
+    }
+}
+
+/// One soak round on a small-CTA launch: rows of one length (the launch's
+/// schedule is that length's), capacities from the stress table.
+fn soak_small_cta_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
+    let spec = SMALL_CTA_LAUNCHES[rng.random_range(0..SMALL_CTA_LAUNCHES.len())];
+    let n = rng.random_range(1..=24_000usize);
+    let (b, labels) = ss_support::soak_batch(rng, k, &[n, n, n], false);
+    let launch = small_cta_launch(&b, spec, n);
+    let (entry, grid_x, scap, cmp) = spec;
+    let label = format!(
+        "soak seed {seed}: entry={entry} R={grid_x} scap={scap} cmp={cmp} k={k} rows {labels:?}"
+    );
+    let trace = emu_check(exe, &b, &launch, &label);
+    let params = small_cta_model_params(&b, &launch, n);
+    for (r, &bits) in trace.iter().enumerate() {
+        let counts = model(&b, r, &params);
+        assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+    }
+}
+
+/// The stress-table launch `(entry id, R, SCAP, CMP)` for rows of length `n`
+/// of `b`: the planned launch's other scalars, the TSH floor off, and for
+/// SPLIT entries (which sample in PAIRs) the row's schedule redone for the
+/// launch's own SCAP.
+fn small_cta_launch(
+    b: &Batch,
+    (entry, grid_x, scap, cmp): (u32, u32, u32, u32),
+    n: usize,
+) -> EmuLaunch {
+    let mut launch = EmuLaunch::planned(b, b.rows);
+    launch.entry = entry;
+    launch.grid_x = grid_x;
+    launch.block = if entry == 12 { 128 } else { 64 };
+    launch.args.scap = scap;
+    launch.args.cmp = cmp;
+    launch.args.r = grid_x;
+    launch.args.tsh_en = 0;
+    if grid_x > 1 {
+        let pairs = ss::SsMainArgs {
+            n_plan: u32::MAX,
+            unit_shift: 0,
+            ..launch.args
+        };
+        let a = &mut launch.args;
+        (a.smp, a.ss2, a.tgt, a.tgt2) = ss::row_schedule(&pairs, n as u32);
+        a.unit_shift = 0;
+    }
+    launch
+}
+
+/// The CPU model's parameters for a [`small_cta_launch`] on rows of length
+/// `n`: the same capacities, split and sample, so it takes the same paths.
+fn small_cta_model_params(b: &Batch, launch: &EmuLaunch, n: usize) -> MainParams {
+    let a = &launch.args;
+    MainParams {
+        scap: a.scap as usize,
+        cmp: a.cmp as usize,
+        r: launch.grid_x,
+        q: (n >> 2).div_ceil(launch.grid_x as usize),
+        split: launch.grid_x > 1,
+        tshg: false,
+        smp: a.smp as usize,
+        ss2: a.ss2 as usize,
+        tgt: a.tgt as usize,
+        tgt2: a.tgt2 as usize,
+        unit_values: 8 << a.unit_shift,
+        // The launch samples iff its schedule has units (the plan's gate
+        // was for its own capacities).
+        sampled: a.smp > 0,
+        ..planned(b)
+    }
+}
+
+/// One soak round on the planned launch of a batch of 1 to 600 rows (BLK
+/// 1024 / 512 / 256, SPLIT when few): up to four distinct rows of mixed
+/// lengths emulated, the rest copies that size the plan.
+fn soak_planned_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
+    let batch_rows = [1usize, 2, 4, 8, 64, 200, 600][rng.random_range(0..7)];
+    let longest_cap = (16_000_000 / batch_rows).min(300_000);
+    let longest = (rng.random_range(1.0f64..(longest_cap as f64).ln()).exp() as usize).max(1);
+    let distinct = batch_rows.min(4);
+    let lengths: Vec<usize> = (0..distinct)
+        .map(|r| {
+            if r == 0 {
+                longest
+            } else {
+                rng.random_range(0..=longest)
+            }
+        })
+        .collect();
+    let (rows, labels) = ss_support::soak_batch(rng, k, &lengths, false);
+    let all_rows: Vec<Vec<f32>> = (0..batch_rows)
+        .map(|r| rows.row(r % distinct).to_vec())
+        .collect();
+    let all_hints: Vec<Vec<i32>> = (0..batch_rows)
+        .map(|r| rows.hints(r % distinct).to_vec())
+        .collect();
+    let b = batch(&all_rows, &all_hints, k);
+    let launch = EmuLaunch::planned(&b, distinct);
+    let label = format!(
+        "soak seed {seed}: planned BLK {} R={} for {batch_rows} rows, k={k}, rows {labels:?}",
+        launch.block, launch.grid_x
+    );
+    let trace = emu_check(exe, &b, &launch, &label);
+    let params = planned(&b);
+    for (r, &bits) in trace.iter().enumerate() {
+        let counts = model(&b, r, &params);
+        assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+    }
+}
+
 fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
@@ -318,59 +471,15 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
                 .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
                 .collect();
             let b = batch(&rows, &[], k);
-            for &(entry, grid_x, scap, cmp) in launches {
-                let mut launch = EmuLaunch::planned(&b, 2);
-                let pair_plan = {
-                    let planned = ss::SsMainArgs {
-                        n_plan: u32::MAX,
-                        unit_shift: 0,
-                        ..launch.args
-                    };
-                    let (smp, ss2, tgt, tgt2) = ss::row_schedule(&planned, n as u32);
-                    ss::SsMainArgs {
-                        smp,
-                        ss2,
-                        tgt,
-                        tgt2,
-                        ..planned
-                    }
-                };
-                launch.entry = entry;
-                launch.grid_x = grid_x;
-                launch.block = if entry == 12 { 128 } else { 64 };
-                launch.args.scap = scap;
-                launch.args.cmp = cmp;
-                launch.args.r = grid_x;
-                launch.args.tsh_en = 0;
-                if grid_x > 1 {
-                    // SPLIT entries sample in PAIRs: the planned launch's
-                    // schedule redone in PAIRs (same gate and aim).
-                    let a = &mut launch.args;
-                    (a.smp, a.ss2, a.tgt, a.tgt2) =
-                        (pair_plan.smp, pair_plan.ss2, pair_plan.tgt, pair_plan.tgt2);
-                    a.unit_shift = 0;
-                }
+            for &spec in launches {
+                let launch = small_cta_launch(&b, spec, n);
+                let (entry, grid_x, scap, cmp) = spec;
                 let label = format!(
                     "{} n={n} entry={entry} R={grid_x} scap={scap} cmp={cmp} #{i}",
                     g.name
                 );
                 let trace = emu_check(exe, &b, &launch, &label);
-                // The model with the same capacities, split and sample takes the same paths.
-                let a = &launch.args;
-                let params = MainParams {
-                    scap: scap as usize,
-                    cmp: cmp as usize,
-                    r: grid_x,
-                    q: (n >> 2).div_ceil(grid_x as usize),
-                    split: grid_x > 1,
-                    tshg: false,
-                    smp: a.smp as usize,
-                    ss2: a.ss2 as usize,
-                    tgt: a.tgt as usize,
-                    tgt2: a.tgt2 as usize,
-                    unit_values: 8 << a.unit_shift,
-                    ..planned(&b)
-                };
+                let params = small_cta_model_params(&b, &launch, n);
                 for (r, &bits) in trace.iter().enumerate() {
                     let counts = model(&b, r, &params);
                     assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");

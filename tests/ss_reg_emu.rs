@@ -739,6 +739,60 @@ fn random_rows_match_the_reference() {
 }
 
 #[test]
+fn soak_rounds_of_hazard_rows_are_exact() {
+    // Randomized rounds (ss_support::soak_seeds: a few on CI, any number with
+    // GVR_EMU_SOAK): certify generators with hazards laid over them, every
+    // hint mode, lengths from empty to past the register capacity, on a
+    // compiled entry (k of the arm) or a small stress CTA (any k, tiny
+    // CMP / QC); both emit forms exact and on the model's path.
+    let Some(exe) = emulator() else { return };
+    for seed in ss_support::soak_seeds(4, 0x50A4_0002) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let small = rng.random_bool(0.5);
+        let id = if small {
+            SMALL[rng.random_range(0..SMALL.len())].0
+        } else {
+            rng.random_range(0..REG_ENTRIES.len()) as u32
+        };
+        let cap = if small {
+            let s = SMALL.iter().find(|s| s.0 == id).unwrap();
+            reg_capacity(s.1, s.2)
+        } else {
+            REG_ENTRIES[id as usize].capacity()
+        };
+        let k = if small {
+            rng.random_range(1..cap)
+        } else {
+            let ks: Vec<usize> = [512usize, 1024, 2048]
+                .into_iter()
+                .filter(|&k| k < cap)
+                .collect();
+            ks[rng.random_range(0..ks.len())]
+        };
+        let lengths: Vec<usize> = (0..3)
+            .map(|_| match rng.random_range(0..8) {
+                0 => rng.random_range(0..=k),
+                1 => cap + rng.random_range(1..=cap / 8),
+                _ => rng.random_range(k + 1..=cap),
+            })
+            .collect();
+        let (b, labels) = ss_support::soak_batch(&mut rng, k, &lengths, false);
+        let mut launch = RegEmu::forced(id, &b, b.rows);
+        launch.args.use_hints = rng.random_range(0..2);
+        if small {
+            launch.args.cmp = [2u32, 4, 40, 4096][rng.random_range(0..4)];
+            launch.args.qc = [0u32, 8, 1000, 4096][rng.random_range(0..4)];
+        }
+        let a = &launch.args;
+        let label = format!(
+            "soak seed {seed}: entry {id} k={k} cmp={} qc={} hints={} rows {labels:?}",
+            a.cmp, a.qc, a.use_hints
+        );
+        emu_check(exe, &b, &launch, &label);
+    }
+}
+
+#[test]
 fn ss_reg_entries_compile_without_spills() {
     let declared = declared_entries(SS_REG.code);
     let mut names: Vec<String> = REG_ENTRIES.iter().map(|e| e.name()).collect();

@@ -253,6 +253,11 @@ fn uniform_batch(rows: &[Vec<f32>], k: usize, hints: &[Vec<i32>]) -> Batch {
     }
 }
 
+/// Batch of equal-length rows without hints (every slot −1).
+fn hint_free_batch(rows: &[Vec<f32>], k: usize) -> Batch {
+    uniform_batch(rows, k, &vec![Vec::new(); rows.len()])
+}
+
 /// Batch of equal-length rows with perfect hints.
 fn batch_with_perfect_hints(rows: Vec<Vec<f32>>, k: usize) -> Batch {
     let hints: Vec<Vec<i32>> = rows.iter().map(|r| perfect_hints(r, k)).collect();
@@ -451,6 +456,48 @@ pub fn suite(k: usize) -> Vec<AdversarialCase> {
         );
     }
 
+    // Sampling adversaries: rows long enough to be sampled by every family,
+    // whose top values sit only where a strided sample may never look (the
+    // second half of every block of `block` values), so the sample's
+    // threshold is wrong by construction and the retry ladder / fallbacks
+    // must still be exact. Hint-free (all −1): a hint would bypass the sample.
+    for (len, block) in [(65_539usize, 512usize), (131_076, 4_096), (262_144, 64)] {
+        let mut rng = rng_for(&format!("sample_blind_{len}"), k);
+        let hidden: Vec<usize> = (0..len).filter(|&i| i % block >= block / 2).collect();
+        let rows = vec![
+            hidden_top_row(&mut rng, len, &hidden, hidden.len()),
+            hidden_top_row(&mut rng, len, &hidden, k + k / 2),
+            hidden_top_row(&mut rng, len, &hidden, k),
+            {
+                // Ties at the k-th value where the sample looks, the larger
+                // values where it does not.
+                let mut row = hidden_top_row(&mut rng, len, &hidden, k / 2);
+                for (i, x) in row.iter_mut().enumerate() {
+                    if i % block < block / 2 && i % 3 == 0 {
+                        *x = 5.0;
+                    }
+                }
+                row
+            },
+        ];
+        push(
+            format!("sample_blind_block{block}_n{len}"),
+            hint_free_batch(&rows, k),
+        );
+    }
+    {
+        // Sorted rows: every large value at one end of the row.
+        let len = 131_075;
+        let mut rng = rng_for("sorted", k);
+        let mut ascending = model_row(&mut rng, len, -2.0, 1.0);
+        ascending.sort_unstable_by(|a, b| a.total_cmp(b));
+        let descending: Vec<f32> = ascending.iter().rev().copied().collect();
+        push(
+            format!("sorted_ends_n{len}"),
+            hint_free_batch(&[ascending, descending], k),
+        );
+    }
+
     // Degenerate hints (must never change the answer).
     {
         let mut rng = rng_for("degenerate_hints", k);
@@ -543,6 +590,23 @@ pub fn suite(k: usize) -> Vec<AdversarialCase> {
         }
     }
     cases
+}
+
+/// A low randn body with `count` distinct high values (10 and above) at
+/// random positions of `hidden` (all of them when `count` ≥ its length).
+fn hidden_top_row(rng: &mut ChaCha8Rng, n: usize, hidden: &[usize], count: usize) -> Vec<f32> {
+    let mut row: Vec<f32> = (0..n)
+        .map(|_| StandardNormal.sample(rng))
+        .map(|x: f32| x - 5.0)
+        .collect();
+    let mut positions = hidden.to_vec();
+    let count = count.min(positions.len());
+    for i in 0..count {
+        let j = rng.random_range(i..positions.len());
+        positions.swap(i, j);
+        row[positions[i]] = 10.0 + i as f32 * 0.001;
+    }
+    row
 }
 
 /// A row whose k-th largest value falls inside a cluster of values 1–2 ULP

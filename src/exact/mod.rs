@@ -4,12 +4,14 @@
 pub mod adversarial;
 pub mod check;
 pub mod reference;
+pub mod soak;
 
 use serde::{Deserialize, Serialize};
 
 pub use adversarial::{row_generators, suite, AdversarialCase, NamedRowGenerator};
 pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThreshold};
 pub use reference::{order_key, reference_topk};
+pub use soak::soak_case;
 
 /// Value every output slot holds before an arm runs; a slot still holding it
 /// afterwards was never written.

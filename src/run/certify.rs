@@ -1,5 +1,6 @@
-//! `gvr-bench certify`: exactness only, no timing. Every selected case and
-//! the adversarial suite for each K are run once per arm and checked.
+//! `gvr-bench certify`: exactness only, no timing. Every selected case, the
+//! adversarial suite and the `--soak` randomized batches for each K are run
+//! once per arm and checked.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -23,6 +24,10 @@ pub struct CertifyConfig {
     pub arms: Option<Vec<String>>,
     /// Also run `exact::adversarial::suite(k)` for each selected K.
     pub adversarial: bool,
+    /// Also run this many randomized batches (`exact::soak`) for each
+    /// selected K, seeded `soak_seed`, `soak_seed + 1`, ...
+    pub soak_rounds: usize,
+    pub soak_seed: u64,
     /// Fill each row's pad `[n, npad)` with +3e38 so any read past n shows.
     pub poison_pad: bool,
     pub device: usize,
@@ -38,6 +43,9 @@ pub struct ArmTally {
     pub unsupported: usize,
     /// The first inexact check, described for the user.
     pub first_failure: Option<String>,
+    /// The first inexact soak batch (its seed replays it), kept even when a
+    /// captured case or the suite failed first.
+    pub first_soak_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +72,12 @@ impl CertifyOutcome {
         for t in &self.tallies {
             if let Some(f) = &t.first_failure {
                 let _ = writeln!(out, "\n{}: first failure: {f}", t.arm);
+            }
+            match &t.first_soak_failure {
+                Some(f) if t.first_failure.as_ref() != Some(f) => {
+                    let _ = writeln!(out, "\n{}: first soak failure: {f}", t.arm);
+                }
+                _ => {}
             }
         }
         out
@@ -151,7 +165,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
     }
 
     if cfg.adversarial {
-        for k in ks {
+        for &k in &ks {
             for (name, mut batch) in deps::adversarial_suite(k) {
                 if cfg.poison_pad {
                     batch.poison_pad(PAD_POISON);
@@ -159,6 +173,23 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
                 for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
                     let status = check_arm(arm.as_mut(), &batch);
                     tally(t, &status, &format!("adversarial {name} (K={k})"));
+                }
+            }
+        }
+    }
+    for &k in &ks {
+        for round in 0..cfg.soak_rounds as u64 {
+            let seed = cfg.soak_seed.wrapping_add(round);
+            let (name, mut batch) = deps::soak_case(seed, k);
+            if cfg.poison_pad {
+                batch.poison_pad(PAD_POISON);
+            }
+            for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
+                let status = check_arm(arm.as_mut(), &batch);
+                let what = format!("{name} (K={k}; replay with --soak 1 --soak-seed {seed})");
+                tally(t, &status, &what);
+                if is_inexact(&status) && t.first_soak_failure.is_none() {
+                    t.first_soak_failure = Some(format!("{what}: {}", describe(&status)));
                 }
             }
         }

@@ -97,6 +97,12 @@ pub fn adversarial_suite(k: usize) -> Vec<(String, Batch)> {
         .collect()
 }
 
+/// `exact::soak::soak_case` as a (name, batch) pair.
+pub fn soak_case(seed: u64, k: usize) -> (String, Batch) {
+    let case = crate::exact::soak_case(seed, k);
+    (case.name, case.batch)
+}
+
 // ---------------------------------------------------------------- arms
 
 pub fn create_cpu_ss() -> Result<Box<dyn Arm>> {

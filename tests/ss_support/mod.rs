@@ -586,25 +586,9 @@ pub fn varlen_emu_case(
     VarlenEmuCase { check, input }
 }
 
-/// Hint modes of the generated batches: the row's own top-k, random valid
-/// indices, none (all −1), out-of-range junk, one repeated index.
-pub const HINT_MODES: [&str; 5] = ["perfect", "random", "absent", "junk", "degenerate"];
-
-/// The hint list of one row in `mode` (one of [`HINT_MODES`]).
-pub fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<i32> {
-    use rand::Rng;
-    let n = row.len().max(1);
-    match mode {
-        "perfect" => gvr_bench::exact::reference_topk(row, k),
-        "random" => (0..k).map(|_| rng.random_range(0..n as i32)).collect(),
-        "absent" => vec![-1; k],
-        "junk" => (0..k)
-            .map(|i| if i % 2 == 0 { n as i32 + i as i32 } else { -5 })
-            .collect(),
-        "degenerate" => vec![0; k], // one position: the bracket guard's case
-        _ => unreachable!("hint mode {mode}"),
-    }
-}
+// The soak's hint lists and hazard rows are certify's own (`certify --soak`).
+#[allow(unused_imports)] // each test binary uses its own part
+pub use gvr_bench::exact::soak::{hazard_row, hints_for, HINT_MODES};
 
 /// Rows from every generator × hint mode, lengths cycling through `lengths`.
 pub fn generated_batch(
@@ -685,4 +669,51 @@ pub fn nan_rows(rng: &mut rand_chacha::ChaCha8Rng, rows: usize, n: usize, k: usi
         data.push(row);
     }
     batch(&data, &[], k)
+}
+
+/// Seeds of the randomized soak rounds of the emulator tests. By default
+/// `default_rounds` rounds from a fixed base (so CI runs the same rounds every
+/// time); `GVR_EMU_SOAK=<rounds>` runs that many instead and
+/// `GVR_EMU_SOAK_SEED=<seed>` moves the base. Round i is seeded `base + i`
+/// alone, and every failure names its seed, so
+/// `GVR_EMU_SOAK=1 GVR_EMU_SOAK_SEED=<seed>` replays one failing round.
+pub fn soak_seeds(default_rounds: usize, default_base: u64) -> Vec<u64> {
+    let env_number = |name: &str| -> Option<u64> {
+        let text = std::env::var(name).ok()?;
+        Some(
+            text.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}={text:?} is not a whole number")),
+        )
+    };
+    let rounds = env_number("GVR_EMU_SOAK").map_or(default_rounds, |r| r as usize);
+    let base = env_number("GVR_EMU_SOAK_SEED").unwrap_or(default_base);
+    (0..rounds as u64).map(|i| base.wrapping_add(i)).collect()
+}
+
+/// Soak rows: one hazard row per entry of `lengths`, each with a hint list in
+/// a random mode (`absent` throughout when `hint_free`), as a batch, plus one
+/// label per row naming its generator, hazard, hint mode and length.
+pub fn soak_batch(
+    rng: &mut rand_chacha::ChaCha8Rng,
+    k: usize,
+    lengths: &[usize],
+    hint_free: bool,
+) -> (Batch, Vec<String>) {
+    use rand::Rng;
+    let mut labels = Vec::with_capacity(lengths.len());
+    let mut rows = Vec::with_capacity(lengths.len());
+    let mut hints = Vec::with_capacity(lengths.len());
+    for &n in lengths {
+        let (label, row) = hazard_row(rng, n, k);
+        let mode = if hint_free {
+            "absent"
+        } else {
+            HINT_MODES[rng.random_range(0..HINT_MODES.len())]
+        };
+        hints.push(hints_for(&row, k, mode, rng));
+        labels.push(format!("{label}/{mode} n={n}"));
+        rows.push(row);
+    }
+    (batch(&rows, &hints, k), labels)
 }
