@@ -40,6 +40,7 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
 use ss_support::{batch, generated_batch, hints_for, HINT_MODES};
@@ -491,6 +492,35 @@ fn nan_rows_keep_the_output_structure() {
     }
     let b = batch(&rows, &hints, k);
     emu_check(exe, &b, small_entry(64, 2), 4, 64, false, "nan rows");
+}
+
+#[test]
+fn soak_rounds_of_varlen_calls_are_exact() {
+    // Randomized production varlen calls (certify's varlen soak batches,
+    // 1–8 requests, last rows up to 6,000 wide, k up to 256) on small
+    // clusters of 4,096 values, request-level hints or hint-free.
+    let Some(exe) = emulator() else { return };
+    let limits = VarlenLimits {
+        requests: 8,
+        width: 6_000,
+    };
+    for (case, name) in ss_support::varlen_soak_rounds(0x50A4_0013, [37, 128, 256], limits) {
+        let v = case.check.varlen.clone().expect("varlen");
+        for hint_free in [false, true] {
+            let label = format!("{name} hint_free={hint_free}");
+            let (out, _) = emu_run(
+                exe,
+                &case.input,
+                small_entry(64, 4),
+                4,
+                64,
+                hint_free,
+                (v.next_n, v.compress_ratio.trailing_zeros()),
+                &label,
+            );
+            check_rows(&case.check, &out, &label);
+        }
+    }
 }
 
 #[test]

@@ -40,6 +40,7 @@ use gvr_bench::arms::ss_clus_stream::{
     clus_smem_bytes, plan_clus_stream, plan_clus_stream_forced, ClusStreamArgs,
 };
 use gvr_bench::arms::Shape;
+use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
@@ -564,6 +565,42 @@ fn soak_rounds_of_hazard_rows_are_exact() {
             "soak seed {seed}: blk={blk} u={u} cs={cs} k={k} scap={scap} cmp={cmp} rows {labels:?}"
         );
         emu_check(exe, &b, &l, &label);
+    }
+}
+
+#[test]
+fn soak_rounds_of_varlen_calls_are_exact() {
+    // Randomized production varlen calls (certify's varlen soak batches,
+    // 1–8 requests, last rows up to 30,000 wide) on small clusters, the
+    // schedule planned for 9,000 and recomputed per row, request-level hints
+    // or hint-free.
+    let Some(exe) = emulator() else { return };
+    let limits = VarlenLimits {
+        requests: 8,
+        width: 30_000,
+    };
+    for (case, name) in ss_support::varlen_soak_rounds(0x50A4_0014, [50, 512, 2048], limits) {
+        let v = case.check.varlen.clone().expect("varlen");
+        // The kernel reads request-level hints (row r reads hint row r / next_n).
+        let b = Batch {
+            hints: case.input.hints.clone(),
+            ..case.check.clone()
+        };
+        for hint_free in [false, true] {
+            let cs = 4;
+            let mut args = small_args(&b, 9_000, cs, 1024, 128);
+            args.next_n = v.next_n;
+            args.cr_shift = v.compress_ratio.trailing_zeros();
+            let l = Launch {
+                entry: entry_id(128, 1),
+                cs,
+                blk: 128,
+                args,
+                hint_free,
+                kv: Some(&v.kv_lens),
+            };
+            emu_check(exe, &b, &l, &format!("{name} hint_free={hint_free}"));
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
 use gvr_bench::arms::ss::{self, Mode, SsPlan, ENTRY_SHAPES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::check_row;
+use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, row_generators};
 use gvr_bench::gpu::sources::SS_MAIN;
 use gvr_bench::grid::Batch;
@@ -581,6 +582,32 @@ fn varlen_on_a_column_sliced_arena_view_is_exact() {
             launch.args.cr_shift = cr.trailing_zeros();
             let label = format!("arena stride {stride} next_n {next_n} cr {cr} split={split}");
             emu_check_as(exe, &arena.input, &arena.check, &launch, &label);
+        }
+    }
+}
+
+#[test]
+fn soak_rounds_of_varlen_calls_are_exact() {
+    // Randomized production varlen calls (certify's varlen soak batches,
+    // 1–8 requests, last rows up to 40,000 wide, request-level hints) on the
+    // planned launch and on one small CTA per row.
+    let Some(exe) = emulator() else { return };
+    let limits = VarlenLimits {
+        requests: 8,
+        width: 40_000,
+    };
+    let ks = ss::SUPPORTED_K;
+    for (case, name) in ss_support::varlen_soak_rounds(0x50A4_0011, ks, limits) {
+        let v = case.check.varlen.clone().expect("varlen");
+        for small in [false, true] {
+            let mut launch = EmuLaunch::planned(&case.check, case.check.rows);
+            if small {
+                launch.use_small_non_split_cta();
+            }
+            launch.args.next_n = v.next_n;
+            launch.args.cr_shift = v.compress_ratio.trailing_zeros();
+            let label = format!("{name} small_cta={small}");
+            emu_check_as(exe, &case.input, &case.check, &launch, &label);
         }
     }
 }

@@ -27,6 +27,7 @@ use gvr_bench::arms::ss_reg::{
     NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
 };
 use gvr_bench::arms::Shape;
+use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_REG};
@@ -917,32 +918,63 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
                 launch.args.next_n = next_n;
                 launch.args.cr_shift = cr.trailing_zeros();
                 launch.args.cur = use_hints; // both emit forms, alternating with the hint mode
-                let a = &launch.args;
-                let header = [
-                    0x55EE_0002u32,
-                    launch.entry,
-                    input.rows as u32,
-                    launch.block,
-                    launch.dyn_smem(),
-                    input.npad as u32,
-                    input.k as u32,
-                    launch.rows as u32,
-                ];
-                let words: Vec<u32> = header.iter().chain(&a.words()).copied().collect();
                 let label = format!(
                     "varlen {view} next_n {next_n} cr {cr} hints {use_hints} cur {}",
-                    a.cur
+                    launch.args.cur
                 );
-                let (out, _) = ss_support::run_emulator(exe, &label, &words, input);
-                for r in 0..check.rows {
-                    check_row_any(
-                        check,
-                        r,
-                        &out[r * k..(r + 1) * k],
-                        &format!("{label} row {r}"),
-                    );
-                }
+                emu_check_varlen(exe, case, &launch, &label);
             }
+        }
+    }
+}
+
+/// Run a varlen launch (its next_n / cr_shift already set) on `case.input`
+/// and check every row of `case.check` (rows with their own lengths).
+fn emu_check_varlen(exe: &Path, case: &ss_support::VarlenEmuCase, launch: &RegEmu, label: &str) {
+    let (check, input) = (&case.check, &case.input);
+    let header = [
+        0x55EE_0002u32,
+        launch.entry,
+        input.rows as u32,
+        launch.block,
+        launch.dyn_smem(),
+        input.npad as u32,
+        input.k as u32,
+        launch.rows as u32,
+    ];
+    let words: Vec<u32> = header.iter().chain(&launch.args.words()).copied().collect();
+    let (out, _) = ss_support::run_emulator(exe, label, &words, input);
+    let k = check.k;
+    for r in 0..check.rows {
+        check_row_any(
+            check,
+            r,
+            &out[r * k..(r + 1) * k],
+            &format!("{label} row {r}"),
+        );
+    }
+}
+
+#[test]
+fn soak_rounds_of_varlen_calls_are_exact() {
+    // Randomized production varlen calls (certify's varlen soak batches,
+    // 1–8 requests, last rows up to 17,000 wide) on the planned reg launch,
+    // request-level hints or hint-free, both emit forms.
+    let Some(exe) = emulator() else { return };
+    let limits = VarlenLimits {
+        requests: 8,
+        width: 17_000,
+    };
+    for (case, name) in ss_support::varlen_soak_rounds(0x50A4_0012, [512, 1024, 2048], limits) {
+        let v = case.check.varlen.clone().expect("varlen");
+        for use_hints in [1u32, 0] {
+            let mut launch = RegEmu::planned(&case.check, case.check.rows);
+            launch.args.use_hints = use_hints;
+            launch.args.next_n = v.next_n;
+            launch.args.cr_shift = v.compress_ratio.trailing_zeros();
+            launch.args.cur = use_hints;
+            let label = format!("{name} hints {use_hints} cur {use_hints}");
+            emu_check_varlen(exe, &case, &launch, &label);
         }
     }
 }

@@ -126,10 +126,14 @@ pub fn hints_for(row: &[f32], k: usize, mode: &str, rng: &mut ChaCha8Rng) -> Vec
 pub fn soak_case(seed: u64, k: usize) -> AdversarialCase {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 40));
     if rng.random_range(0..4) == 0 {
-        return varlen_case(&mut rng, seed, k);
+        let limits = VarlenLimits {
+            requests: 64,
+            width: MAX_SOAK_N,
+        };
+        return varlen_case(&mut rng, seed, k, limits);
     }
     let rows = BATCH_SIZES[rng.random_range(0..BATCH_SIZES.len())];
-    let n = soak_width(&mut rng, k);
+    let n = soak_width(&mut rng, k, MAX_SOAK_N);
     let longest_fitting = (MAX_SOAK_VALUES / rows).saturating_sub(64);
     let n = n.min(longest_fitting);
     let distinct = rows.min(4);
@@ -165,20 +169,36 @@ pub fn soak_case(seed: u64, k: usize) -> AdversarialCase {
     }
 }
 
-/// A row width drawn log-uniform over the grid's range, one in eight short
+/// A row width drawn log-uniform up to `max` (exclusive), one in eight short
 /// (n ≤ k + 4, the n = k boundary included).
-fn soak_width(rng: &mut ChaCha8Rng, k: usize) -> usize {
+fn soak_width(rng: &mut ChaCha8Rng, k: usize, max: usize) -> usize {
     match rng.random_range(0..8) {
         0 => rng.random_range(0..=k + 4),
-        _ => (rng.random_range(0.0..(MAX_SOAK_N as f64).ln())).exp() as usize,
+        _ => (rng.random_range(0.0..(max.max(2) as f64).ln())).exp() as usize,
     }
 }
 
-/// A varlen batch under the production contract: 1–64 requests of `next_n`
-/// 1–4 rows, compress ratio 1 or 4, one in eight requests a zero window, each
-/// request's source row a hazard row, each batch row a hint list of its own.
-fn varlen_case(rng: &mut ChaCha8Rng, seed: u64, k: usize) -> AdversarialCase {
-    let requests = rng.random_range(1..=64usize);
+/// Bounds of a varlen soak batch: at most `requests` requests whose last
+/// rows are narrower than `width`.
+#[derive(Debug, Clone, Copy)]
+pub struct VarlenLimits {
+    pub requests: usize,
+    pub width: usize,
+}
+
+/// A varlen batch under the production contract, named like [`soak_case`]'s
+/// batches: 1 to `limits.requests` requests of `next_n` 1–4 rows, compress
+/// ratio 1 or 4, one in eight requests a zero window, each request's source
+/// row a hazard row, each batch row a hint list of its own. (`certify
+/// --soak` draws it with the grid's bounds; the host emulators with their
+/// small CTAs' bounds.)
+pub fn varlen_case(
+    rng: &mut ChaCha8Rng,
+    seed: u64,
+    k: usize,
+    limits: VarlenLimits,
+) -> AdversarialCase {
+    let requests = rng.random_range(1..=limits.requests.max(1));
     let next_n = rng.random_range(1..=4u32);
     let cr = [1u32, 4][rng.random_range(0..2)];
     let rows = requests * next_n as usize;
@@ -188,7 +208,7 @@ fn varlen_case(rng: &mut ChaCha8Rng, seed: u64, k: usize) -> AdversarialCase {
             if rng.random_range(0..8) == 0 {
                 0
             } else {
-                soak_width(rng, k).min(longest_fitting)
+                soak_width(rng, k, limits.width).min(longest_fitting)
             }
         })
         .collect();

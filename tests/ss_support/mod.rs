@@ -566,24 +566,53 @@ pub fn varlen_emu_case(
         })
         .collect();
     let refs: Vec<&[f32]> = sources.iter().map(Vec::as_slice).collect();
-    let check = Batch::varlen(&refs, kv_lens, next_n, cr, k, None).expect("varlen batch");
+    let mut check = Batch::varlen(&refs, kv_lens, next_n, cr, k, None).expect("varlen batch");
+    for q in 0..kv_lens.len() {
+        let r = q * next_n as usize;
+        let request_hints = if q % 2 == 0 && check.row(r).len() > k {
+            gvr_bench::exact::reference_topk(check.row(r), k)
+        } else {
+            (0..k as i32).map(|j| j * 7 - 3).collect()
+        };
+        check.hints[r * k..(r + 1) * k].copy_from_slice(&request_hints);
+    }
+    let input = varlen_emu_input(&check);
+    VarlenEmuCase { check, input }
+}
+
+/// What a varlen kernel receives for the varlen batch `check`: the same
+/// logits, the kv_lens in the first entries of the length array (0 after),
+/// and request q's hints — the hint list of its first row in `check` — in
+/// hint row q.
+pub fn varlen_emu_input(check: &Batch) -> Batch {
+    let v = check.varlen.as_ref().expect("a varlen batch");
+    let k = check.k;
     let mut input = check.clone();
     input.n = (0..check.rows)
-        .map(|r| kv_lens.get(r).copied().unwrap_or(0))
+        .map(|r| v.kv_lens.get(r).copied().unwrap_or(0))
         .collect();
     input.hints = vec![-1; check.rows * k];
-    for q in 0..kv_lens.len() {
-        let row = check.row(q * next_n as usize);
-        let slot = &mut input.hints[q * k..(q + 1) * k];
-        if q % 2 == 0 && row.len() > k {
-            slot.copy_from_slice(&gvr_bench::exact::reference_topk(row, k));
-        } else {
-            slot.iter_mut()
-                .enumerate()
-                .for_each(|(j, h)| *h = (j as i32) * 7 - 3);
-        }
+    for q in 0..v.kv_lens.len() {
+        input.hints[q * k..(q + 1) * k].copy_from_slice(check.hints(q * v.next_n as usize));
     }
-    VarlenEmuCase { check, input }
+    input
+}
+
+/// A varlen soak call for the emulators: certify's varlen soak batch of
+/// `seed` within `limits` (pads poisoned with +3e38) as `check`, and its
+/// kernel input; the label names the seed and the rows.
+pub fn varlen_soak_case(
+    seed: u64,
+    k: usize,
+    limits: gvr_bench::exact::soak::VarlenLimits,
+) -> (VarlenEmuCase, String) {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let case = gvr_bench::exact::soak::varlen_case(&mut rng, seed, k, limits);
+    let mut check = case.batch;
+    check.poison_pad(PAD);
+    let input = varlen_emu_input(&check);
+    (VarlenEmuCase { check, input }, case.name)
 }
 
 // The soak's hint lists and hazard rows are certify's own (`certify --soak`).
@@ -716,4 +745,19 @@ pub fn soak_batch(
         rows.push(row);
     }
     (batch(&rows, &hints, k), labels)
+}
+
+/// The varlen soak rounds of an emulator test: for each seed of
+/// [`soak_seeds`]`(4, base)`, k = `ks[seed % 3]` and [`varlen_soak_case`]
+/// within `limits`; the label names the seed, k and the rows.
+pub fn varlen_soak_rounds(
+    base: u64,
+    ks: [usize; 3],
+    limits: gvr_bench::exact::soak::VarlenLimits,
+) -> impl Iterator<Item = (VarlenEmuCase, String)> {
+    soak_seeds(4, base).into_iter().map(move |seed| {
+        let k = ks[(seed % 3) as usize];
+        let (case, name) = varlen_soak_case(seed, k, limits);
+        (case, format!("{name} k={k}"))
+    })
 }
