@@ -6,8 +6,11 @@
 # lands in $OUT/verify.tgz (the device returns few files).
 #
 # Usage: OUT=... scripts/h200_verify_families.sh
-# Env: CERT_ARMS, TIME_ARMS, SAMPLE (timed cases), CERT_SAMPLE, SAN_CASES
-#   ("arm:cell:b ..."), EXTRA (a command line run last, its log kept).
+# Env: TEST_BINS (glob of GPU test binaries, default devbin/*; gvr-bench*
+#   files are skipped), CERT_ARMS, TIME_ARMS, SAMPLE (timed cases; 0 skips the timed sample),
+#   CERT_SAMPLE, SOAK (certify --soak rounds per K on SOAK_ARMS, default
+#   CERT_ARMS; 0 = none, the default), SOAK_SEED, SOAK_TIMEOUT (s, default 400),
+#   SAN_CASES ("arm:cell:b ..."), EXTRA (a command line run last, its log kept).
 set -u
 OUT="${OUT:-$PWD/h200_out}"
 W=/tmp/verify; rm -rf "$W"; mkdir -p "$W/logs" "$W/runs"
@@ -27,16 +30,25 @@ step() { # step NAME CMD...: time it, keep its whole output, never abort
 }
 echo "date $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null)" | tee "$LOG"
 [ -f "$CAPS/manifest.json" ] || step synth "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0
-for t in devbin/*; do
-  [ -x "$t" ] || continue
+# shellcheck disable=SC2086  # TEST_BINS is a glob
+for t in ${TEST_BINS:-devbin/*}; do
+  [ -f "$t" ] && [ -x "$t" ] || continue
   name=$(basename "$t" | sed 's/-[0-9a-f]*$//')
+  case "$name" in gvr-bench*) continue;; esac  # the harness itself, not a test binary
   GVR_GPU_TESTS=1 step "test-$name" "$t" --include-ignored --test-threads 1 --nocapture
 done
 step certify-smoke "$BIN" certify --captures "$CAPS" --grid grids/smoke.csv --arms "$CERT_ARMS" --poison-pad
 step certify-sample "$BIN" certify --captures "$CAPS" --grid grids/dsa886.csv --sample "${CERT_SAMPLE:-1000}" \
   --arms "$CERT_ARMS" --no-adversarial
-STEP_TIMEOUT=400 step grid-sample "$BIN" grid --captures "$CAPS" --grid grids/dsa886.csv --sample "${SAMPLE:-800}" \
-  --arms "$TIME_ARMS" --out "$W/runs/sample" --no-report
+if [ "${SOAK:-0}" -gt 0 ]; then
+  # One captured case per model picks K 2,048 / 512 / 1,024 for the soak.
+  STEP_TIMEOUT="${SOAK_TIMEOUT:-400}" step certify-soak "$BIN" certify --captures "$CAPS" --batches 1 --sample 3 \
+    --no-adversarial --poison-pad --arms "${SOAK_ARMS:-$CERT_ARMS}" --soak "$SOAK" --soak-seed "${SOAK_SEED:-0}"
+fi
+if [ "${SAMPLE:-800}" != 0 ]; then
+  STEP_TIMEOUT=400 step grid-sample "$BIN" grid --captures "$CAPS" --grid grids/dsa886.csv --sample "${SAMPLE:-800}" \
+    --arms "$TIME_ARMS" --out "$W/runs/sample" --no-report
+fi
 for spec in ${SAN_CASES:-}; do
   IFS=: read -r arm cell b <<< "$spec"
   for tool in memcheck racecheck synccheck; do
