@@ -233,6 +233,31 @@ fn every_constructed_path_is_exact_in_the_kernel_source() {
     }
 }
 
+#[test]
+fn a_split_part_resweep_keeps_the_rows_tail() {
+    // Part 0 of a SPLIT row owns the n mod 4 tail. When its staging
+    // overflows, it re-sweeps its slice into the slab and must re-read the
+    // tail too: here the tail holds the row's three largest values and part
+    // 0's slice a plateau of ties far above SCAP (the soak found a mutation
+    // that dropped it; no fixed row reached that path with the tail on top).
+    let Some(exe) = emulator() else { return };
+    let k = 512;
+    for n in [6_001usize, 6_002, 6_003] {
+        let mut row: Vec<f32> = (0..n).map(|i| -((i % 97) as f32) - 10.0).collect();
+        row[..n / 3].fill(5.0);
+        for x in &mut row[4 * (n / 4)..] {
+            *x = 10.0;
+        }
+        let b = batch(&[row.clone(), row], &[], k);
+        let launch = small_cta_launch(&b, (11, 3, 256, 64), n);
+        let label = format!("part re-sweep, tail on top, n={n}");
+        let trace = emu_check(exe, &b, &launch, &label);
+        for bits in trace {
+            assert_ne!(bits & 512, 0, "{label}: no part re-swept ({bits:#x})");
+        }
+    }
+}
+
 /// Small-CTA launches `(entry id, R, SCAP, CMP)` of main.cpp's stress table:
 /// tiny capacities force staging overflow, crossing bins above CMP and slab
 /// hand-offs on ordinary rows; BLK 64 with U = 8 (ids 13, 14) makes every
