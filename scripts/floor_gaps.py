@@ -3,7 +3,8 @@
 
     scripts/floor_gaps.py RUN_DIR [--arm ss] [--base radix]
 
-Joins RUN_DIR/results.jsonl with RUN_DIR/floor.jsonl on the case and prints,
+Joins RUN_DIR/results.jsonl with RUN_DIR/floor.jsonl (either may be gzipped,
+as committed reports keep them) on the case and prints,
 per (arm's family, N band, B band): cases, geomean arm/floor, geomean
 base/floor (the most any kernel of the floor's launch shapes could gain on
 the base there), median floor and arm µs; then the issue-4 target subsets
@@ -12,6 +13,7 @@ bandwidth; whole-grid mean roofline) next to the arm's. Means of the cold
 reps, as in the report; only exact, timed records enter.
 """
 import argparse
+import gzip
 import json
 import math
 import os
@@ -41,24 +43,30 @@ def b_band(b):
     return "B=1" if b == 1 else "B2-8" if b <= 8 else "B16-64" if b <= 64 else "B128-256" if b <= 256 else "B512+"
 
 
+def records(run, name):
+    """The JSON lines of RUN/NAME, or of RUN/NAME.gz."""
+    for path, opener in ((os.path.join(run, name), open), (os.path.join(run, name + ".gz"), gzip.open)):
+        if os.path.isfile(path):
+            with opener(path, "rt") as f:
+                return [json.loads(line) for line in f if line.strip()]
+    sys.exit(f"{run}: no {name} or {name}.gz (a run made with `gvr-bench grid --floor`)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
     ap.add_argument("--arm", default="ss")
     ap.add_argument("--base", default="radix")
     a = ap.parse_args()
-    for name in ("results.jsonl", "floor.jsonl"):
-        if not os.path.isfile(os.path.join(a.run, name)):
-            sys.exit(f"{a.run}: no {name} (a run made with `gvr-bench grid --floor`, or gunzip it first)")
+    results = records(a.run, "results.jsonl")
+    floors = records(a.run, "floor.jsonl")
     t = {}
     fam = {}
-    for line in open(os.path.join(a.run, "results.jsonl")):
-        r = json.loads(line)
+    for r in results:
         if r["exact"].get("status") == "exact" and r["cold_us"] and r["arm"] in (a.arm, a.base):
             t[(r["case"], r["arm"])] = mean(r["cold_us"])
             if r["arm"] == a.arm:
                 fam[r["case"]] = (r.get("variant") or "?").split("/")[0]
-    floors = [json.loads(l) for l in open(os.path.join(a.run, "floor.jsonl"))]
     groups = {}
     rows = []
     for f in floors:

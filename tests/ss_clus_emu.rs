@@ -403,10 +403,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // and sorted rows, on the BLK-1024 entry whose cluster holds them.
     let Some(exe) = emulator() else { return };
     for k in [512usize, 1024] {
-        for case in gvr_bench::exact::suite(k) {
-            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
-                continue;
-            }
+        for case in gvr_bench::exact::sampling_adversaries(k) {
             let b = &case.batch;
             let Some((vpt, cs)) = [(2u32, 8u32), (4, 4), (4, 8)]
                 .into_iter()

@@ -697,10 +697,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // and sorted rows, on the clus launch the H200 plan makes for them.
     let Some(exe) = emulator() else { return };
     for k in [512usize, 1024, 2048] {
-        for case in gvr_bench::exact::suite(k) {
-            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
-                continue;
-            }
+        for case in gvr_bench::exact::sampling_adversaries(k) {
             let b = &case.batch;
             let (cs, u, args) = planned_args(b, b.rows);
             let l = Launch {

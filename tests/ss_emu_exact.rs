@@ -360,10 +360,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // for these few long rows) and on one CTA per row.
     let Some(exe) = emulator() else { return };
     for k in ss::SUPPORTED_K {
-        for case in gvr_bench::exact::suite(k) {
-            if !(case.name.starts_with("sample_blind") || case.name.starts_with("sorted_ends")) {
-                continue;
-            }
+        for case in gvr_bench::exact::sampling_adversaries(k) {
             let b = &case.batch;
             let label = format!("{} k={k}", case.name);
             let launch = EmuLaunch::planned(b, b.rows);

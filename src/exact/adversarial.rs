@@ -223,24 +223,30 @@ fn perfect_hints(row: &[f32], k: usize) -> Vec<i32> {
     reference_topk(row, k)
 }
 
-/// Batch of equal-length rows, padded with [`ADVERSARIAL_PAD`].
-fn uniform_batch(rows: &[Vec<f32>], k: usize, hints: &[Vec<i32>]) -> Batch {
-    let n = rows.first().map_or(0, Vec::len);
+/// Batch of equal-length rows, padded with [`ADVERSARIAL_PAD`]; each hint
+/// list cut or padded with −1 to `k`.
+pub(super) fn uniform_batch<R: AsRef<[f32]>, H: AsRef<[i32]>>(
+    rows: &[R],
+    k: usize,
+    hints: &[H],
+) -> Batch {
+    let n = rows.first().map_or(0, |r| r.as_ref().len());
     debug_assert!(
-        rows.iter().all(|r| r.len() == n),
+        rows.iter().all(|r| r.as_ref().len() == n),
         "suite batches are batch-uniform"
     );
     let npad = npad_for(n);
     let mut logits = Vec::with_capacity(rows.len() * npad);
     for row in rows {
-        logits.extend_from_slice(row);
-        logits.resize(logits.len() + npad - row.len(), ADVERSARIAL_PAD);
+        logits.extend_from_slice(row.as_ref());
+        logits.resize(logits.len() + npad - n, ADVERSARIAL_PAD);
     }
     let mut flat_hints = Vec::with_capacity(rows.len() * k);
     for h in hints {
-        let mut h = h.clone();
-        h.resize(k, -1);
-        flat_hints.extend_from_slice(&h);
+        let h = h.as_ref();
+        let kept = h.len().min(k);
+        flat_hints.extend_from_slice(&h[..kept]);
+        flat_hints.resize(flat_hints.len() + k - kept, -1);
     }
     Batch {
         rows: rows.len(),
@@ -255,7 +261,7 @@ fn uniform_batch(rows: &[Vec<f32>], k: usize, hints: &[Vec<i32>]) -> Batch {
 
 /// Batch of equal-length rows without hints (every slot −1).
 fn hint_free_batch(rows: &[Vec<f32>], k: usize) -> Batch {
-    uniform_batch(rows, k, &vec![Vec::new(); rows.len()])
+    uniform_batch(rows, k, &vec![Vec::<i32>::new(); rows.len()])
 }
 
 /// Batch of equal-length rows with perfect hints.
@@ -456,48 +462,6 @@ pub fn suite(k: usize) -> Vec<AdversarialCase> {
         );
     }
 
-    // Sampling adversaries: rows long enough to be sampled by every family,
-    // whose top values sit only where a strided sample may never look (the
-    // second half of every block of `block` values), so the sample's
-    // threshold is wrong by construction and the retry ladder / fallbacks
-    // must still be exact. Hint-free (all −1): a hint would bypass the sample.
-    for (len, block) in [(65_539usize, 512usize), (131_076, 4_096), (262_144, 64)] {
-        let mut rng = rng_for(&format!("sample_blind_{len}"), k);
-        let hidden: Vec<usize> = (0..len).filter(|&i| i % block >= block / 2).collect();
-        let rows = vec![
-            hidden_top_row(&mut rng, len, &hidden, hidden.len()),
-            hidden_top_row(&mut rng, len, &hidden, k + k / 2),
-            hidden_top_row(&mut rng, len, &hidden, k),
-            {
-                // Ties at the k-th value where the sample looks, the larger
-                // values where it does not.
-                let mut row = hidden_top_row(&mut rng, len, &hidden, k / 2);
-                for (i, x) in row.iter_mut().enumerate() {
-                    if i % block < block / 2 && i % 3 == 0 {
-                        *x = 5.0;
-                    }
-                }
-                row
-            },
-        ];
-        push(
-            format!("sample_blind_block{block}_n{len}"),
-            hint_free_batch(&rows, k),
-        );
-    }
-    {
-        // Sorted rows: every large value at one end of the row.
-        let len = 131_075;
-        let mut rng = rng_for("sorted", k);
-        let mut ascending = model_row(&mut rng, len, -2.0, 1.0);
-        ascending.sort_unstable_by(|a, b| a.total_cmp(b));
-        let descending: Vec<f32> = ascending.iter().rev().copied().collect();
-        push(
-            format!("sorted_ends_n{len}"),
-            hint_free_batch(&[ascending, descending], k),
-        );
-    }
-
     // Degenerate hints (must never change the answer).
     {
         let mut rng = rng_for("degenerate_hints", k);
@@ -588,6 +552,55 @@ pub fn suite(k: usize) -> Vec<AdversarialCase> {
                 batch_with_perfect_hints(rows, k),
             );
         }
+    }
+    cases.extend(sampling_adversaries(k));
+    cases
+}
+
+/// The suite's sampling adversaries for top-`k` (part of [`suite`]; the host
+/// emulator tests run them alone): hint-free rows long enough to be sampled
+/// by every family whose top values sit only where a strided sample may
+/// never look, and sorted rows.
+pub fn sampling_adversaries(k: usize) -> Vec<AdversarialCase> {
+    let mut cases = Vec::new();
+    // The top values in the second half of every block of `block` values:
+    // the sample's threshold is wrong by construction, so the retry ladder and
+    // fallbacks carry exactness. Hint-free: a hint would bypass the sample.
+    for (len, block) in [(65_539usize, 512usize), (131_076, 4_096), (262_144, 64)] {
+        let mut rng = rng_for(&format!("sample_blind_{len}"), k);
+        let hidden: Vec<usize> = (0..len).filter(|&i| i % block >= block / 2).collect();
+        let rows = vec![
+            hidden_top_row(&mut rng, len, &hidden, hidden.len()),
+            hidden_top_row(&mut rng, len, &hidden, k + k / 2),
+            hidden_top_row(&mut rng, len, &hidden, k),
+            {
+                // Ties at the k-th value where the sample looks, the larger
+                // values where it does not.
+                let mut row = hidden_top_row(&mut rng, len, &hidden, k / 2);
+                for (i, x) in row.iter_mut().enumerate() {
+                    if i % block < block / 2 && i % 3 == 0 {
+                        *x = 5.0;
+                    }
+                }
+                row
+            },
+        ];
+        cases.push(AdversarialCase {
+            name: format!("sample_blind_block{block}_n{len}"),
+            batch: hint_free_batch(&rows, k),
+        });
+    }
+    {
+        // Sorted rows: every large value at one end of the row.
+        let len = 131_075;
+        let mut rng = rng_for("sorted", k);
+        let mut ascending = model_row(&mut rng, len, -2.0, 1.0);
+        ascending.sort_unstable_by(|a, b| a.total_cmp(b));
+        let descending: Vec<f32> = ascending.iter().rev().copied().collect();
+        cases.push(AdversarialCase {
+            name: format!("sorted_ends_n{len}"),
+            batch: hint_free_batch(&[ascending, descending], k),
+        });
     }
     cases
 }

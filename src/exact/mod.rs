@@ -8,7 +8,9 @@ pub mod soak;
 
 use serde::{Deserialize, Serialize};
 
-pub use adversarial::{row_generators, suite, AdversarialCase, NamedRowGenerator};
+pub use adversarial::{
+    row_generators, sampling_adversaries, suite, AdversarialCase, NamedRowGenerator,
+};
 pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThreshold};
 pub use reference::{order_key, reference_topk};
 pub use soak::soak_case;

@@ -10,13 +10,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::adversarial::{row_generators, AdversarialCase};
+use super::adversarial::{row_generators, uniform_batch, AdversarialCase};
 use super::reference_topk;
-use crate::capture::format::npad_for;
 use crate::grid::Batch;
-
-/// Pad of soak batches: the +3e38 poison, as the suite's.
-const SOAK_PAD: f32 = super::adversarial::ADVERSARIAL_PAD;
 
 /// Batch sizes a soak batch draws from (the grid's range, both ends).
 const BATCH_SIZES: [usize; 8] = [1, 2, 4, 8, 16, 64, 256, 1024];
@@ -147,25 +143,16 @@ pub fn soak_case(seed: u64, k: usize) -> AdversarialCase {
         labels.push(format!("{label}/{mode}"));
         distinct_rows.push(row);
     }
-    let npad = npad_for(n);
-    let mut logits = vec![SOAK_PAD; rows * npad];
-    let mut hints = Vec::with_capacity(rows * k);
-    for r in 0..rows {
-        let source = r % distinct;
-        logits[r * npad..r * npad + n].copy_from_slice(&distinct_rows[source]);
-        hints.extend_from_slice(&distinct_hints[source]);
-    }
+    // Rows r and r + distinct are copies (the batch size sizes the launch).
+    let row_refs: Vec<&[f32]> = (0..rows)
+        .map(|r| distinct_rows[r % distinct].as_slice())
+        .collect();
+    let hint_refs: Vec<&[i32]> = (0..rows)
+        .map(|r| distinct_hints[r % distinct].as_slice())
+        .collect();
     AdversarialCase {
         name: format!("soak seed {seed} B={rows} n={n} [{}]", labels.join(", ")),
-        batch: Batch {
-            rows,
-            npad,
-            k,
-            logits,
-            n: vec![n as u32; rows],
-            hints,
-            varlen: None,
-        },
+        batch: uniform_batch(&row_refs, k, &hint_refs),
     }
 }
 
@@ -286,7 +273,12 @@ mod tests {
                 assert!(b.n.iter().all(|&m| m as usize == n) && n <= b.npad);
                 for r in 0..b.rows {
                     let pad = &b.logits[r * b.npad + n..(r + 1) * b.npad];
-                    assert!(pad.iter().all(|&x| x == SOAK_PAD), "{}", case.name);
+                    assert!(
+                        pad.iter()
+                            .all(|&x| x == crate::exact::adversarial::ADVERSARIAL_PAD),
+                        "{}",
+                        case.name
+                    );
                 }
             }
         }

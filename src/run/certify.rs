@@ -108,6 +108,28 @@ pub fn check_arm(arm: &mut dyn Arm, batch: &Batch) -> ExactStatus {
     }
 }
 
+/// Check `batch` (its pad poisoned first when `poison_pad`) on every arm and
+/// tally each verdict under `what`; the verdicts, in arm order.
+fn check_all(
+    arms: &mut [Box<dyn Arm>],
+    tallies: &mut [ArmTally],
+    mut batch: Batch,
+    poison_pad: bool,
+    what: &str,
+) -> Vec<ExactStatus> {
+    if poison_pad {
+        batch.poison_pad(PAD_POISON);
+    }
+    arms.iter_mut()
+        .zip(tallies.iter_mut())
+        .map(|(arm, t)| {
+            let status = check_arm(arm.as_mut(), &batch);
+            tally(t, &status, what);
+            status
+        })
+        .collect()
+}
+
 fn tally(t: &mut ArmTally, status: &ExactStatus, what: &str) {
     match status {
         ExactStatus::Exact => t.exact += 1,
@@ -153,43 +175,28 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         };
         let cell = deps::load_cell(&captures, entry)?;
         for case in &group {
-            let mut batch = deps::form_batch(&cell, case.b, rows_mode)?;
-            if cfg.poison_pad {
-                batch.poison_pad(PAD_POISON);
-            }
-            for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
-                let status = check_arm(arm.as_mut(), &batch);
-                tally(t, &status, &case.id());
-            }
+            let batch = deps::form_batch(&cell, case.b, rows_mode)?;
+            check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &case.id());
         }
     }
 
     if cfg.adversarial {
         for &k in &ks {
-            for (name, mut batch) in deps::adversarial_suite(k) {
-                if cfg.poison_pad {
-                    batch.poison_pad(PAD_POISON);
-                }
-                for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
-                    let status = check_arm(arm.as_mut(), &batch);
-                    tally(t, &status, &format!("adversarial {name} (K={k})"));
-                }
+            for (name, batch) in deps::adversarial_suite(k) {
+                let what = format!("adversarial {name} (K={k})");
+                check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &what);
             }
         }
     }
     for &k in &ks {
         for round in 0..cfg.soak_rounds as u64 {
             let seed = cfg.soak_seed.wrapping_add(round);
-            let (name, mut batch) = deps::soak_case(seed, k);
-            if cfg.poison_pad {
-                batch.poison_pad(PAD_POISON);
-            }
-            for (arm, t) in arms.iter_mut().zip(tallies.iter_mut()) {
-                let status = check_arm(arm.as_mut(), &batch);
-                let what = format!("{name} (K={k}; replay with --soak 1 --soak-seed {seed})");
-                tally(t, &status, &what);
-                if is_inexact(&status) && t.first_soak_failure.is_none() {
-                    t.first_soak_failure = Some(format!("{what}: {}", describe(&status)));
+            let (name, batch) = deps::soak_case(seed, k);
+            let what = format!("{name} (K={k}; replay with --soak 1 --soak-seed {seed})");
+            let statuses = check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &what);
+            for (t, status) in tallies.iter_mut().zip(&statuses) {
+                if is_inexact(status) && t.first_soak_failure.is_none() {
+                    t.first_soak_failure = Some(format!("{what}: {}", describe(status)));
                 }
             }
         }
