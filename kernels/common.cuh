@@ -199,6 +199,24 @@ __device__ __forceinline__ void red_global_add(u32* p, u32 v) {
 }
 
 // ---------------------------------------------------------------------------
+// Clocks of the phase probe (ss_common.cuh SS_PHASE_PROBE): the SM's cycle
+// counter and the global nanosecond timer. The "memory" clobber makes each
+// read a compiler barrier, so a mark stays between the loads and stores
+// around it in the source.
+// ---------------------------------------------------------------------------
+__device__ __forceinline__ unsigned long long gvr_probe_clock() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+    return t;
+}
+
+__device__ __forceinline__ unsigned long long gvr_probe_gtimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return t;
+}
+
+// ---------------------------------------------------------------------------
 // Global loads.
 // ---------------------------------------------------------------------------
 __device__ __forceinline__ float4 ldg_nc_f4(const float* p) {

@@ -249,6 +249,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     u32* const mrg = sm + RC_MRG;
     u32* const hoff = sm + RC_HOFF;
     u32* const res = sm + RC_RES;
+    SS_PROBE_SCOPE();
     const u32 rank = cluster_ctarank();
     const u32 cs = cluster_nctarank();
     const u32 row = blockIdx.y;
@@ -265,6 +266,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         rc_load_slice<BLK, VPT, true>(v, tail, logits + (u64)row * p.npad, rc_slice<BLK, VPT>(guess, cs), rank);
     }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
+    SS_PROBE(SS_MARK_LEN);
     const float* X = logits + (u64)row * p.npad;
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
@@ -313,6 +315,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         }
         ss_block_minmax<BLK>(&kmin, &kmax, sm + RC_RED);
     }
+    SS_PROBE(SS_MARK_THRESHOLD);
     const bool bracket_ok = rc_bracket_ok(kmin, kmax);
     const float tv = invkey(kmin), gmax = invkey(kmax);
     const float width = __fsub_rn(gmax, tv);
@@ -344,7 +347,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         }
     }
     __syncthreads();
+    SS_PROBE_PASS();
+    SS_PROBE(SS_MARK_PASS);
     cluster_sync();  // (A) every rank's histogram is complete
+    SS_PROBE(SS_MARK_HANDOFF);
 
     // Merge over DSMEM: cluster total and the sum over lower ranks, per bin.
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) {
@@ -359,6 +365,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     }
     __syncthreads();
     rc_cross_cursor<BLK>(mrg, k, sm + RC_WSUM, res);
+    SS_PROBE(SS_MARK_VERIFY);
     const u32 cbin = res[0], above = res[1], m = res[2];
     const u32 need = k - above;  // 1 ≤ need ≤ m for a real crossing
     const bool whole = need >= m;
@@ -417,6 +424,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     }
     __syncthreads();
     cluster_sync();  // (C) candidates visible; every merge read is done
+    SS_PROBE(SS_MARK_EMIT);
     if (whole) {
         if (rank == 0u) RC_TRACE(RC_TR_WHOLE);
         return;  // nobody reads a peer's shared memory after (C)

@@ -359,6 +359,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     u32* const red = sm + CL_RED;
     SsCross* const cross = reinterpret_cast<SsCross*>(sm + CL_CROSS);
     u32* const sc_ = sm + CL_SCAL;
+    SS_PROBE_SCOPE();
     const u32 t = threadIdx.x;
     const u32 rank = cluster_ctarank();
     const u32 cs = cluster_nctarank();
@@ -378,6 +379,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         sample0.issue(X + ((u64)unit * ss2 * 4u + (t < p.smp ? 0u : 2u)) * 4u);
     }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
+    SS_PROBE(SS_MARK_LEN);
     if (n <= k) {  // short row (§1.4), cluster-uniform
         if (rank == 0u) write_identity_row(out + (u64)row * k, n, k);
         return;
@@ -420,6 +422,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         }
     }
     ss_block_minmax<BLK>(&kmin, &kmax, red);  // also publishes the init above
+    SS_PROBE(SS_MARK_SAMPLE);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();
@@ -485,6 +488,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         }
         __syncthreads();
     }
+    SS_PROBE(SS_MARK_THRESHOLD);
 
     // ---- P3 + merge + verify + retry ladder (§3.4, §3.5, §4.2) ----
     bool valid = false, complete = false;
@@ -512,11 +516,15 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
                                 p.scap, stage, hist, sc_ + CL_S_COUNT);
         }
         __syncthreads();
+        SS_PROBE_PASS();
+        SS_PROBE(SS_MARK_PASS);
         cluster_sync();  // every rank's histogram is complete
+        SS_PROBE(SS_MARK_HANDOFF);
         if (warp_id() == 0u)
             cl_merge_scan(hist, mrg, sc_[CL_S_FIRST] / (u32)(BLK * U), sc_[CL_S_STEP] / (u32)(BLK * U), k,
                           sc_ + CL_S_MBIN);
         __syncthreads();
+        SS_PROBE(SS_MARK_VERIFY);
         const u32 myn = sc_[CL_S_COUNT];
         if (sc_[CL_S_MTOT] >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
             valid = true;
@@ -565,6 +573,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     }
     __syncthreads();
     cluster_sync();  // exit rendezvous: candidates visible in rank 0; no peer reads a histogram any more
+    SS_PROBE(SS_MARK_EMIT);
     if (cluster_ctarank() != 0u) return;
     const u32 n_ = sc_[CL_S_N];
     u64* const ck64 = stage + p.scap + 4u;

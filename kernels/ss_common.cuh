@@ -11,6 +11,93 @@
 #define SS_SENT_HI (3.0e38f)
 #define SS_MIN_WIDTH (1e-30f)
 
+// Phase probe (diagnostics for `gvr-bench phases`; off in every timed
+// build). With SS_PHASE_PROBE=1 thread 0 of each CTA writes, into row
+// `cta` of the module global gvr_phase_stamps, the SM clock at each mark it
+// passes, the number of streaming passes it made, and the global timer at
+// entry and exit. Marks are chronological; a family skips the ones it does
+// not have (src/gpu/probe.rs names them and turns stamps into phases):
+//   ENTRY → LEN (row length known) → SAMPLE (sample min/max, main and clus)
+//   → THRESHOLD (first admission threshold or bracket) → PASS (end of the
+//   last streaming pass or histogram) → HANDOFF (SPLIT: the last arriver;
+//   clusters: every rank's histogram complete) → VERIFY (crossing known)
+//   → EMIT (certain winners written) → EXIT (the CTA leaves).
+// Off, every mark compiles to nothing (the PTX is unchanged).
+#ifndef SS_PHASE_PROBE
+#define SS_PHASE_PROBE 0
+#endif
+#define SS_PROBE_CTAS 8192u
+#define SS_PROBE_SLOTS 16u
+#define SS_MARK_ENTRY 0u
+#define SS_MARK_LEN 1u
+#define SS_MARK_SAMPLE 2u
+#define SS_MARK_THRESHOLD 3u
+#define SS_MARK_PASS 4u
+#define SS_MARK_HANDOFF 5u
+#define SS_MARK_VERIFY 6u
+#define SS_MARK_EMIT 7u
+#define SS_MARK_EXIT 8u
+#define SS_SLOT_PASSES 12u
+#define SS_SLOT_GT_ENTRY 13u
+#define SS_SLOT_GT_EXIT 14u
+#if SS_PHASE_PROBE
+extern "C" {
+__device__ unsigned long long gvr_phase_stamps[SS_PROBE_CTAS * SS_PROBE_SLOTS];
+}
+// This CTA's stamp row, or null past SS_PROBE_CTAS (those CTAs go unprobed).
+// Formed anew at every mark: the empty volatile asm keeps the compiler from
+// holding the row's address in a register across the kernel (it spilled in
+// the 64-register clus entries).
+__device__ __forceinline__ unsigned long long* ss_probe_row() {
+    const u32 cta = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    unsigned long long* base = gvr_phase_stamps;
+#ifndef SS_EMULATION
+    asm volatile("" : "+l"(base));
+#endif
+    return cta < SS_PROBE_CTAS ? base + (u64)cta * SS_PROBE_SLOTS : nullptr;
+}
+__device__ __forceinline__ void ss_probe_mark(u32 slot) {
+    if (threadIdx.x != 0u) return;
+    unsigned long long* r = ss_probe_row();
+    if (r) r[slot] = gvr_probe_clock();
+}
+__device__ __forceinline__ void ss_probe_count_pass() {
+    if (threadIdx.x != 0u) return;
+    unsigned long long* r = ss_probe_row();
+    if (r) r[SS_SLOT_PASSES] += 1ull;
+}
+// ENTRY at construction, EXIT at every return of the body that holds it.
+struct SsProbeScope {
+    __device__ SsProbeScope() {
+        if (threadIdx.x != 0u) return;
+        unsigned long long* r = ss_probe_row();
+        if (!r) return;
+        r[SS_SLOT_GT_ENTRY] = gvr_probe_gtimer();
+        r[SS_MARK_ENTRY] = gvr_probe_clock();
+    }
+    __device__ ~SsProbeScope() {
+        if (threadIdx.x != 0u) return;
+        unsigned long long* r = ss_probe_row();
+        if (!r) return;
+        r[SS_MARK_EXIT] = gvr_probe_clock();
+        r[SS_SLOT_GT_EXIT] = gvr_probe_gtimer();
+    }
+};
+#define SS_PROBE_SCOPE() SsProbeScope ss_probe_scope_
+#define SS_PROBE(mark) ss_probe_mark(mark)
+#define SS_PROBE_PASS() ss_probe_count_pass()
+#else
+#define SS_PROBE_SCOPE() \
+    do {                 \
+    } while (0)
+#define SS_PROBE(mark) \
+    do {               \
+    } while (0)
+#define SS_PROBE_PASS() \
+    do {                \
+    } while (0)
+#endif
+
 // Reconverge the warp after a survivor walk (a loop whose trip count is
 // lane-dependent). Without it ptxas left the lanes of a warp split for the
 // rest of the streaming pass: the pass's float4 loads issued at ~10 threads

@@ -417,6 +417,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                                              const i32* __restrict__ hints, i32* __restrict__ out,
                                              const SsMainParams& p, unsigned char* workspace) {
     __shared__ __align__(16) SsShared s;
+    SS_PROBE_SCOPE();
     const u32 t = threadIdx.x;
     const u32 row = blockIdx.y;
     const u32 part = SPLIT ? blockIdx.x : 0u;
@@ -434,6 +435,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SsPairAhead sample0;
     if (ahead) sample0.issue(ss_sample_pair(X, t, p.ss2, ush));
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
+    SS_PROBE(SS_MARK_LEN);
 
     // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
     // skips the arrival protocol in every part and leaves the workspace zero.
@@ -497,6 +499,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
     }
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above
+    SS_PROBE(SS_MARK_SAMPLE);
     // The sample has arrived: start the slice's first tile(s) toward L2, so
     // their DRAM latency overlaps the histogram, scan and ladder. Not earlier:
     // issued at kernel start the bulk requests delay the sample's own loads
@@ -565,6 +568,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         s.lad_gathered = gathered ? 1u : 0u;
     }
     __syncthreads();
+    SS_PROBE(SS_MARK_THRESHOLD);
     if (SS_ABLATE == 1) return;
 
     // ---- P3 + verify + retry ladder (§3.4, §3.5); SPLIT: exactly one attempt ----
@@ -596,6 +600,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         else
             ss_row_pass<BLK, U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
         __syncthreads();
+        SS_PROBE_PASS();
+        SS_PROBE(SS_MARK_PASS);
         if (SS_ABLATE == 2) return;
         if (SPLIT) break;
         const u32 myn = s.count;
@@ -604,6 +610,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             if (lane_id() == 0u) s.total = tot;
         }
         __syncthreads();
+        SS_PROBE(SS_MARK_VERIFY);
         if (SS_ABLATE == 3) return;
         const u32 tot = s.total;
         if (tot >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
@@ -684,6 +691,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         __syncthreads();
         const u64 old = s.don_old;
         if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
+        SS_PROBE(SS_MARK_HANDOFF);
         __threadfence();                            // acquire the other parts' slab writes
         if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
             g_off[row] = 0u;
@@ -704,6 +712,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 if (lane_id() == 0u) s.total = tot;
             }
             __syncthreads();
+            SS_PROBE(SS_MARK_VERIFY);
             if (s.total >= k) {
                 cr = s.cross[0];
                 valid = true;
@@ -744,6 +753,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             ss_cursor_emit<BLK>(src, s.row_len, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
         }
         __syncthreads();
+        SS_PROBE(SS_MARK_EMIT);
         // Indices of [0, staged) are in E: the certain winners, the whole
         // crossing bin, or after the rank refine all k.
         u32 staged = lim1;

@@ -603,6 +603,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                                             const i32* __restrict__ hints, i32* __restrict__ out,
                                             const SsRegParams p) {
     __shared__ __align__(16) SsRegShared s;
+    SS_PROBE_SCOPE();
     constexpr bool LONE_CTA = MINB == 1;  // nothing else on the SM covers a barrier's wait
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
@@ -639,6 +640,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         ss_reg_load_row<BLK, VPT, true>(r, X, guess);
     }
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, p.npad);
+    SS_PROBE(SS_MARK_LEN);
     i32* O = out + (u64)row * k;
     if (n <= k) {
         SS_RTRACE(SS_RTR_SHORT);
@@ -759,6 +761,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     }
 
     // ---- 3. guard and the BRL transform ----
+    SS_PROBE(SS_MARK_THRESHOLD);
     float sc = 0.f, cq = 0.f;
     if (have) {
         const float width = __fsub_rn(hi, lo);
@@ -780,6 +783,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
     ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     __syncthreads();
+    SS_PROBE_PASS();
+    SS_PROBE(SS_MARK_PASS);
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
     // behind this row's loads it cost up to 5 % (measured; the likely reason:
     // it competed with the wave's own loads).
@@ -788,6 +793,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                                next_len);
 #endif
     ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s);
+    SS_PROBE(SS_MARK_VERIFY);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
     const bool whole = need >= m;
@@ -918,6 +924,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             });
         }
     }
+    SS_PROBE(SS_MARK_EMIT);  // thread 0's share of the emit (a whole crossing bin leaves without a barrier)
     if (whole) {
         SS_RTRACE(SS_RTR_WHOLE);
         return;

@@ -35,6 +35,9 @@ pub enum Command {
     Grid(GridArgs),
     /// Exactness only (no timing): selected cases plus the adversarial suite.
     Certify(CertifyArgs),
+    /// Where one launch of the self-sampling kernels spends its time: each
+    /// selected case on a probe build (clock stamps at every phase, per CTA).
+    Phases(PhasesArgs),
     /// Make, inspect or validate capture sets.
     Capture {
         #[command(subcommand)]
@@ -183,6 +186,35 @@ pub struct CertifyArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct PhasesArgs {
+    #[arg(long, default_value = "captures/sample")]
+    pub captures: PathBuf,
+    /// Grid file (CSV of cells); default: every cell of the capture set.
+    #[arg(long)]
+    pub grid: Option<PathBuf>,
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Comma-separated self-sampling arms (ss, ss-main, ss-reg, ss-clus,
+    /// ss-regclus, ss-varlen, ...).
+    #[arg(long, default_value = "ss")]
+    pub arms: String,
+    /// Probed launches per case and arm (each after an L2 flush).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Cold reps timing the probe build's kernel.
+    #[arg(long, default_value_t = 10)]
+    pub cold_reps: usize,
+    /// Size of the L2 flush write, MiB.
+    #[arg(long, default_value_t = 512)]
+    pub flush_mib: usize,
+    /// Directory for phases.jsonl (every CTA statistic, streamed) and phases.md.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// Shard run directories.
     #[arg(required = true, num_args = 1..)]
@@ -261,6 +293,7 @@ fn one_line(message: &str) -> String {
 
 fn hint_for(e: &GvrError) -> Option<String> {
     match e {
+        GvrError::Gpu(m) if m.ends_with(run::phases::NEEDS_GPU) => None,
         GvrError::Gpu(_) => Some("pass --cpu to run the CPU engines".into()),
         GvrError::Usage(m) if m.contains("unknown arm") => {
             Some("`gvr-bench arms` lists every arm".into())
@@ -276,6 +309,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Grid(args) => cmd_grid(args),
         Command::Certify(args) => cmd_certify(args),
+        Command::Phases(args) => cmd_phases(args),
         Command::Capture { action } => cmd_capture(action),
         Command::Report(opts) => {
             println!("{}", deps::report(&opts)?);
@@ -605,6 +639,27 @@ fn cmd_certify(args: CertifyArgs) -> Result<i32> {
     let outcome = run::certify(&cfg)?;
     print!("{}", outcome.table());
     Ok(if outcome.any_inexact() { 1 } else { 0 })
+}
+
+fn cmd_phases(args: PhasesArgs) -> Result<i32> {
+    let cfg = run::PhasesConfig {
+        captures: args.captures,
+        grid: args.grid,
+        selection: args.selection,
+        arms: registry::parse_arm_list(&args.arms)?,
+        reps: args.reps,
+        cold_reps: args.cold_reps,
+        flush_bytes: args.flush_mib << 20,
+        device: args.device,
+        out: args.out,
+    };
+    let records = run::phases(&cfg)?;
+    print!("{}", run::phases::table(&records));
+    Ok(if run::phases::any_failed(&records) {
+        1
+    } else {
+        0
+    })
 }
 
 fn cmd_capture(action: CaptureCommand) -> Result<i32> {

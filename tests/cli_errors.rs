@@ -186,3 +186,50 @@ fn merge_of_a_missing_run() {
     assert_eq!(out.error_lines().len(), 1, "stderr: {}", out.stderr);
     assert!(out.stderr.contains("nope"), "stderr: {}", out.stderr);
 }
+
+#[test]
+fn phases_refuses_arms_without_marks_and_runs_only_on_a_gpu() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let out = run(&[
+        "phases",
+        "--captures",
+        path_str(&captures),
+        "--arms",
+        "ss,radix",
+    ]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    assert!(
+        out.error_lines()[0].contains("`radix` has no phase marks"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["phases", "--captures", path_str(&captures), "--reps", "0"]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    // No GPU here (CI): exit 3, one line, and no `--cpu` hint (there is no CPU mode).
+    let out = run(&[
+        "phases",
+        "--captures",
+        path_str(&captures),
+        "--batches",
+        "1",
+        "--limit",
+        "1",
+    ]);
+    if out.code == 3 {
+        let lines = out.error_lines();
+        assert_eq!(lines.len(), 1, "stderr: {}", out.stderr);
+        assert!(
+            lines[0].contains("phases reads clock stamps"),
+            "{}",
+            out.stderr
+        );
+    } else {
+        assert_eq!(
+            out.code, 0,
+            "with a GPU the probe runs; stderr: {}",
+            out.stderr
+        );
+    }
+    assert!(!out.stderr.contains("panicked"), "stderr: {}", out.stderr);
+}

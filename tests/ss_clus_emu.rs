@@ -56,29 +56,39 @@ const TR_FIRSTK: u32 = 32;
 /// Build the cluster emulator once per source version; `None` without g++.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+}
+
+/// The emulator of the phase-probe build (`gvr-bench phases`).
+fn emulator_probed() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            if !ss_support::gxx_available("ss_clus.cu") {
-                return None;
-            }
-            // Mutation testing: GVR_SS_CLUS_EMU_SOURCE=<path> runs a modified
-            // kernel through the same checks.
-            let kernel = std::env::var("GVR_SS_CLUS_EMU_SOURCE")
-                .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_EMU_SOURCE"))
-                .unwrap_or_else(|_| SS_CLUS.code.to_string());
-            // Built with the row slice loaded ahead of the row length
-            // (`RC_ROW_AHEAD=1`): every launch guesses the batch's longest
-            // row (`emu_run`), so rows of other lengths discard loads that
-            // reach past their n (which the emulator poisons).
-            Some(ss_support::kernel_emulator(
-                "ss-clus-emu",
-                true,
-                ("ss_clus.cu", kernel.as_str()),
-                ("clus_main.cpp", include_str!("ss_emu/clus_main.cpp")),
-                &[format!("-D{ROW_AHEAD_DEFINE}=1")],
-            ))
-        })
+        .get_or_init(|| build_emulator(&["-DSS_PHASE_PROBE=1".to_string()]))
         .as_deref()
+}
+
+fn build_emulator(extra: &[String]) -> Option<PathBuf> {
+    if !ss_support::gxx_available("ss_clus.cu") {
+        return None;
+    }
+    // Mutation testing: GVR_SS_CLUS_EMU_SOURCE=<path> runs a modified
+    // kernel through the same checks.
+    let kernel = std::env::var("GVR_SS_CLUS_EMU_SOURCE")
+        .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_EMU_SOURCE"))
+        .unwrap_or_else(|_| SS_CLUS.code.to_string());
+    // Built with the row slice loaded ahead of the row length
+    // (`RC_ROW_AHEAD=1`): every launch guesses the batch's longest
+    // row (`emu_run`), so rows of other lengths discard loads that
+    // reach past their n (which the emulator poisons).
+    let mut defines = vec![format!("-D{ROW_AHEAD_DEFINE}=1")];
+    defines.extend_from_slice(extra);
+    Some(ss_support::kernel_emulator(
+        "ss-clus-emu",
+        true,
+        ("ss_clus.cu", kernel.as_str()),
+        ("clus_main.cpp", include_str!("ss_emu/clus_main.cpp")),
+        &defines,
+    ))
 }
 
 /// Emulator entry ids of clus_main.cpp: 0..2 are the compiled BLK-1024
@@ -247,9 +257,10 @@ fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
     }
 }
 
-#[test]
-fn constructed_paths_report_the_expected_trace() {
-    let Some(exe) = emulator() else { return };
+/// Rows built to take each reg_clus path on a small cluster (64 threads,
+/// VPT 2, CS 4, k 100), in the order `constructed_paths_report_the_expected_trace`
+/// checks: (batch, BLK, CS, VPT).
+fn constructed_path_rows() -> (Batch, u32, u32, u32) {
     let (blk, cs, vpt) = (64u32, 4u32, 2u32);
     let k = 100usize;
     let n = 2000usize;
@@ -298,6 +309,13 @@ fn constructed_paths_report_the_expected_trace() {
         ],
         k,
     );
+    (b, blk, cs, vpt)
+}
+
+#[test]
+fn constructed_paths_report_the_expected_trace() {
+    let Some(exe) = emulator() else { return };
+    let (b, blk, cs, vpt) = constructed_path_rows();
     let trace = emu_check(
         exe,
         &b,
@@ -337,6 +355,42 @@ fn constructed_paths_report_the_expected_trace() {
         TR_ESCAPE,
         "row longer than the cluster"
     );
+}
+
+#[test]
+fn the_phase_probe_marks_every_path_in_order() {
+    // The probe build of the constructed rows: exact (emu_check); every
+    // rank passes one histogram pass and the cluster merge; rows that escape
+    // leave from the verify mark, the others pass the emit rendezvous.
+    let Some(exe) = emulator_probed() else { return };
+    let (b, blk, cs, vpt) = constructed_path_rows();
+    let trace = emu_check(
+        exe,
+        &b,
+        small_entry(blk, vpt),
+        cs,
+        blk,
+        false,
+        "probe constructed",
+    );
+    let (summary, ctas) = ss_support::last_probed_launch("probe constructed");
+    assert_eq!(summary.ctas, b.rows * cs as usize, "a stamp row per rank");
+    for cta in &ctas {
+        let row = cta.cta / cs as usize;
+        let mut chain = vec!["length", "threshold", "pass", "hand-off", "verify"];
+        if trace[row] & TR_ESCAPE == 0 {
+            chain.push("emit");
+        }
+        chain.push("finish");
+        assert_eq!(
+            cta.marks,
+            chain,
+            "row {row} rank {} ({:#x})",
+            cta.cta % cs as usize,
+            trace[row]
+        );
+        assert_eq!(cta.passes, 1, "row {row}");
+    }
 }
 
 #[test]

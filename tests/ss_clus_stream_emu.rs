@@ -62,28 +62,36 @@ const TR_HINT_FLOOR: u32 = 2048;
 /// Build the cluster emulator once per source version; `None` without g++.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+}
+
+/// The emulator of the phase-probe build (`gvr-bench phases`).
+fn emulator_probed() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            if !ss_support::gxx_available("ss_clus_stream.cu") {
-                return None;
-            }
-            // Mutation testing: GVR_SS_CLUS_STREAM_EMU_SOURCE=<path> runs a
-            // modified kernel through the same checks.
-            let kernel = std::env::var("GVR_SS_CLUS_STREAM_EMU_SOURCE")
-                .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_STREAM_EMU_SOURCE"))
-                .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
-            Some(ss_support::kernel_emulator(
-                "ss-clus-stream-emu",
-                true,
-                ("ss_clus_stream.cu", kernel.as_str()),
-                (
-                    "clus_stream_main.cpp",
-                    include_str!("ss_emu/clus_stream_main.cpp"),
-                ),
-                &[],
-            ))
-        })
+        .get_or_init(|| build_emulator(&["-DSS_PHASE_PROBE=1".to_string()]))
         .as_deref()
+}
+
+fn build_emulator(defines: &[String]) -> Option<PathBuf> {
+    if !ss_support::gxx_available("ss_clus_stream.cu") {
+        return None;
+    }
+    // Mutation testing: GVR_SS_CLUS_STREAM_EMU_SOURCE=<path> runs a
+    // modified kernel through the same checks.
+    let kernel = std::env::var("GVR_SS_CLUS_STREAM_EMU_SOURCE")
+        .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_STREAM_EMU_SOURCE"))
+        .unwrap_or_else(|_| SS_CLUS_STREAM.code.to_string());
+    Some(ss_support::kernel_emulator(
+        "ss-clus-stream-emu",
+        true,
+        ("ss_clus_stream.cu", kernel.as_str()),
+        (
+            "clus_stream_main.cpp",
+            include_str!("ss_emu/clus_stream_main.cpp"),
+        ),
+        defines,
+    ))
 }
 
 /// Emulator entry ids of clus_stream_main.cpp: 0..3 the compiled BLK-1024
@@ -298,9 +306,10 @@ fn sample_positions(a: &ClusStreamArgs, n: u32) -> Vec<usize> {
         .collect()
 }
 
-#[test]
-fn constructed_rows_take_the_ladder_paths() {
-    let Some(exe) = emulator() else { return };
+/// Rows built to take each ladder path of a small cluster (64 threads,
+/// U 2, CS 4, k 64), in the order `constructed_rows_take_the_ladder_paths`
+/// checks, and their launch.
+fn constructed_ladder_rows() -> (Batch, Launch<'static>) {
     let (blk, u, cs) = (64u32, 2u32, 4u32);
     let k = 64usize;
     let n = 6_000usize;
@@ -413,6 +422,13 @@ fn constructed_rows_take_the_ladder_paths() {
         hint_free: false,
         kv: None,
     };
+    (b, l)
+}
+
+#[test]
+fn constructed_rows_take_the_ladder_paths() {
+    let Some(exe) = emulator() else { return };
+    let (b, l) = constructed_ladder_rows();
     let tr = emu_check(exe, &b, &l, "constructed");
     for (r, t) in tr.iter().enumerate() {
         eprintln!("constructed row {r}: trace {t:#x}");
@@ -431,6 +447,49 @@ fn constructed_rows_take_the_ladder_paths() {
     assert_ne!(tr[5] & TR_RESWEEP, 0, "re-sweep: {:#x}", tr[5]);
     assert_ne!(tr[6] & TR_DEGEN, 0, "ties above CMP: {:#x}", tr[6]);
     assert_ne!(tr[7] & TR_NARROW, 0, "ties within CMP: {:#x}", tr[7]);
+}
+
+#[test]
+fn the_phase_probe_marks_every_ladder_path_in_order() {
+    // The probe build of the constructed ladder rows: exact (emu_check);
+    // every rank of every row passes the whole chain in order (clus has no
+    // rank that leaves early), and makes more than one pass exactly when the
+    // row retried.
+    let Some(exe) = emulator_probed() else { return };
+    let (b, l) = constructed_ladder_rows();
+    let tr = emu_check(exe, &b, &l, "probe constructed");
+    let (summary, ctas) = ss_support::last_probed_launch("probe constructed");
+    assert_eq!(summary.ctas, b.rows * l.cs as usize, "a stamp row per rank");
+    let chain = [
+        "length",
+        "sample",
+        "threshold",
+        "pass",
+        "hand-off",
+        "verify",
+        "emit",
+        "finish",
+    ];
+    for cta in &ctas {
+        let row = cta.cta / l.cs as usize;
+        assert_eq!(
+            cta.marks,
+            chain,
+            "row {row} rank {}",
+            cta.cta % l.cs as usize
+        );
+        assert_eq!(
+            cta.passes > 1,
+            tr[row] & TR_RETRY != 0,
+            "row {row}: {} passes, trace {:#x}",
+            cta.passes,
+            tr[row]
+        );
+    }
+    assert!(
+        summary.retried_ctas > 0,
+        "the constructed rows include retries"
+    );
 }
 
 /// Positions the first `threads` half-units of the QUAD sample of `a` read

@@ -55,6 +55,14 @@ fn emulator_base() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The emulator of the phase-probe build (`gvr-bench phases`).
+fn emulator_probed() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build_emulator(&["-DSS_PHASE_PROBE=1".to_string()]))
+        .as_deref()
+}
+
 /// Build the emulator with extra g++ `-D` flags (once per source version and
 /// flags: cached under cargo's test temp dir, keyed by a hash of both);
 /// `None` if g++ is missing.
@@ -231,6 +239,81 @@ fn every_constructed_path_is_exact_in_the_kernel_source() {
             case.label
         );
     }
+}
+
+#[test]
+fn the_phase_probe_marks_every_path_in_order_and_counts_its_passes() {
+    // The probe build on every constructed path: still exact and on the
+    // model's path; every probed CTA's marks in order (summarize refuses
+    // clocks that run backwards); the pass count is the model's 1 + retries;
+    // a SPLIT row has exactly one finisher, the last CTA to leave.
+    let Some(exe) = emulator_probed() else { return };
+    let mut split_rows = 0;
+    for case in path_cases() {
+        let b = &case.batch;
+        let launch = EmuLaunch::planned(b, 1);
+        let counts = model_row(b, 0);
+        let trace = emu_check(exe, b, &launch, case.label);
+        assert_eq!(
+            trace[0],
+            expected_trace(&counts),
+            "{}: path bits",
+            case.label
+        );
+        let (summary, passed) = ss_support::last_probed_launch(case.label);
+        let label = case.label;
+        assert_eq!(
+            summary.ctas, launch.grid_x as usize,
+            "{label}: one stamp row per CTA of row 0"
+        );
+        for marks in passed.iter().map(|c| &c.marks) {
+            assert_eq!(marks.first(), Some(&"length"), "{label}: {marks:?}");
+            assert_eq!(marks.last(), Some(&"finish"), "{label}: {marks:?}");
+            if b.n[0] as usize > b.k {
+                for phase in ["sample", "threshold", "pass"] {
+                    assert!(
+                        marks.contains(&phase),
+                        "{label}: {phase} missing from {marks:?}"
+                    );
+                }
+            }
+        }
+        let degen = counts.whole_row_fallback + counts.degen_a + counts.degen_b_overflow > 0;
+        let split = launch.grid_x > 1;
+        let finisher = if split {
+            split_rows += 1;
+            let handed: Vec<usize> = (0..passed.len())
+                .filter(|&i| passed[i].marks.contains(&"hand-off"))
+                .collect();
+            assert_eq!(handed.len(), 1, "{label}: one last arriver");
+            assert_eq!(summary.passes_max, 1, "{label}: SPLIT parts pass once");
+            assert_eq!(
+                summary.critical.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+                passed[handed[0]].marks,
+                "{label}"
+            );
+            assert_eq!(
+                passed[handed[0]].marks.contains(&"verify"),
+                counts.split_slab_overflow == 0,
+                "{label}: the finisher verifies unless its slab overflowed"
+            );
+            &passed[handed[0]].marks
+        } else {
+            assert_eq!(
+                summary.passes_max,
+                1 + counts.retries,
+                "{label}: passes vs {counts:?}"
+            );
+            assert!(passed[0].marks.contains(&"verify"), "{label}");
+            &passed[0].marks
+        };
+        assert_eq!(
+            finisher.contains(&"emit"),
+            !degen,
+            "{label}: emit mark vs {counts:?}"
+        );
+    }
+    assert!(split_rows > 0, "the constructed paths include SPLIT rows");
 }
 
 #[test]

@@ -70,6 +70,21 @@ fn emulator() -> Option<&'static Path> {
         .as_deref()
 }
 
+/// The emulator of the phase-probe build (`gvr-bench phases`), with the
+/// load order of [`emulator`].
+fn emulator_probed() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            build_emulator(&[
+                format!("-D{HINTS_FIRST_DEFINE}=1"),
+                format!("-D{ROW_AHEAD_DEFINE}=1"),
+                "-DSS_PHASE_PROBE=1".to_string(),
+            ])
+        })
+        .as_deref()
+}
+
 /// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
 /// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is
 /// ignored. The hint indices and the row load after the row length here (the
@@ -695,6 +710,89 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
         (RANK, "rank refine"),
         (NARROW, "narrowing refine"),
         (WHOLE, "whole bin"),
+    ] {
+        assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
+}
+
+/// The phases a reg row passes, from its path-trace bits.
+fn expected_reg_marks(bits: u32) -> Vec<&'static str> {
+    if bits & (SHORT | DROP | OVERSIZE) != 0 {
+        vec!["length", "finish"]
+    } else if bits & ESC_GUARD != 0 {
+        vec!["length", "threshold", "finish"]
+    } else if bits & (ESC_TRASH | ESC_CMP) != 0 {
+        vec!["length", "threshold", "pass", "verify", "finish"]
+    } else {
+        vec!["length", "threshold", "pass", "verify", "emit", "finish"]
+    }
+}
+
+#[test]
+fn the_phase_probe_marks_every_path_in_order() {
+    // The probe build stays exact and on the model's path; every row's CTA
+    // passes the marks its path implies, in order, with one histogram pass
+    // where it builds a histogram.
+    let Some(exe) = emulator_probed() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let generators = row_generators();
+    let mut seen = 0u32;
+    for &(id, blk, vpt, _) in &SMALL {
+        let cap = reg_capacity(blk, vpt);
+        for (round, k) in [7usize, 37, 100].into_iter().enumerate() {
+            let mut rows: Vec<Vec<f32>> = (0..10)
+                .map(|r| {
+                    let n = rng.random_range(k + 1..=cap);
+                    if r < generators.len() {
+                        (generators[r].generate)(&mut rng as &mut dyn RngCore, n)
+                    } else {
+                        let specials = special_rows(&mut rng, n, k);
+                        specials[r % specials.len()].1.clone()
+                    }
+                })
+                .collect();
+            rows.push(vec![1.0; k]); // short
+            rows.push((0..k + 2).map(|i| i as f32).collect()); // drop-few
+            rows.push((0..cap + 9).map(|i| i as f32).collect()); // oversize
+            let hints: Vec<Vec<i32>> = rows
+                .iter()
+                .enumerate()
+                .map(|(r, row)| hints_for(row, k, r + round, &mut rng))
+                .collect();
+            let b = batch(&rows, &hints, k);
+            for (cmp, qc) in [(4u32, 0u32), (4096, 4096)] {
+                let mut launch = RegEmu::forced(id, &b, b.rows);
+                launch.args.cmp = cmp;
+                launch.args.qc = qc;
+                launch.args.row_guess = b.n_max() as u32;
+                let label = format!("probe small {id} k={k} cmp={cmp}");
+                let bits = emu_check_form(exe, &b, &launch, &label);
+                let (summary, ctas) = ss_support::last_probed_launch(&label);
+                assert_eq!(summary.ctas, b.rows, "{label}: a stamp row per row");
+                for (r, cta) in ctas.iter().enumerate() {
+                    assert_eq!(cta.cta, r, "{label}");
+                    assert_eq!(
+                        cta.marks,
+                        expected_reg_marks(bits[r]),
+                        "{label} row {r} ({:#x})",
+                        bits[r]
+                    );
+                    assert_eq!(
+                        cta.passes,
+                        cta.marks.contains(&"pass") as u64,
+                        "{label} row {r}"
+                    );
+                    seen |= bits[r];
+                }
+            }
+        }
+    }
+    for (bit, name) in [
+        (SHORT, "short"),
+        (DROP, "drop-few"),
+        (OVERSIZE, "oversize"),
+        (ESC_CMP, "CMP escape"),
+        (WHOLE | RANK | NARROW, "emit"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
     }

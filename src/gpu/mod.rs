@@ -18,12 +18,13 @@ pub mod cupti;
 pub mod flush;
 pub mod launch;
 pub mod nvrtc;
+pub mod probe;
 pub mod selfcheck;
 pub mod sources;
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -94,6 +95,11 @@ pub struct Gpu {
     /// The current case's inputs on the device, shared by every arm's
     /// `DeviceBatch::upload` of that batch (see `StagedInputs::share`).
     shared_inputs: Mutex<Option<Arc<batch::StagedInputs>>>,
+    /// Build the ss sources with the phase probe (`set_phase_probe`).
+    phase_probe: AtomicBool,
+    /// The probe builds loaded so far, by cache key: their stamp arrays are
+    /// what `reset_phase_stamps` / `read_phase_stamps` touch.
+    probe_modules: Mutex<Vec<(String, Arc<CudaModule>)>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -101,6 +107,13 @@ impl std::fmt::Debug for Gpu {
         f.debug_struct("Gpu")
             .field("facts", &self.facts)
             .finish_non_exhaustive()
+    }
+}
+
+fn probe_err(build: &str, e: cudarc::driver::DriverError) -> GvrError {
+    GvrError::Kernel {
+        name: probe::STAMPS_SYMBOL.to_string(),
+        message: format!("phase stamps of {build}: {e:?}"),
     }
 }
 
@@ -216,6 +229,8 @@ impl Gpu {
             facts,
             disk_cache: DiskCache::new(default_cache_dir()),
             modules: Mutex::new(HashMap::new()),
+            phase_probe: AtomicBool::new(false),
+            probe_modules: Mutex::new(Vec::new()),
             compiled: AtomicUsize::new(0),
             disk_hits: AtomicUsize::new(0),
             memo_hits: AtomicUsize::new(0),
@@ -257,6 +272,80 @@ impl Gpu {
     /// The module for `source` built with `defines`, from (in order) the
     /// in-process memo, the on-disk CUBIN cache, or NVRTC.
     pub fn module(
+        &self,
+        source: &KernelSource,
+        defines: &[(&str, String)],
+    ) -> Result<Arc<CudaModule>> {
+        let probed = self.phase_probe.load(Ordering::Relaxed)
+            && probe::PROBED_SOURCES.contains(&source.name);
+        if !probed {
+            return self.module_built(source, defines);
+        }
+        let mut with_probe = defines.to_vec();
+        with_probe.push((probe::PROBE_DEFINE, "1".to_string()));
+        let module = self.module_built(source, &with_probe)?;
+        let key = format!("{} {with_probe:?}", source.name);
+        let mut list = self
+            .probe_modules
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !list.iter().any(|(k, _)| *k == key) {
+            list.push((key, module.clone()));
+        }
+        Ok(module)
+    }
+
+    /// From now on, build the self-sampling sources with the phase probe
+    /// (`gvr-bench phases`; the timed commands never turn it on). Modules
+    /// built before keep their code.
+    pub fn set_phase_probe(&self, on: bool) {
+        self.phase_probe.store(on, Ordering::Relaxed);
+    }
+
+    fn probe_stamp_arrays(&self) -> Vec<(String, Arc<CudaModule>)> {
+        self.probe_modules
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Zero the stamp array of every probe build (enqueued on the stream).
+    pub fn reset_phase_stamps(&self) -> Result<()> {
+        for (key, module) in self.probe_stamp_arrays() {
+            let mut stamps = module
+                .get_global(probe::STAMPS_SYMBOL, &self.stream)
+                .map_err(|e| probe_err(&key, e))?;
+            self.stream
+                .memset_zeros(&mut stamps)
+                .map_err(|e| probe_err(&key, e))?;
+        }
+        Ok(())
+    }
+
+    /// The stamp arrays (u64 words) of the probe builds that some CTA
+    /// wrote since the last reset, by build; waits for the stream.
+    pub fn read_phase_stamps(&self) -> Result<Vec<(String, Vec<u64>)>> {
+        let mut out = Vec::new();
+        for (key, module) in self.probe_stamp_arrays() {
+            let stamps = module
+                .get_global(probe::STAMPS_SYMBOL, &self.stream)
+                .map_err(|e| probe_err(&key, e))?;
+            let bytes: Vec<u8> = self
+                .stream
+                .clone_dtoh(&stamps)
+                .map_err(|e| probe_err(&key, e))?;
+            let words: Vec<u64> = bytes
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8-byte chunk")))
+                .collect();
+            if words.iter().any(|&w| w != 0) {
+                out.push((key, words));
+            }
+        }
+        Ok(out)
+    }
+
+    fn module_built(
         &self,
         source: &KernelSource,
         defines: &[(&str, String)],

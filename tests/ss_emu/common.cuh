@@ -125,6 +125,14 @@ inline void warp_exchange(u32 v, u32 out[32]) {
 #define blockDim (dim3e{emu::block_dim, 1u, 1u})
 
 inline void __syncthreads() { emu::block_barrier(); }
+
+// Phase-probe clocks (kernels/common.cuh): one counter for both, advanced
+// at every read, so the marks a thread passes are strictly increasing.
+namespace emu {
+inline unsigned long long probe_ticks = 0;
+}
+inline unsigned long long gvr_probe_clock() { return ++emu::probe_ticks; }
+inline unsigned long long gvr_probe_gtimer() { return ++emu::probe_ticks; }
 inline void __threadfence() {}
 
 // ---------------------------------------------------------------- intrinsics

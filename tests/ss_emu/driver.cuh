@@ -63,6 +63,10 @@ inline int write_result(const char* path, const std::vector<i32>& out) {
     if (!o) return 2;
     std::fwrite(out.data(), 4, out.size(), o);
     std::fwrite(trace.data(), 4, trace.size(), o);
+#if defined(SS_PHASE_PROBE) && SS_PHASE_PROBE
+    // A probe build appends its stamp array (ss_common.cuh) after the trace.
+    std::fwrite(gvr_phase_stamps, 8, SS_PROBE_CTAS * SS_PROBE_SLOTS, o);
+#endif
     std::fclose(o);
     return 0;
 }

@@ -319,13 +319,72 @@ pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i
     );
     let raw = std::fs::read(&output).expect("emulator output");
     let _ = std::fs::remove_file(&output);
-    let mut out: Vec<i32> = raw
+    let words = b.rows * b.k + b.rows;
+    assert!(raw.len() >= words * 4, "{label}: short emulator output");
+    let (slots, stamps) = raw.split_at(words * 4);
+    let mut out: Vec<i32> = slots
         .chunks_exact(4)
         .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    assert_eq!(out.len(), b.rows * b.k + b.rows, "{label}");
     let trace = out.split_off(b.rows * b.k);
+    let stamps: Vec<u64> = stamps
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    LAST_STAMPS.with(|cell| *cell.borrow_mut() = stamps);
     (out, trace)
+}
+
+thread_local! {
+    static LAST_STAMPS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The phase-stamp array (`gvr_bench::gpu::probe` layout) of the last
+/// [`run_emulator`] call on this thread: filled by emulators built with
+/// `-DSS_PHASE_PROBE=1`, empty otherwise. A side channel, so the families'
+/// check helpers keep their signatures.
+#[allow(dead_code)]
+pub fn take_stamps() -> Vec<u64> {
+    LAST_STAMPS.with(|cell| std::mem::take(&mut *cell.borrow_mut()))
+}
+
+/// One probed CTA of an emulator run: the phases it passed, in order, and
+/// its pass count.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct ProbedCta {
+    pub cta: usize,
+    pub marks: Vec<&'static str>,
+    pub passes: u64,
+}
+
+/// The phases of the last probed emulator run (see [`take_stamps`]) and
+/// every probed CTA; panics (the test fails) when the run left no stamps or
+/// a CTA's marks are out of order.
+#[allow(dead_code)]
+pub fn last_probed_launch(label: &str) -> (gvr_bench::gpu::probe::LaunchPhases, Vec<ProbedCta>) {
+    use gvr_bench::gpu::probe;
+    let stamps = take_stamps();
+    assert!(
+        !stamps.is_empty(),
+        "{label}: the emulator wrote no stamp array (built without the probe?)"
+    );
+    let ctas = probe::parse_stamps(&stamps);
+    let summary = probe::summarize(&ctas).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let probed = ctas
+        .iter()
+        .map(|c| ProbedCta {
+            cta: c.cta,
+            marks: c
+                .intervals()
+                .expect("checked by summarize")
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect(),
+            passes: c.passes,
+        })
+        .collect();
+    (summary, probed)
 }
 
 /// Whether g++ can build the host emulators; prints a SKIPPED line naming

@@ -1,0 +1,69 @@
+//! The phase-probe builds (`gvr-bench phases`, `SS_PHASE_PROBE=1`) of the
+//! four self-sampling sources compile for sm_90a and export the stamp array
+//! under the name the host reads, with no spill or stack frame in any entry
+//! (the probe adds a global store per mark from thread 0; the timed builds
+//! are untouched, which `scripts/ptx_dump.py` shows). Skips
+//! (passes with a note) without libnvrtc unless `CI` is set.
+
+use gvr_bench::gpu::nvrtc::{compile_cubin, compile_options, parse_ptxas_log, DEFAULT_ARCH};
+use gvr_bench::gpu::probe::{PROBED_SOURCES, PROBE_DEFINE, STAMPS_SYMBOL};
+use gvr_bench::gpu::sources::{SS_CLUS, SS_CLUS_STREAM, SS_MAIN, SS_REG};
+
+mod nvrtc_support;
+
+#[test]
+fn probe_builds_compile_and_export_the_stamp_array() {
+    let sources = [SS_MAIN, SS_REG, SS_CLUS, SS_CLUS_STREAM];
+    let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
+    assert_eq!(
+        names, PROBED_SOURCES,
+        "the probed sources are the ss family sources"
+    );
+    for source in &sources {
+        let marks = source.code.matches("SS_PROBE(SS_MARK_").count();
+        assert!(
+            source.code.contains("SS_PROBE_SCOPE();"),
+            "{}: no probe scope",
+            source.name
+        );
+        assert!(marks >= 5, "{}: {marks} marks", source.name);
+    }
+    if !nvrtc_support::nvrtc_or_skip() {
+        return;
+    }
+    for source in &sources {
+        let options = compile_options(DEFAULT_ARCH, &[(PROBE_DEFINE, "1".to_string())]);
+        let built = compile_cubin(source, &options)
+            .unwrap_or_else(|e| panic!("{} with the probe compiles: {e}", source.name));
+        assert!(
+            built
+                .cubin
+                .windows(STAMPS_SYMBOL.len())
+                .any(|w| w == STAMPS_SYMBOL.as_bytes()),
+            "{}: no {STAMPS_SYMBOL} symbol in the probe cubin",
+            source.name
+        );
+        // No probe entry spills: the stamps must not change the code they time.
+        for e in parse_ptxas_log(&built.log) {
+            println!("{} {}: {} registers", source.name, e.name, e.registers);
+            assert_eq!(
+                (e.spill_stores, e.spill_loads, e.stack_frame),
+                (0, 0, 0),
+                "{} {}: the probe build spills",
+                source.name,
+                e.name
+            );
+        }
+        // The default build has no such symbol: the timed kernels carry no probe.
+        let plain = compile_cubin(source, &compile_options(DEFAULT_ARCH, &[]))
+            .unwrap_or_else(|e| panic!("{} compiles: {e}", source.name));
+        assert!(
+            !plain
+                .cubin
+                .windows(STAMPS_SYMBOL.len())
+                .any(|w| w == STAMPS_SYMBOL.as_bytes()),
+            "{}: the default build exports {STAMPS_SYMBOL}",
+            source.name
+        );
+    }
+}
