@@ -315,7 +315,6 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         }
         ss_block_minmax<BLK>(&kmin, &kmax, sm + RC_RED);
     }
-    SS_PROBE(SS_MARK_THRESHOLD);
     const bool bracket_ok = rc_bracket_ok(kmin, kmax);
     const float tv = invkey(kmin), gmax = invkey(kmax);
     const float width = __fsub_rn(gmax, tv);
@@ -326,6 +325,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         const float c0 = __fsub_rn(1.f, __fmul_rn(tv, sc));
         cq = __fmaf_rn(RC_BRL_BIAS, __fadd_rn(fabsf(c0), 1.f), c0);
     }
+    SS_PROBE(SS_MARK_THRESHOLD);
 
     // Local histogram of bins >= 1. The trash bin is not counted: most of
     // the row lands there and its increments would serialize on one shared

@@ -22,6 +22,8 @@
 //   last streaming pass or histogram) → HANDOFF (SPLIT: the last arriver;
 //   clusters: every rank's histogram complete) → VERIFY (crossing known)
 //   → EMIT (certain winners written) → EXIT (the CTA leaves).
+// CTA 0 also records the grid's CTA count, so the host can tell when CTAs
+// past SS_PROBE_CTAS went unprobed.
 // Off, every mark compiles to nothing (the PTX is unchanged).
 #ifndef SS_PHASE_PROBE
 #define SS_PHASE_PROBE 0
@@ -40,6 +42,7 @@
 #define SS_SLOT_PASSES 12u
 #define SS_SLOT_GT_ENTRY 13u
 #define SS_SLOT_GT_EXIT 14u
+#define SS_SLOT_GRID_CTAS 15u  // written by CTA 0 only: the launch's CTA count
 #if SS_PHASE_PROBE
 extern "C" {
 __device__ unsigned long long gvr_phase_stamps[SS_PROBE_CTAS * SS_PROBE_SLOTS];
@@ -72,6 +75,8 @@ struct SsProbeScope {
         if (threadIdx.x != 0u) return;
         unsigned long long* r = ss_probe_row();
         if (!r) return;
+        if (blockIdx.x == 0u && blockIdx.y == 0u && blockIdx.z == 0u)
+            r[SS_SLOT_GRID_CTAS] = (u64)gridDim.x * gridDim.y * gridDim.z;
         r[SS_SLOT_GT_ENTRY] = gvr_probe_gtimer();
         r[SS_MARK_ENTRY] = gvr_probe_clock();
     }

@@ -28,4 +28,6 @@ probe() { # probe NAME SELECTION...: one phases run, its table and raw records u
 }
 probe small-b --batches 1,2,4,8 --n-min 8000 --sample "${SMALL_SAMPLE:-80}"
 probe big-b --batches 256,1024 --n-min 65536 --sample "${BIG_SAMPLE:-30}"
+# Per family × N × B (locally, add --floor reports/h200/2026-12-04i/floor-3cb3970/run).
+python3 scripts/phase_table.py "$D/small-b" "$D/big-b" > "$D/groups.md" 2>> "$LOG"
 echo "done $(date -u +%FT%TZ)" | tee -a "$LOG"

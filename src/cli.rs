@@ -653,9 +653,12 @@ fn cmd_phases(args: PhasesArgs) -> Result<i32> {
         device: args.device,
         out: args.out,
     };
-    let records = run::phases(&cfg)?;
-    print!("{}", run::phases::table(&records));
-    Ok(if run::phases::any_failed(&records) {
+    let outcome = run::phases(&cfg)?;
+    print!("{}", run::phases::table(&outcome.records));
+    if let Some(e) = outcome.stopped {
+        return Err(e); // the records before it are printed and kept under --out
+    }
+    Ok(if run::phases::any_failed(&outcome.records) {
         1
     } else {
         0

@@ -7,7 +7,7 @@
 
 use gvr_bench::gpu::nvrtc::{compile_cubin, compile_options, parse_ptxas_log, DEFAULT_ARCH};
 use gvr_bench::gpu::probe::{PROBED_SOURCES, PROBE_DEFINE, STAMPS_SYMBOL};
-use gvr_bench::gpu::sources::{SS_CLUS, SS_CLUS_STREAM, SS_MAIN, SS_REG};
+use gvr_bench::gpu::sources::{declared_entries, SS_CLUS, SS_CLUS_STREAM, SS_MAIN, SS_REG};
 
 mod nvrtc_support;
 
@@ -44,7 +44,14 @@ fn probe_builds_compile_and_export_the_stamp_array() {
             source.name
         );
         // No probe entry spills: the stamps must not change the code they time.
-        for e in parse_ptxas_log(&built.log) {
+        let entries = parse_ptxas_log(&built.log);
+        assert_eq!(
+            entries.len(),
+            declared_entries(source.code).len(),
+            "{}: every declared entry in the ptxas log",
+            source.name
+        );
+        for e in entries {
             println!("{} {}: {} registers", source.name, e.name, e.registers);
             assert_eq!(
                 (e.spill_stores, e.spill_loads, e.stack_frame),

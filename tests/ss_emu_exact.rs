@@ -266,6 +266,11 @@ fn the_phase_probe_marks_every_path_in_order_and_counts_its_passes() {
             summary.ctas, launch.grid_x as usize,
             "{label}: one stamp row per CTA of row 0"
         );
+        assert_eq!(
+            summary.grid_ctas,
+            Some(launch.grid_x as u64 * b.rows as u64),
+            "{label}: CTA 0 records the grid"
+        );
         for marks in passed.iter().map(|c| &c.marks) {
             assert_eq!(marks.first(), Some(&"length"), "{label}: {marks:?}");
             assert_eq!(marks.last(), Some(&"finish"), "{label}: {marks:?}");

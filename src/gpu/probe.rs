@@ -9,9 +9,10 @@
 //!
 //! A phase is the interval that ends at a mark, measured from the previous
 //! mark the CTA passed: a family without a sample has no `sample` phase and
-//! its `threshold` phase starts at `length`. The CTA that left last sets the
-//! launch's time, so its breakdown (the critical CTA) is reported next to
-//! the median over all CTAs.
+//! its `threshold` phase starts at `length`. In a grid of one wave the CTA
+//! that left last sets the launch's time, so its breakdown (the critical
+//! CTA) is reported next to the median over all CTAs; in a grid of several
+//! waves it is a CTA of the last wave, and the median CTA says more.
 
 use serde::Serialize;
 
@@ -30,6 +31,7 @@ pub const PROBED_SOURCES: [&str; 4] =
 const SLOT_PASSES: usize = 12;
 const SLOT_GT_ENTRY: usize = 13;
 const SLOT_GT_EXIT: usize = 14;
+const SLOT_GRID_CTAS: usize = 15;
 
 /// The clock marks, in the order a CTA passes them (slot = index; the
 /// `SS_MARK_*` numbers of kernels/ss_common.cuh).
@@ -96,6 +98,8 @@ pub struct CtaStamps {
     /// Global timer (ns) at entry and exit.
     pub gt_entry: u64,
     pub gt_exit: u64,
+    /// The launch's CTA count (CTA 0 only; 0 elsewhere).
+    pub grid_ctas: u64,
 }
 
 impl CtaStamps {
@@ -145,6 +149,7 @@ pub fn parse_stamps(raw: &[u64]) -> Vec<CtaStamps> {
                 passes: row[SLOT_PASSES],
                 gt_entry: row[SLOT_GT_ENTRY],
                 gt_exit: row[SLOT_GT_EXIT],
+                grid_ctas: row[SLOT_GRID_CTAS],
             }
         })
         .collect()
@@ -164,6 +169,9 @@ pub struct PhaseStat {
 pub struct LaunchPhases {
     /// CTAs with stamps.
     pub ctas: usize,
+    /// CTAs the launch had (from CTA 0; `None` when CTA 0 left no stamps).
+    /// More than `ctas`: CTAs past [`PROBE_CTAS`] went unprobed.
+    pub grid_ctas: Option<u64>,
     /// Every phase some CTA passed, in mark order.
     pub phases: Vec<PhaseStat>,
     /// The CTA that left last (global timer) and its phases: the chain
@@ -179,8 +187,9 @@ pub struct LaunchPhases {
     /// Most passes of any CTA, and how many CTAs made more than one.
     pub passes_max: u64,
     pub retried_ctas: usize,
-    /// SM clock from cycles over global-timer ns of CTAs that ran ≥ 2 µs
-    /// (median; `None` when none did).
+    /// SM clock: the cycles over the global-timer ns of the CTAs that ran
+    /// at least 2 µs, summed (a coarse timer's rounding averages out);
+    /// `None` when none did.
     pub clock_ghz: Option<f64>,
 }
 
@@ -236,13 +245,15 @@ pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
     let gt_first = ctas.iter().map(|c| c.gt_entry).min().unwrap_or(0);
     let gt_last_entry = ctas.iter().map(|c| c.gt_entry).max().unwrap_or(0);
     let gt_last_exit = ctas.iter().map(|c| c.gt_exit).max().unwrap_or(0);
-    let mut rates: Vec<f64> = ctas
+    let long: Vec<&CtaStamps> = ctas
         .iter()
         .filter(|c| c.gt_exit >= c.gt_entry + 2_000 && c.span_cycles() > 0)
-        .map(|c| c.span_cycles() as f64 / (c.gt_exit - c.gt_entry) as f64)
         .collect();
+    let long_cycles: u64 = long.iter().map(|c| c.span_cycles()).sum();
+    let long_ns: u64 = long.iter().map(|c| c.gt_exit - c.gt_entry).sum();
     Ok(LaunchPhases {
         ctas: ctas.len(),
+        grid_ctas: ctas.iter().find(|c| c.cta == 0).map(|c| c.grid_ctas),
         phases,
         critical_cta: ctas[last].cta,
         critical: intervals[last].clone(),
@@ -252,7 +263,7 @@ pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
         entry_skew_ns: gt_last_entry.saturating_sub(gt_first),
         passes_max: ctas.iter().map(|c| c.passes).max().unwrap_or(0),
         retried_ctas: ctas.iter().filter(|c| c.passes > 1).count(),
-        clock_ghz: (!rates.is_empty()).then(|| median(&mut rates)),
+        clock_ghz: (long_ns > 0).then(|| long_cycles as f64 / long_ns as f64),
     })
 }
 
@@ -284,6 +295,7 @@ mod tests {
             ("PASSES", SLOT_PASSES),
             ("GT_ENTRY", SLOT_GT_ENTRY),
             ("GT_EXIT", SLOT_GT_EXIT),
+            ("GRID_CTAS", SLOT_GRID_CTAS),
         ] {
             let define = format!("#define SS_SLOT_{name} {slot}u");
             assert!(header.contains(&define), "ss_common.cuh lacks `{define}`");
@@ -369,12 +381,15 @@ mod tests {
             (1000, 3500),
         );
         let mut raw = Vec::new();
-        raw.extend_from_slice(&part(10, 1000));
+        let mut first = part(10, 1000);
+        first[SLOT_GRID_CTAS] = 4;
+        raw.extend_from_slice(&first);
         raw.extend_from_slice(&[0u64; PROBE_SLOTS]); // a CTA past the grid: no stamps
         raw.extend_from_slice(&finisher);
         raw.extend_from_slice(&part(20, 1200));
         let s = summarize(&parse_stamps(&raw)).unwrap();
         assert_eq!(s.ctas, 3);
+        assert_eq!(s.grid_ctas, Some(4));
         assert_eq!(s.critical_cta, 2);
         assert_eq!(s.critical.last(), Some(&("finish", 850)));
         assert_eq!(s.launch_ns, 2500);

@@ -66,6 +66,10 @@ pub struct PhaseRecord {
     pub exact: String,
     pub cold_us: Vec<f64>,
     pub clock_ghz: f64,
+    /// Where `clock_ghz` came from: `measured` (cycles over global-timer ns
+    /// in the probed launches, median), `device` (the device's maximum SM
+    /// clock attribute) or `assumed` (1.98 GHz, the H200's).
+    pub clock_source: String,
     pub launches: Vec<LaunchPhases>,
     /// Why the case has no phases (unsupported shape, a probe error).
     pub error: Option<String>,
@@ -126,9 +130,20 @@ impl PhaseRecord {
     }
 }
 
-/// Run the probe over the selection; the records (also streamed to
-/// `out/phases.jsonl`) in case order.
-pub fn phases(cfg: &PhasesConfig) -> Result<Vec<PhaseRecord>> {
+/// What `phases` produced: the records in case order (also streamed to
+/// `out/phases.jsonl`, and tabled in `out/phases.md`), and the error that
+/// stopped the run early, if one did (a capture cell that does not load):
+/// the records before it are kept.
+#[derive(Debug)]
+pub struct PhasesOutcome {
+    pub records: Vec<PhaseRecord>,
+    pub stopped: Option<GvrError>,
+}
+
+/// Run the probe over the selection. Errors before the first case (usage,
+/// captures, no GPU) are returned; a later one ends the run in
+/// [`PhasesOutcome::stopped`].
+pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     if let Some(bad) = cfg.arms.iter().find(|a| !a.starts_with("ss")) {
         return Err(GvrError::Usage(format!(
             "arm `{bad}` has no phase marks; phases probes the self-sampling arms (ss, ss-main, ss-reg, ss-clus, ss-regclus, ss-varlen, ...)"
@@ -160,37 +175,41 @@ pub fn phases(cfg: &PhasesConfig) -> Result<Vec<PhaseRecord>> {
         None => None,
     };
     let mut records = Vec::new();
-    for group in group_by_cell(cases) {
-        let Some(entry) = captures.cell(&group[0].cell.id) else {
-            continue;
-        };
-        let cell = deps::load_cell(&captures, entry)?;
-        for case in &group {
-            let batch = deps::form_batch(&cell, case.b, rows_mode)?;
-            for (name, arm) in names.iter().zip(arms.iter_mut()) {
-                let record = probe_arm(
-                    &gpu,
-                    &mut timer,
-                    &protocol,
-                    cfg.reps,
-                    (name, arm.as_mut()),
-                    &batch,
-                    &case.id(),
-                );
-                if let Some((file, path)) = jsonl.as_mut() {
-                    let line = serde_json::to_string(&record)
-                        .map_err(|e| GvrError::Other(anyhow::anyhow!("phase record: {e}")))?;
-                    writeln!(file, "{line}").map_err(|e| GvrError::io(path.as_path(), e))?;
+    let run = || -> Result<()> {
+        for group in group_by_cell(cases) {
+            let Some(entry) = captures.cell(&group[0].cell.id) else {
+                continue;
+            };
+            let cell = deps::load_cell(&captures, entry)?;
+            for case in &group {
+                let batch = deps::form_batch(&cell, case.b, rows_mode)?;
+                for (name, arm) in names.iter().zip(arms.iter_mut()) {
+                    let record = probe_arm(
+                        &gpu,
+                        &mut timer,
+                        &protocol,
+                        cfg.reps,
+                        (name, arm.as_mut()),
+                        &batch,
+                        &case.id(),
+                    );
+                    if let Some((file, path)) = jsonl.as_mut() {
+                        let line = serde_json::to_string(&record)
+                            .map_err(|e| GvrError::Other(anyhow::anyhow!("phase record: {e}")))?;
+                        writeln!(file, "{line}").map_err(|e| GvrError::io(path.as_path(), e))?;
+                    }
+                    records.push(record);
                 }
-                records.push(record);
             }
         }
-    }
+        Ok(())
+    };
+    let stopped = run().err();
     if let Some(dir) = &cfg.out {
         let path = dir.join(PHASES_MD);
         std::fs::write(&path, table(&records)).map_err(|e| GvrError::io(&path, e))?;
     }
-    Ok(records)
+    Ok(PhasesOutcome { records, stopped })
 }
 
 /// The probe's timing protocol: a short warm-up and `cold_reps` cold reps.
@@ -230,6 +249,12 @@ pub fn probe_arm(
             .sm_clock_khz
             .map(|khz| khz as f64 / 1e6)
             .unwrap_or(1.98),
+        clock_source: if gpu.facts.sm_clock_khz.is_some() {
+            "device"
+        } else {
+            "assumed"
+        }
+        .into(),
         launches: Vec::new(),
         error: None,
     };
@@ -267,7 +292,10 @@ fn probe_case(
     record.exact = first.label().to_string();
     record.cold_us = timer.measure(arm, protocol)?.cold_us;
     let mut rates = Vec::new();
-    for _ in 0..reps {
+    for rep in 0..reps {
+        if rep + 1 == reps {
+            arm.poison_output()?; // the last probed launch's output is checked on its own
+        }
         gpu.reset_phase_stamps()?;
         timer.flusher().flush()?;
         arm.launch()?;
@@ -301,6 +329,7 @@ fn probe_case(
     }
     if !rates.is_empty() {
         record.clock_ghz = probe::median(&mut rates);
+        record.clock_source = "measured".into();
     }
     Ok(())
 }
@@ -369,19 +398,43 @@ pub fn table(records: &[PhaseRecord]) -> String {
     if !notes.is_empty() {
         let _ = writeln!(out, "Not probed:\n\n{}\n", notes.join("\n"));
     }
-    let clocks: Vec<f64> = records
+    let probed: Vec<&PhaseRecord> = records.iter().filter(|r| !r.launches.is_empty()).collect();
+    let measured: Vec<f64> = probed
         .iter()
-        .filter(|r| !r.launches.is_empty())
+        .filter(|r| r.clock_source == "measured")
         .map(|r| r.clock_ghz)
         .collect();
     if let (Some(lo), Some(hi)) = (
-        clocks.iter().copied().reduce(f64::min),
-        clocks.iter().copied().reduce(f64::max),
+        measured.iter().copied().reduce(f64::min),
+        measured.iter().copied().reduce(f64::max),
     ) {
         let _ = writeln!(
             out,
-            "Cycles → µs at the SM clock measured per launch (cycles over global-timer ns of CTAs that ran ≥ 2 µs): {lo:.3}–{hi:.3} GHz."
+            "Cycles → µs at the SM clock measured in each case's probed launches (cycles over global-timer ns of the CTAs that ran ≥ 2 µs, summed; median over the launches): {lo:.3}–{hi:.3} GHz."
         );
+    }
+    for r in probed.iter().filter(|r| r.clock_source != "measured") {
+        let _ = writeln!(
+            out,
+            "{} {}: no CTA ran 2 µs; cycles → µs at the {} clock, {:.3} GHz.",
+            r.case, r.arm, r.clock_source, r.clock_ghz
+        );
+    }
+    for r in &probed {
+        if let Some(grid) = r
+            .launches
+            .iter()
+            .filter_map(|l| l.grid_ctas.filter(|&g| g > l.ctas as u64))
+            .max()
+        {
+            let _ = writeln!(
+                out,
+                "{} {}: only the first {} of its {grid} CTAs carry stamps (the critical and median CTA are among those).",
+                r.case,
+                r.arm,
+                probe::PROBE_CTAS
+            );
+        }
     }
     out
 }
@@ -408,6 +461,7 @@ mod tests {
             exact: exact.into(),
             cold_us: vec![10.0, 12.0],
             clock_ghz: 2.0,
+            clock_source: "measured".into(),
             launches,
             error: None,
         }
@@ -439,6 +493,18 @@ mod tests {
         let md = table(&[r]);
         assert!(md.contains("| v32_64k_L00@b1 | ss | clus/cs8/u2 | exact | 11.00 | 5.00 | 1.00 | – | – | 2.00 |"), "{md}");
         assert!(md.contains("2.000–2.000 GHz"), "{md}");
+        let mut device_clock = record("exact", vec![launch(10)]);
+        device_clock.clock_source = "device".into();
+        device_clock.launches[0].grid_ctas = Some(9000);
+        let md = table(&[device_clock]);
+        assert!(
+            md.contains("ss: no CTA ran 2 µs; cycles → µs at the device clock, 2.000 GHz."),
+            "{md}"
+        );
+        assert!(
+            md.contains("only the first 8192 of its 9000 CTAs carry stamps"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -320,7 +320,13 @@ pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i
     let raw = std::fs::read(&output).expect("emulator output");
     let _ = std::fs::remove_file(&output);
     let words = b.rows * b.k + b.rows;
-    assert!(raw.len() >= words * 4, "{label}: short emulator output");
+    let stamp_bytes = gvr_bench::gpu::probe::PROBE_CTAS * gvr_bench::gpu::probe::PROBE_SLOTS * 8;
+    assert!(
+        raw.len() == words * 4 || raw.len() == words * 4 + stamp_bytes,
+        "{label}: {} bytes of emulator output, want {} (+ {stamp_bytes} from a probe build)",
+        raw.len(),
+        words * 4
+    );
     let (slots, stamps) = raw.split_at(words * 4);
     let mut out: Vec<i32> = slots
         .chunks_exact(4)
