@@ -398,6 +398,46 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
+fn the_split_finisher_batches_stay_exact() {
+    // SS_SLAB_BATCH / SS_FINISH_EMIT_BATCH (GVR_SS_MAIN_DEFINES): the SPLIT
+    // finisher reads the slab and emits B survivors per thread at a time. A
+    // power of two and an odd batch, on the constructed paths (planned SPLIT
+    // rows among them: same path bits as the model), the small-CTA sweep
+    // (its SPLIT launches have lists of a few to thousands of survivors per
+    // 64-thread finisher) and soak rounds.
+    for batch in [8, 3] {
+        let defines = vec![
+            format!("-DSS_SLAB_BATCH={batch}"),
+            format!("-DSS_FINISH_EMIT_BATCH={batch}"),
+        ];
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        for case in path_cases() {
+            let counts = model_row(&case.batch, 0);
+            let trace = emu_check(
+                &exe,
+                &case.batch,
+                &EmuLaunch::planned(&case.batch, 1),
+                case.label,
+            );
+            assert_eq!(
+                trace[0],
+                expected_trace(&counts),
+                "{} (batch {batch})",
+                case.label
+            );
+        }
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+        for seed in ss_support::soak_seeds(4, 0x50A4_0B00 + batch as u64) {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
+            soak_small_cta_round(&exe, &mut rng, k, seed);
+        }
+    }
+}
+
+#[test]
 fn the_output_forms_stay_exact() {
     // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
     // past the list (the tiny capacities of the sweep leave no room: the
