@@ -226,6 +226,15 @@ fn every_constructed_path_is_exact_in_the_kernel_source() {
     for case in path_cases() {
         let counts = model_row(&case.batch, 0);
         assert!((case.expect)(&counts), "{}: {counts:?}", case.label);
+    }
+    constructed_paths_follow_the_model(exe, "default build");
+}
+
+/// Every constructed path on `exe`'s planned launch: exact (emu_check), and
+/// the kernel's path bits are the CPU model's.
+fn constructed_paths_follow_the_model(exe: &Path, build: &str) {
+    for case in path_cases() {
+        let counts = model_row(&case.batch, 0);
         let trace = emu_check(
             exe,
             &case.batch,
@@ -235,7 +244,7 @@ fn every_constructed_path_is_exact_in_the_kernel_source() {
         assert_eq!(
             trace[0],
             expected_trace(&counts),
-            "{}: kernel path bits vs the model's {counts:?}",
+            "{} ({build}): kernel path bits vs the model's {counts:?}",
             case.label
         );
     }
@@ -413,21 +422,7 @@ fn the_split_finisher_batches_stay_exact() {
         let Some(exe) = build_emulator(&defines) else {
             return;
         };
-        for case in path_cases() {
-            let counts = model_row(&case.batch, 0);
-            let trace = emu_check(
-                &exe,
-                &case.batch,
-                &EmuLaunch::planned(&case.batch, 1),
-                case.label,
-            );
-            assert_eq!(
-                trace[0],
-                expected_trace(&counts),
-                "{} (batch {batch})",
-                case.label
-            );
-        }
+        constructed_paths_follow_the_model(&exe, &format!("batch {batch}"));
         small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
         for seed in ss_support::soak_seeds(4, 0x50A4_0B00 + batch as u64) {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -449,16 +444,7 @@ fn the_output_forms_stay_exact() {
             return;
         };
         small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-        for case in path_cases() {
-            let counts = model_row(&case.batch, 0);
-            let trace = emu_check(
-                &exe,
-                &case.batch,
-                &EmuLaunch::planned(&case.batch, 1),
-                case.label,
-            );
-            assert_eq!(trace[0], expected_trace(&counts), "{}", case.label);
-        }
+        constructed_paths_follow_the_model(&exe, &format!("SS_MAIN_STAGE_OUT={form}"));
     }
 }
 

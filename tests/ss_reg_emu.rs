@@ -648,6 +648,23 @@ fn rows_a_few_past_k_drop_their_smallest_in_every_entry() {
     assert!(dropped > 0);
 }
 
+/// `count` rows of k + 1 to `cap` values: one of each certify generator,
+/// then special rows (ties, infinities, flat runs) for the rest.
+fn mixed_rows(rng: &mut ChaCha8Rng, cap: usize, k: usize, count: usize) -> Vec<Vec<f32>> {
+    let generators = row_generators();
+    (0..count)
+        .map(|r| {
+            let n = rng.random_range(k + 1..=cap);
+            if r < generators.len() {
+                (generators[r].generate)(rng as &mut dyn RngCore, n)
+            } else {
+                let specials = special_rows(rng, n, k);
+                specials[r % specials.len()].1.clone()
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
     // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
@@ -655,7 +672,6 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
     // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
-    let generators = row_generators();
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
         for round in 0..6 {
@@ -664,18 +680,7 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
             if k + 1 >= cap {
                 continue;
             }
-            let count = 14;
-            let rows: Vec<Vec<f32>> = (0..count)
-                .map(|r| {
-                    let n = rng.random_range(k + 1..=cap);
-                    if r < generators.len() {
-                        (generators[r].generate)(&mut rng as &mut dyn RngCore, n)
-                    } else {
-                        let specials = special_rows(&mut rng, n, k);
-                        specials[r % specials.len()].1.clone()
-                    }
-                })
-                .collect();
+            let rows = mixed_rows(&mut rng, cap, k, 14);
             let hints: Vec<Vec<i32>> = rows
                 .iter()
                 .enumerate()
@@ -735,22 +740,11 @@ fn the_phase_probe_marks_every_path_in_order() {
     // where it builds a histogram.
     let Some(exe) = emulator_probed() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(77);
-    let generators = row_generators();
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
         let cap = reg_capacity(blk, vpt);
         for (round, k) in [7usize, 37, 100].into_iter().enumerate() {
-            let mut rows: Vec<Vec<f32>> = (0..10)
-                .map(|r| {
-                    let n = rng.random_range(k + 1..=cap);
-                    if r < generators.len() {
-                        (generators[r].generate)(&mut rng as &mut dyn RngCore, n)
-                    } else {
-                        let specials = special_rows(&mut rng, n, k);
-                        specials[r % specials.len()].1.clone()
-                    }
-                })
-                .collect();
+            let mut rows = mixed_rows(&mut rng, cap, k, 10);
             rows.push(vec![1.0; k]); // short
             rows.push((0..k + 2).map(|i| i as f32).collect()); // drop-few
             rows.push((0..cap + 9).map(|i| i as f32).collect()); // oversize
