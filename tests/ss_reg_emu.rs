@@ -665,6 +665,14 @@ fn mixed_rows(rng: &mut ChaCha8Rng, cap: usize, k: usize, count: usize) -> Vec<V
         .collect()
 }
 
+/// Hints for each row, the hint mode cycling with the row and `round`.
+fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng) -> Vec<Vec<i32>> {
+    rows.iter()
+        .enumerate()
+        .map(|(r, row)| hints_for(row, k, r + round, rng))
+        .collect()
+}
+
 #[test]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
     // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
@@ -681,11 +689,7 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
                 continue;
             }
             let rows = mixed_rows(&mut rng, cap, k, 14);
-            let hints: Vec<Vec<i32>> = rows
-                .iter()
-                .enumerate()
-                .map(|(r, row)| hints_for(row, k, r + round, &mut rng))
-                .collect();
+            let hints = cycled_hints(&rows, k, round, &mut rng);
             let b = batch(&rows, &hints, k);
             for (cmp, qc) in [(4u32, 0u32), (40, 8), (4096, 4096), (2, 1000)] {
                 let mut launch = RegEmu::forced(id, &b, b.rows);
@@ -748,11 +752,7 @@ fn the_phase_probe_marks_every_path_in_order() {
             rows.push(vec![1.0; k]); // short
             rows.push((0..k + 2).map(|i| i as f32).collect()); // drop-few
             rows.push((0..cap + 9).map(|i| i as f32).collect()); // oversize
-            let hints: Vec<Vec<i32>> = rows
-                .iter()
-                .enumerate()
-                .map(|(r, row)| hints_for(row, k, r + round, &mut rng))
-                .collect();
+            let hints = cycled_hints(&rows, k, round, &mut rng);
             let b = batch(&rows, &hints, k);
             for (cmp, qc) in [(4u32, 0u32), (4096, 4096)] {
                 let mut launch = RegEmu::forced(id, &b, b.rows);
