@@ -87,8 +87,10 @@ pub enum CaptureCommand {
     },
 }
 
+/// Where the cases come from (grid, certify, phases): a capture set, an
+/// optional grid file, and the selection flags.
 #[derive(Debug, Clone, Args)]
-pub struct GridArgs {
+pub struct CaseArgs {
     /// Capture set directory.
     #[arg(long, default_value = "captures/sample")]
     pub captures: PathBuf,
@@ -97,6 +99,12 @@ pub struct GridArgs {
     pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub selection: Selection,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GridArgs {
+    #[command(flatten)]
+    pub cases: CaseArgs,
     /// Comma-separated arms (see `gvr-bench arms`); default: all GPU arms, or
     /// the CPU engines when there is no GPU.
     #[arg(long)]
@@ -153,13 +161,8 @@ pub struct GridArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct CertifyArgs {
-    #[arg(long, default_value = "captures/sample")]
-    pub captures: PathBuf,
-    /// Grid file (CSV of cells); default: every cell of the capture set.
-    #[arg(long)]
-    pub grid: Option<PathBuf>,
     #[command(flatten)]
-    pub selection: Selection,
+    pub cases: CaseArgs,
     /// Comma-separated arms; default as for `grid`.
     #[arg(long)]
     pub arms: Option<String>,
@@ -187,13 +190,8 @@ pub struct CertifyArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct PhasesArgs {
-    #[arg(long, default_value = "captures/sample")]
-    pub captures: PathBuf,
-    /// Grid file (CSV of cells); default: every cell of the capture set.
-    #[arg(long)]
-    pub grid: Option<PathBuf>,
     #[command(flatten)]
-    pub selection: Selection,
+    pub cases: CaseArgs,
     /// Comma-separated self-sampling arms (ss, ss-main, ss-reg, ss-clus,
     /// ss-regclus, ss-varlen, ...).
     #[arg(long, default_value = "ss")]
@@ -403,11 +401,11 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
     }
     let torch_peer = args.peer.map(|Peer::Torch| {
         TorchPeerConfig::from_env(
-            &args.captures,
+            &args.cases.captures,
             &run_dir,
             args.device,
             protocol_of(&args),
-            deps::rows_mode(&args.selection),
+            deps::rows_mode(&args.cases.selection),
         )
     });
     if let Some(cfg) = &torch_peer {
@@ -415,9 +413,9 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         cfg.preflight()?;
     }
     let cfg = GridConfig {
-        captures: args.captures.clone(),
-        grid: args.grid.clone(),
-        selection: args.selection.clone(),
+        captures: args.cases.captures.clone(),
+        grid: args.cases.grid.clone(),
+        selection: args.cases.selection.clone(),
         arms,
         run_dir: run_dir.clone(),
         resume: args.resume.is_some(),
@@ -482,31 +480,31 @@ fn cmd_grid_devices(
     device_list: &[usize],
     run_dir: &std::path::Path,
 ) -> Result<i32> {
-    if args.selection.shard.is_some() {
+    if args.cases.selection.shard.is_some() {
         return Err(GvrError::Usage(
             "--devices shards the selection itself; drop --shard (or use --shard with --device on each host)".into(),
         ));
     }
-    if args.selection.limit.is_some() {
+    if args.cases.selection.limit.is_some() {
         return Err(GvrError::Usage(
             "--limit applies per shard, so with --devices the run would not be the limited selection; use --sample or --cells instead".into(),
         ));
     }
     if args.peer == Some(Peer::Torch) {
         TorchPeerConfig::from_env(
-            &args.captures,
+            &args.cases.captures,
             run_dir,
             device_list[0],
             protocol_of(args),
-            deps::rows_mode(&args.selection),
+            deps::rows_mode(&args.cases.selection),
         )
         .preflight()?;
     }
     let resume = args.resume.is_some();
     let mut manifest = EnvManifest::collect(
-        &args.captures,
+        &args.cases.captures,
         protocol_of(args),
-        deps::rows_mode(&args.selection),
+        deps::rows_mode(&args.cases.selection),
     );
     manifest
         .notes
@@ -564,11 +562,11 @@ pub fn worker_args(
         v.push(format!("--{name}"));
         v.push(value);
     };
-    opt("captures", args.captures.display().to_string());
-    if let Some(grid) = &args.grid {
+    opt("captures", args.cases.captures.display().to_string());
+    if let Some(grid) = &args.cases.grid {
         opt("grid", grid.display().to_string());
     }
-    let sel = &args.selection;
+    let sel = &args.cases.selection;
     if !sel.segments.is_empty() {
         opt("segment", sel.segments.join(","));
     }
@@ -625,9 +623,9 @@ pub fn worker_args(
 
 fn cmd_certify(args: CertifyArgs) -> Result<i32> {
     let cfg = CertifyConfig {
-        captures: args.captures,
-        grid: args.grid,
-        selection: args.selection,
+        captures: args.cases.captures,
+        grid: args.cases.grid,
+        selection: args.cases.selection,
         arms: parse_arms(args.arms.as_deref())?,
         adversarial: !args.no_adversarial,
         soak_rounds: args.soak,
@@ -643,9 +641,9 @@ fn cmd_certify(args: CertifyArgs) -> Result<i32> {
 
 fn cmd_phases(args: PhasesArgs) -> Result<i32> {
     let cfg = run::PhasesConfig {
-        captures: args.captures,
-        grid: args.grid,
-        selection: args.selection,
+        captures: args.cases.captures,
+        grid: args.cases.grid,
+        selection: args.cases.selection,
         arms: registry::parse_arm_list(&args.arms)?,
         reps: args.reps,
         cold_reps: args.cold_reps,
@@ -721,7 +719,7 @@ mod tests {
             (p.warmup, p.warm_reps, p.cold_reps)
         );
         assert_eq!(args.flush_mib << 20, p.flush_bytes);
-        assert_eq!(args.captures, PathBuf::from("captures/sample"));
+        assert_eq!(args.cases.captures, PathBuf::from("captures/sample"));
     }
 
     #[test]
@@ -779,13 +777,13 @@ mod tests {
         let Command::Grid(child) = Cli::try_parse_from(child_cli).unwrap().command else {
             panic!("not grid")
         };
-        assert_eq!(child.selection.shard.as_deref(), Some("1/2"));
+        assert_eq!(child.cases.selection.shard.as_deref(), Some("1/2"));
         assert_eq!(child.device, 1);
         assert!(child.devices.is_none() && child.no_report);
         assert_eq!(child.out, Some(PathBuf::from("run/shards/1")));
         // Everything else is the parent's.
         let mut expected = parent.clone();
-        expected.selection.shard = Some("1/2".into());
+        expected.cases.selection.shard = Some("1/2".into());
         expected.device = 1;
         expected.devices = None;
         expected.no_report = true;
