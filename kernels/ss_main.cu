@@ -99,6 +99,12 @@
 #ifndef SS_FINISH_EMIT_BATCH
 #define SS_FINISH_EMIT_BATCH 1
 #endif
+// The same batched emit for one-CTA-per-row launches (their lists hold ~1.5k–4k
+// survivors of 256–1,024 threads: 2–8 dependent atomics per thread, exposed
+// where one wave of rows ends together, B 256). 1 (default): not batched.
+#ifndef SS_ROW_EMIT_BATCH
+#define SS_ROW_EMIT_BATCH 1
+#endif
 
 // 1: each thread's first sample unit of the planned schedule (the row length
 // n_plan) is loaded before the row's length arrives; a row of another length
@@ -468,14 +474,15 @@ __device__ __noinline__ void ss_cursor_emit_batched(const Src src, u32 count, fl
     }
 }
 
-// The §3.7 emit of a listed survivor set: batched in SPLIT finishers when
-// SS_FINISH_EMIT_BATCH > 1, else ss_cursor_emit.
+// The §3.7 emit of a listed survivor set: batched when the launch's knob
+// (SS_FINISH_EMIT_BATCH for SPLIT finishers, SS_ROW_EMIT_BATCH for one CTA
+// per row) is > 1, else ss_cursor_emit.
 template <int BLK, bool SPLIT, class Src>
 __device__ __forceinline__ void ss_emit_list(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
                                              u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
-    if constexpr (SPLIT && SS_FINISH_EMIT_BATCH > 1)
-        ss_cursor_emit_batched<BLK, SS_FINISH_EMIT_BATCH>(src, count, tf, sc, cross_bin, above, lim1, whole, cmp,
-                                                          hist, ck64, out);
+    constexpr int BATCH = SPLIT ? SS_FINISH_EMIT_BATCH : SS_ROW_EMIT_BATCH;
+    if constexpr (BATCH > 1)
+        ss_cursor_emit_batched<BLK, BATCH>(src, count, tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
     else
         ss_cursor_emit<BLK>(src, count, tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
 }

@@ -407,17 +407,18 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
-fn the_split_finisher_batches_stay_exact() {
-    // SS_SLAB_BATCH / SS_FINISH_EMIT_BATCH (GVR_SS_MAIN_DEFINES): the SPLIT
-    // finisher reads the slab and emits B survivors per thread at a time. A
-    // power of two and an odd batch, on the constructed paths (planned SPLIT
-    // rows among them: same path bits as the model), the small-CTA sweep
-    // (its SPLIT launches have lists of a few to thousands of survivors per
-    // 64-thread finisher) and soak rounds.
+fn the_batched_emits_and_slab_reads_stay_exact() {
+    // SS_SLAB_BATCH / SS_FINISH_EMIT_BATCH / SS_ROW_EMIT_BATCH
+    // (GVR_SS_MAIN_DEFINES): the SPLIT finisher reads the slab, and both it
+    // and one-CTA rows emit, B survivors per thread at a time. A power of two
+    // and an odd batch, on the constructed paths (planned one-CTA and SPLIT
+    // rows: same path bits as the model), the small-CTA sweep (lists of a few
+    // to thousands of survivors per 64-thread CTA) and soak rounds.
     for batch in [8, 3] {
         let defines = vec![
             format!("-DSS_SLAB_BATCH={batch}"),
             format!("-DSS_FINISH_EMIT_BATCH={batch}"),
+            format!("-DSS_ROW_EMIT_BATCH={batch}"),
         ];
         let Some(exe) = build_emulator(&defines) else {
             return;
@@ -427,7 +428,11 @@ fn the_split_finisher_batches_stay_exact() {
         for seed in ss_support::soak_seeds(4, 0x50A4_0B00 + batch as u64) {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
-            soak_small_cta_round(&exe, &mut rng, k, seed);
+            if rng.random_bool(0.5) {
+                soak_small_cta_round(&exe, &mut rng, k, seed);
+            } else {
+                soak_planned_round(&exe, &mut rng, k, seed);
+            }
         }
     }
 }
