@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::campaign::{build_arms, group_by_cell, select_cases};
 use super::deps::{self, Selection};
 use crate::arms::{Arm, Shape};
+use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
 use crate::exact::ExactStatus;
 use crate::gpu::probe::{self, LaunchPhases};
@@ -40,7 +41,7 @@ pub struct PhasesConfig {
     pub flush_bytes: usize,
     pub device: usize,
     /// Directory for `phases.jsonl` (one record per case and arm, appended
-    /// as each finishes) and `phases.md`.
+    /// as each finishes), `phases.md` and `manifest.json` (the environment).
     pub out: Option<PathBuf>,
 }
 
@@ -163,9 +164,21 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     let (names, mut arms) = build_arms(cfg.arms.clone(), false, &Some(gpu.clone()))?;
     let protocol = probe_protocol(cfg.cold_reps, cfg.flush_bytes);
     let mut timer = GpuTimer::new(gpu.clone(), protocol)?;
+    // The environment next to the records: device, binary, kernels, captures.
+    let mut manifest = EnvManifest::collect(&cfg.captures, protocol, rows_mode);
+    manifest.gpu = Some(deps::gpu_facts(&gpu));
+    manifest.notes.insert(
+        "phase_probe".into(),
+        serde_json::json!(format!(
+            "{}=1 builds of {}",
+            probe::PROBE_DEFINE,
+            probe::PROBED_SOURCES.join(", ")
+        )),
+    );
     let mut jsonl = match &cfg.out {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| GvrError::io(dir, e))?;
+            manifest.write(dir)?;
             let path = dir.join(PHASES_JSONL);
             Some((
                 std::fs::File::create(&path).map_err(|e| GvrError::io(&path, e))?,
@@ -208,6 +221,8 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     if let Some(dir) = &cfg.out {
         let path = dir.join(PHASES_MD);
         std::fs::write(&path, table(&records)).map_err(|e| GvrError::io(&path, e))?;
+        manifest.finished_utc = Some(crate::env_manifest::utc_now_iso());
+        manifest.write(dir)?;
     }
     Ok(PhasesOutcome { records, stopped })
 }
