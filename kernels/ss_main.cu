@@ -412,6 +412,19 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
+// Where §3.7 puts an element that got cursor slot `slot`: a certain winner
+// (or the whole crossing bin) to the output, else (crossing bin, not whole)
+// a candidate for the refine while there is room.
+__device__ __forceinline__ void ss_emit_place(float x, u32 idx, u32 slot, u32 above, u32 lim1, bool whole, u32 cmp,
+                                              u64* ck64, i32* out) {
+    if (slot < lim1) {
+        out[slot] = (i32)idx;
+    } else if (!whole) {
+        const u32 q = slot - above;
+        if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
+    }
+}
+
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -425,13 +438,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser
-        const u32 slot = atomicAdd(hist + bin, 1u);
-        if (slot < lim1) {
-            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
-        } else if (!whole) {
-            const u32 q = slot - above;
-            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
-        }
+        ss_emit_place(x, idx, atomicAdd(hist + bin, 1u), above, lim1, whole, cmp, ck64, out);
     }
 }
 
@@ -462,15 +469,8 @@ __device__ __noinline__ void ss_cursor_emit_batched(const Src src, u32 count, fl
             }
         }
 #pragma unroll
-        for (int j = 0; j < BATCH; ++j) {
-            if (slot[j] == NONE) continue;
-            if (slot[j] < lim1) {
-                out[slot[j]] = (i32)idx[j];  // certain winner (or the whole crossing bin)
-            } else if (!whole) {
-                const u32 q = slot[j] - above;
-                if (q < cmp) ck64[q] = ((u64)fkey(x[j]) << 32) | (u64)idx[j];
-            }
-        }
+        for (int j = 0; j < BATCH; ++j)
+            if (slot[j] != NONE) ss_emit_place(x[j], idx[j], slot[j], above, lim1, whole, cmp, ck64, out);
     }
 }
 
@@ -776,6 +776,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
         if (total <= SS_GCAP) {
             from_slab = total > p.scap;
+            // Slab entry i into the histogram (and the staging, when it fits).
+            const auto take = [&](u64 v, u32 i) {
+                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+                if (!from_slab) stage[i] = v;
+            };
 #if SS_SLAB_BATCH > 1
             for (u32 i0 = t; i0 < total; i0 += (u32)(BLK * SS_SLAB_BATCH)) {
                 u64 v[SS_SLAB_BATCH];
@@ -785,20 +790,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                     v[j] = i < total ? ld_cg_u64(slab + i) : 0ull;
                 }
 #pragma unroll
-                for (int j = 0; j < SS_SLAB_BATCH; ++j) {
-                    const u32 i = i0 + (u32)j * BLK;
-                    if (i < total) {
-                        red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v[j]), TF, SC), 1u);
-                        if (!from_slab) stage[i] = v[j];
-                    }
-                }
+                for (int j = 0; j < SS_SLAB_BATCH; ++j)
+                    if (i0 + (u32)j * BLK < total) take(v[j], i0 + (u32)j * BLK);
             }
 #else
-            for (u32 i = t; i < total; i += BLK) {
-                const u64 v = ld_cg_u64(slab + i);
-                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
-                if (!from_slab) stage[i] = v;
-            }
+            for (u32 i = t; i < total; i += BLK) take(ld_cg_u64(slab + i), i);
 #endif
             __syncthreads();
             if (warp_id() == 0u) {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use gvr_bench::gpu::probe::{parse_stamps, summarize, PROBE_SLOTS};
-use gvr_bench::run::phases::PhaseRecord;
+use gvr_bench::run::phases::{ClockSource, PhaseRecord};
 
 fn record(case: &str, pass_cycles: u64) -> PhaseRecord {
     let mut raw = [0u64; PROBE_SLOTS];
@@ -29,7 +29,7 @@ fn record(case: &str, pass_cycles: u64) -> PhaseRecord {
         exact: "exact".into(),
         cold_us: vec![10.0],
         clock_ghz: 2.0,
-        clock_source: "measured".into(),
+        clock_source: ClockSource::Measured,
         launches: vec![summarize(&parse_stamps(&raw)).unwrap()],
         error: None,
     }

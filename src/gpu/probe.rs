@@ -16,6 +16,8 @@
 
 use serde::Serialize;
 
+use crate::stats::median;
+
 /// The `-D` name that turns the probe on in the ss sources.
 pub const PROBE_DEFINE: &str = "SS_PHASE_PROBE";
 /// The module global the kernels write (`extern "C"`, so unmangled).
@@ -193,20 +195,6 @@ pub struct LaunchPhases {
     pub clock_ghz: Option<f64>,
 }
 
-/// Median of a non-empty slice (mean of the middle two for an even count).
-pub fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
 /// Statistics of one launch's CTAs; an error when no CTA left stamps or a
 /// CTA's clocks run backwards.
 pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
@@ -229,11 +217,11 @@ pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
         .map(|(phase, v)| {
-            let mut f: Vec<f64> = v.iter().map(|&c| c as f64).collect();
+            let f: Vec<f64> = v.iter().map(|&c| c as f64).collect();
             PhaseStat {
                 phase,
                 ctas: v.len(),
-                median_cycles: median(&mut f),
+                median_cycles: median(&f).unwrap_or(0.0),
                 max_cycles: v.iter().copied().max().unwrap_or(0),
             }
         })
@@ -241,7 +229,7 @@ pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
     let last = (0..ctas.len())
         .max_by_key(|&i| (ctas[i].gt_exit, ctas[i].span_cycles()))
         .unwrap_or(0);
-    let mut spans: Vec<f64> = ctas.iter().map(|c| c.span_cycles() as f64).collect();
+    let spans: Vec<f64> = ctas.iter().map(|c| c.span_cycles() as f64).collect();
     let gt_first = ctas.iter().map(|c| c.gt_entry).min().unwrap_or(0);
     let gt_last_entry = ctas.iter().map(|c| c.gt_entry).max().unwrap_or(0);
     let gt_last_exit = ctas.iter().map(|c| c.gt_exit).max().unwrap_or(0);
@@ -257,7 +245,7 @@ pub fn summarize(ctas: &[CtaStamps]) -> Result<LaunchPhases, String> {
         phases,
         critical_cta: ctas[last].cta,
         critical: intervals[last].clone(),
-        span_median_cycles: median(&mut spans),
+        span_median_cycles: median(&spans).unwrap_or(0.0),
         span_max_cycles: ctas.iter().map(|c| c.span_cycles()).max().unwrap_or(0),
         launch_ns: gt_last_exit.saturating_sub(gt_first),
         entry_skew_ns: gt_last_entry.saturating_sub(gt_first),

@@ -23,6 +23,7 @@ use crate::exact::ExactStatus;
 use crate::gpu::probe::{self, LaunchPhases};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
+use crate::stats::median;
 use crate::timing::gpu::GpuTimer;
 use crate::timing::{Protocol, Timer};
 
@@ -67,13 +68,32 @@ pub struct PhaseRecord {
     pub exact: String,
     pub cold_us: Vec<f64>,
     pub clock_ghz: f64,
-    /// Where `clock_ghz` came from: `measured` (cycles over global-timer ns
-    /// in the probed launches, median), `device` (the device's maximum SM
-    /// clock attribute) or `assumed` (1.98 GHz, the H200's).
-    pub clock_source: String,
+    pub clock_source: ClockSource,
     pub launches: Vec<LaunchPhases>,
     /// Why the case has no phases (unsupported shape, a probe error).
     pub error: Option<String>,
+}
+
+/// Where a record's `clock_ghz` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockSource {
+    /// Cycles over global-timer ns in the probed launches (median).
+    Measured,
+    /// The device's maximum SM clock attribute (no CTA ran 2 µs).
+    Device,
+    /// 1.98 GHz, the H200's (the device reports no clock either).
+    Assumed,
+}
+
+impl ClockSource {
+    fn label(self) -> &'static str {
+        match self {
+            ClockSource::Measured => "measured",
+            ClockSource::Device => "device",
+            ClockSource::Assumed => "assumed",
+        }
+    }
 }
 
 impl PhaseRecord {
@@ -91,12 +111,12 @@ impl PhaseRecord {
     fn phase_us(&self, value: impl Fn(&LaunchPhases, &str) -> Option<f64>) -> Vec<Option<f64>> {
         probe::phase_names()
             .map(|phase| {
-                let mut v: Vec<f64> = self
+                let v: Vec<f64> = self
                     .launches
                     .iter()
                     .filter_map(|l| value(l, phase))
                     .collect();
-                (!v.is_empty()).then(|| probe::median(&mut v) / (self.clock_ghz * 1e3))
+                median(&v).map(|cycles| cycles / (self.clock_ghz * 1e3))
             })
             .collect()
     }
@@ -122,12 +142,12 @@ impl PhaseRecord {
     }
 
     fn launch_us(&self) -> Option<f64> {
-        let mut v: Vec<f64> = self
+        let v: Vec<f64> = self
             .launches
             .iter()
             .map(|l| l.launch_ns as f64 / 1e3)
             .collect();
-        (!v.is_empty()).then(|| probe::median(&mut v))
+        median(&v)
     }
 }
 
@@ -164,28 +184,32 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     let (names, mut arms) = build_arms(cfg.arms.clone(), false, &Some(gpu.clone()))?;
     let protocol = probe_protocol(cfg.cold_reps, cfg.flush_bytes);
     let mut timer = GpuTimer::new(gpu.clone(), protocol)?;
-    // The environment next to the records: device, binary, kernels, captures.
-    let mut manifest = EnvManifest::collect(&cfg.captures, protocol, rows_mode);
-    manifest.gpu = Some(deps::gpu_facts(&gpu));
-    manifest.notes.insert(
-        "phase_probe".into(),
-        serde_json::json!(format!(
-            "{}=1 builds of {}",
-            probe::PROBE_DEFINE,
-            probe::PROBED_SOURCES.join(", ")
-        )),
-    );
-    let mut jsonl = match &cfg.out {
-        Some(dir) => {
+    // With --out: the environment next to the records (device, binary,
+    // kernels, captures), written now and again when the run ends.
+    let mut manifest = cfg.out.as_ref().map(|_| {
+        let mut m = EnvManifest::collect(&cfg.captures, protocol, rows_mode);
+        m.gpu = Some(deps::gpu_facts(&gpu));
+        m.notes.insert(
+            "phase_probe".into(),
+            serde_json::json!(format!(
+                "{}=1 builds of {}",
+                probe::PROBE_DEFINE,
+                probe::PROBED_SOURCES.join(", ")
+            )),
+        );
+        m
+    });
+    let mut jsonl = match (&cfg.out, &manifest) {
+        (Some(dir), Some(m)) => {
             std::fs::create_dir_all(dir).map_err(|e| GvrError::io(dir, e))?;
-            manifest.write(dir)?;
+            m.write(dir)?;
             let path = dir.join(PHASES_JSONL);
             Some((
                 std::fs::File::create(&path).map_err(|e| GvrError::io(&path, e))?,
                 path,
             ))
         }
-        None => None,
+        _ => None,
     };
     let mut records = Vec::new();
     let run = || -> Result<()> {
@@ -218,11 +242,11 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
         Ok(())
     };
     let stopped = run().err();
-    if let Some(dir) = &cfg.out {
+    if let (Some(dir), Some(m)) = (&cfg.out, manifest.as_mut()) {
         let path = dir.join(PHASES_MD);
         std::fs::write(&path, table(&records)).map_err(|e| GvrError::io(&path, e))?;
-        manifest.finished_utc = Some(crate::env_manifest::utc_now_iso());
-        manifest.write(dir)?;
+        m.finished_utc = Some(crate::env_manifest::utc_now_iso());
+        m.write(dir)?;
     }
     Ok(PhasesOutcome { records, stopped })
 }
@@ -265,11 +289,10 @@ pub fn probe_arm(
             .map(|khz| khz as f64 / 1e6)
             .unwrap_or(1.98),
         clock_source: if gpu.facts.sm_clock_khz.is_some() {
-            "device"
+            ClockSource::Device
         } else {
-            "assumed"
-        }
-        .into(),
+            ClockSource::Assumed
+        },
         launches: Vec::new(),
         error: None,
     };
@@ -342,9 +365,9 @@ fn probe_case(
     if last != ExactStatus::Exact && first == ExactStatus::Exact {
         record.exact = format!("{} (probed launch)", last.label());
     }
-    if !rates.is_empty() {
-        record.clock_ghz = probe::median(&mut rates);
-        record.clock_source = "measured".into();
+    if let Some(ghz) = median(&rates) {
+        record.clock_ghz = ghz;
+        record.clock_source = ClockSource::Measured;
     }
     Ok(())
 }
@@ -416,7 +439,7 @@ pub fn table(records: &[PhaseRecord]) -> String {
     let probed: Vec<&PhaseRecord> = records.iter().filter(|r| !r.launches.is_empty()).collect();
     let measured: Vec<f64> = probed
         .iter()
-        .filter(|r| r.clock_source == "measured")
+        .filter(|r| r.clock_source == ClockSource::Measured)
         .map(|r| r.clock_ghz)
         .collect();
     if let (Some(lo), Some(hi)) = (
@@ -428,11 +451,17 @@ pub fn table(records: &[PhaseRecord]) -> String {
             "Cycles → µs at the SM clock measured in each case's probed launches (cycles over global-timer ns of the CTAs that ran ≥ 2 µs, summed; median over the launches): {lo:.3}–{hi:.3} GHz."
         );
     }
-    for r in probed.iter().filter(|r| r.clock_source != "measured") {
+    for r in probed
+        .iter()
+        .filter(|r| r.clock_source != ClockSource::Measured)
+    {
         let _ = writeln!(
             out,
             "{} {}: no CTA ran 2 µs; cycles → µs at the {} clock, {:.3} GHz.",
-            r.case, r.arm, r.clock_source, r.clock_ghz
+            r.case,
+            r.arm,
+            r.clock_source.label(),
+            r.clock_ghz
         );
     }
     for r in &probed {
@@ -476,7 +505,7 @@ mod tests {
             exact: exact.into(),
             cold_us: vec![10.0, 12.0],
             clock_ghz: 2.0,
-            clock_source: "measured".into(),
+            clock_source: ClockSource::Measured,
             launches,
             error: None,
         }
@@ -509,7 +538,7 @@ mod tests {
         assert!(md.contains("| v32_64k_L00@b1 | ss | clus/cs8/u2 | exact | 11.00 | 5.00 | 1.00 | – | – | 2.00 |"), "{md}");
         assert!(md.contains("2.000–2.000 GHz"), "{md}");
         let mut device_clock = record("exact", vec![launch(10)]);
-        device_clock.clock_source = "device".into();
+        device_clock.clock_source = ClockSource::Device;
         device_clock.launches[0].grid_ctas = Some(9000);
         let md = table(&[device_clock]);
         assert!(

@@ -9,7 +9,7 @@ pub mod regress;
 pub mod sample;
 
 pub use aa::NoiseFloor;
-pub use quantile::{geomean, quantile_sorted};
+pub use quantile::{geomean, median, quantile_sorted};
 pub use ratios::{
     compare, exact_counts, pair, roofline_by_arm, Comparison, ExactCounts, Pairing, RatioPoint,
     RatioSummary, RooflineStats,

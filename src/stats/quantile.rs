@@ -18,6 +18,12 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[lower] + fraction * (sorted[upper] - sorted[lower]))
 }
 
+/// Median of the finite values (the mean of the middle two for an even
+/// count); `None` when there are none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    quantile_sorted(&sorted_finite(values), 0.5)
+}
+
 /// The finite values of `values`, sorted ascending (non-finite values cannot
 /// be ordered meaningfully and never come from a valid measurement).
 pub fn sorted_finite(values: &[f64]) -> Vec<f64> {

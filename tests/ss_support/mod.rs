@@ -350,7 +350,7 @@ thread_local! {
 /// `-DSS_PHASE_PROBE=1`, empty otherwise. A side channel, so the families'
 /// check helpers keep their signatures.
 #[allow(dead_code)]
-pub fn take_stamps() -> Vec<u64> {
+fn take_stamps() -> Vec<u64> {
     LAST_STAMPS.with(|cell| std::mem::take(&mut *cell.borrow_mut()))
 }
 
