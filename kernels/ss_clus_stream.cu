@@ -442,6 +442,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
                 for (int e = 0; e < 8; ++e) red_shared_add(hist + ss_bin(vals[e], smin, sc), 1u);
             }
             __syncthreads();
+            SS_PROBE(SS_MARK_HIST);
             if (warp_id() == 0u) {
                 const u32 tot = ss_scan256(hist, rs.tgt, rs.tgt2, 2u * rs.tgt, cross, SS_SCAN_ZERO);
                 if (lane_id() == 0u) sc_[CL_S_TOTAL] = tot;

@@ -18,7 +18,8 @@
 // entry and exit. Marks are chronological; a family skips the ones it does
 // not have (src/gpu/probe.rs names them and turns stamps into phases):
 //   ENTRY → LEN (row length known) → SAMPLE (sample min/max, main and clus)
-//   → THRESHOLD (first admission threshold or bracket) → PASS (end of the
+//   → HIST (the sample's histogram is built) → THRESHOLD (first admission
+//   threshold or bracket) → PASS (end of the
 //   last streaming pass or histogram) → HANDOFF (SPLIT: the last arriver;
 //   clusters: every rank's histogram complete) → VERIFY (crossing known)
 //   → EMIT (certain winners written) → EXIT (the CTA leaves).
@@ -39,6 +40,7 @@
 #define SS_MARK_VERIFY 6u
 #define SS_MARK_EMIT 7u
 #define SS_MARK_EXIT 8u
+#define SS_MARK_HIST 9u  // between SAMPLE and THRESHOLD: the sample's histogram is built
 #define SS_SLOT_PASSES 12u
 #define SS_SLOT_GT_ENTRY 13u
 #define SS_SLOT_GT_EXIT 14u

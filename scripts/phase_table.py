@@ -23,7 +23,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from floor_gaps import b_band, mean, n_band, records  # noqa: E402
 
-PHASES = ["length", "sample", "threshold", "pass", "hand-off", "verify", "emit", "finish"]
+PHASES = ["length", "sample", "histogram", "threshold", "pass", "hand-off", "verify", "emit", "finish"]
 
 
 def phase_us(rec, critical):

@@ -35,13 +35,15 @@ const SLOT_GT_ENTRY: usize = 13;
 const SLOT_GT_EXIT: usize = 14;
 const SLOT_GRID_CTAS: usize = 15;
 
-/// The clock marks, in the order a CTA passes them (slot = index; the
-/// `SS_MARK_*` numbers of kernels/ss_common.cuh).
+/// The clock marks, in the order a CTA passes them. Their stamp slots are
+/// the `SS_MARK_*` numbers of kernels/ss_common.cuh: the index in [`MARKS`],
+/// except `Hist`, added later in the free slot 9.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Mark {
     Entry,
     Len,
     Sample,
+    Hist,
     Threshold,
     Pass,
     Handoff,
@@ -50,10 +52,11 @@ pub enum Mark {
     Exit,
 }
 
-pub const MARKS: [Mark; 9] = [
+pub const MARKS: [Mark; 10] = [
     Mark::Entry,
     Mark::Len,
     Mark::Sample,
+    Mark::Hist,
     Mark::Threshold,
     Mark::Pass,
     Mark::Handoff,
@@ -64,7 +67,18 @@ pub const MARKS: [Mark; 9] = [
 
 impl Mark {
     fn slot(self) -> usize {
-        MARKS.iter().position(|&m| m == self).unwrap_or(0)
+        match self {
+            Mark::Entry => 0,
+            Mark::Len => 1,
+            Mark::Sample => 2,
+            Mark::Threshold => 3,
+            Mark::Pass => 4,
+            Mark::Handoff => 5,
+            Mark::Verify => 6,
+            Mark::Emit => 7,
+            Mark::Exit => 8,
+            Mark::Hist => 9,
+        }
     }
 
     /// Name of the phase that ends at this mark.
@@ -73,6 +87,7 @@ impl Mark {
             Mark::Entry => "entry",
             Mark::Len => "length",
             Mark::Sample => "sample",
+            Mark::Hist => "histogram",
             Mark::Threshold => "threshold",
             Mark::Pass => "pass",
             Mark::Handoff => "hand-off",
@@ -93,8 +108,8 @@ pub fn phase_names() -> impl Iterator<Item = &'static str> {
 pub struct CtaStamps {
     /// Linear CTA index ((z·gy + y)·gx + x).
     pub cta: usize,
-    /// SM clock at each mark (`None`: not passed).
-    pub clocks: [Option<u64>; 9],
+    /// SM clock at each mark, by [`MARKS`] position (`None`: not passed).
+    pub clocks: [Option<u64>; MARKS.len()],
     /// Streaming passes (or histogram passes) the CTA made.
     pub passes: u64,
     /// Global timer (ns) at entry and exit.
@@ -128,7 +143,7 @@ impl CtaStamps {
 
     /// Entry to exit in cycles (0 without an exit stamp).
     pub fn span_cycles(&self) -> u64 {
-        match (self.clocks[0], self.clocks[Mark::Exit.slot()]) {
+        match (self.clocks[0], self.clocks[MARKS.len() - 1]) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
         }
@@ -141,9 +156,10 @@ pub fn parse_stamps(raw: &[u64]) -> Vec<CtaStamps> {
         .enumerate()
         .filter(|(_, row)| row[0] != 0)
         .map(|(cta, row)| {
-            let mut clocks = [None; 9];
-            for (slot, clock) in clocks.iter_mut().enumerate() {
-                *clock = (row[slot] != 0).then_some(row[slot]);
+            let mut clocks = [None; MARKS.len()];
+            for (mark, clock) in MARKS.iter().zip(clocks.iter_mut()) {
+                let stamp = row[mark.slot()];
+                *clock = (stamp != 0).then_some(stamp);
             }
             CtaStamps {
                 cta,
@@ -274,9 +290,9 @@ mod tests {
     #[test]
     fn marks_follow_the_kernel_slot_numbers() {
         let header = include_str!("../../kernels/ss_common.cuh");
-        for (slot, mark) in MARKS.iter().enumerate() {
+        for mark in MARKS {
             let name = format!("{mark:?}").to_uppercase();
-            let define = format!("#define SS_MARK_{name} {slot}u");
+            let define = format!("#define SS_MARK_{name} {}u", mark.slot());
             assert!(header.contains(&define), "ss_common.cuh lacks `{define}`");
         }
         for (name, slot) in [
@@ -288,6 +304,14 @@ mod tests {
             let define = format!("#define SS_SLOT_{name} {slot}u");
             assert!(header.contains(&define), "ss_common.cuh lacks `{define}`");
         }
+        let mut slots: Vec<usize> = MARKS.iter().map(|m| m.slot()).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), MARKS.len(), "two marks share a slot");
+        assert!(
+            slots.iter().all(|&s| s < SLOT_PASSES),
+            "a mark overlaps the counters"
+        );
         assert!(header.contains(&format!("#define SS_PROBE_CTAS {PROBE_CTAS}u")));
         assert!(header.contains(&format!("#define SS_PROBE_SLOTS {PROBE_SLOTS}u")));
         assert!(header.contains("gvr_phase_stamps[SS_PROBE_CTAS * SS_PROBE_SLOTS]"));
