@@ -83,29 +83,6 @@
 #define SS_MAIN_STAGE_OUT 2
 #endif
 
-// The SPLIT finisher's two loops over the row's survivors (the slab read
-// into the histogram and staging, and the §3.7 cursor emit) take one
-// element per thread per trip; each trip waits for the previous one (a
-// memory-clobbering slab load after a shared reduction; a returned shared
-// atomic before the next element's load), so at K = 2,048 (~7,000
-// survivors, ~7 per thread of one 1,024-thread CTA) the finisher walks ~7
-// dependent L2 round trips and ~7 dependent atomics. With a batch of B > 1
-// each thread issues B loads, then B reductions (or B atomics), at once.
-// 1 (default): the one-at-a-time loops. Tuning knobs (GVR_SS_MAIN_DEFINES),
-// not yet measured on the H200.
-#ifndef SS_SLAB_BATCH
-#define SS_SLAB_BATCH 1
-#endif
-#ifndef SS_FINISH_EMIT_BATCH
-#define SS_FINISH_EMIT_BATCH 1
-#endif
-// The same batched emit for one-CTA-per-row launches (their lists hold ~1.5k–4k
-// survivors of 256–1,024 threads: 2–8 dependent atomics per thread, exposed
-// where one wave of rows ends together, B 256). 1 (default): not batched.
-#ifndef SS_ROW_EMIT_BATCH
-#define SS_ROW_EMIT_BATCH 1
-#endif
-
 // 1: each thread's first sample unit of the planned schedule (the row length
 // n_plan) is loaded before the row's length arrives; a row of another length
 // loads its sample after it. Without it the sample waits for the length:
@@ -419,19 +396,6 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// Where §3.7 puts an element that got cursor slot `slot`: a certain winner
-// (or the whole crossing bin) to the output, else (crossing bin, not whole)
-// a candidate for the refine while there is room.
-__device__ __forceinline__ void ss_emit_place(float x, u32 idx, u32 slot, u32 above, u32 lim1, bool whole, u32 cmp,
-                                              u64* ck64, i32* out) {
-    if (slot < lim1) {
-        out[slot] = (i32)idx;
-    } else if (!whole) {
-        const u32 q = slot - above;
-        if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
-    }
-}
-
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -445,53 +409,14 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser
-        ss_emit_place(x, idx, atomicAdd(hist + bin, 1u), above, lim1, whole, cmp, ck64, out);
-    }
-}
-
-// ss_cursor_emit with BATCH elements per thread in flight: their loads,
-// then their bins and cursor atomics, then their stores (SS_FINISH_EMIT_BATCH).
-template <int BLK, int BATCH, class Src>
-__device__ __noinline__ void ss_cursor_emit_batched(const Src src, u32 count, float tf, float sc, u32 cross_bin,
-                                                    u32 above, u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64,
-                                                    i32* out) {
-    constexpr u32 NONE = 0xffffffffu;  // no slot: not admitted, a certain loser, or past the list
-    for (u32 i0 = threadIdx.x; i0 < count; i0 += (u32)(BLK * BATCH)) {
-        float x[BATCH];
-        u32 idx[BATCH];
-        u32 slot[BATCH];
-#pragma unroll
-        for (int j = 0; j < BATCH; ++j) {
-            const u32 i = i0 + (u32)j * BLK;
-            x[j] = 0.f;
-            idx[j] = 0u;
-            if (i < count) src.get(i, &x[j], &idx[j]);
+        const u32 slot = atomicAdd(hist + bin, 1u);
+        if (slot < lim1) {
+            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
+        } else if (!whole) {
+            const u32 q = slot - above;
+            if (q < cmp) ck64[q] = ((u64)fkey(x) << 32) | (u64)idx;
         }
-#pragma unroll
-        for (int j = 0; j < BATCH; ++j) {
-            slot[j] = NONE;
-            if (i0 + (u32)j * BLK < count && x[j] >= tf) {
-                const u32 bin = ss_bin(x[j], tf, sc);
-                if (bin >= cross_bin) slot[j] = atomicAdd(hist + bin, 1u);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < BATCH; ++j)
-            if (slot[j] != NONE) ss_emit_place(x[j], idx[j], slot[j], above, lim1, whole, cmp, ck64, out);
     }
-}
-
-// The §3.7 emit of a listed survivor set: batched when the launch's knob
-// (SS_FINISH_EMIT_BATCH for SPLIT finishers, SS_ROW_EMIT_BATCH for one CTA
-// per row) is > 1, else ss_cursor_emit.
-template <int BLK, bool SPLIT, class Src>
-__device__ __forceinline__ void ss_emit_list(const Src src, u32 count, float tf, float sc, u32 cross_bin, u32 above,
-                                             u32 lim1, bool whole, u32 cmp, u32* hist, u64* ck64, i32* out) {
-    constexpr int BATCH = SPLIT ? SS_FINISH_EMIT_BATCH : SS_ROW_EMIT_BATCH;
-    if constexpr (BATCH > 1)
-        ss_cursor_emit_batched<BLK, BATCH>(src, count, tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
-    else
-        ss_cursor_emit<BLK>(src, count, tf, sc, cross_bin, above, lim1, whole, cmp, hist, ck64, out);
 }
 
 template <int BLK, int U, bool SPLIT>
@@ -797,26 +722,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
         if (total <= SS_GCAP) {
             from_slab = total > p.scap;
-            // Slab entry i into the histogram (and the staging, when it fits).
-            const auto take = [&](u64 v, u32 i) {
+            for (u32 i = t; i < total; i += BLK) {
+                const u64 v = ld_cg_u64(slab + i);
                 red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
                 if (!from_slab) stage[i] = v;
-            };
-#if SS_SLAB_BATCH > 1
-            for (u32 i0 = t; i0 < total; i0 += (u32)(BLK * SS_SLAB_BATCH)) {
-                u64 v[SS_SLAB_BATCH];
-#pragma unroll
-                for (int j = 0; j < SS_SLAB_BATCH; ++j) {
-                    const u32 i = i0 + (u32)j * BLK;
-                    v[j] = i < total ? ld_cg_u64(slab + i) : 0ull;
-                }
-#pragma unroll
-                for (int j = 0; j < SS_SLAB_BATCH; ++j)
-                    if (i0 + (u32)j * BLK < total) take(v[j], i0 + (u32)j * BLK);
             }
-#else
-            for (u32 i = t; i < total; i += BLK) take(ld_cg_u64(slab + i), i);
-#endif
             __syncthreads();
             if (warp_id() == 0u) {
                 const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
@@ -852,11 +762,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             if (SPLIT && from_slab) {
                 SsSrcSlab src;
                 src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-                ss_emit_list<BLK, SPLIT>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
             } else {
                 SsSrcStage src;
                 src.p = stage;
-                ss_emit_list<BLK, SPLIT>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
+                ss_cursor_emit<BLK>(src, list_n, TF, SC, cr.bin, cr.above, lim1, whole, p.cmp, s.hist, ck64, E);
             }
         } else {  // staging overflowed (non-split): re-sweep the row, same test and bin
             SsSrcRow src;

@@ -407,32 +407,23 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
-fn the_batched_emits_and_slab_reads_stay_exact() {
-    // SS_SLAB_BATCH / SS_FINISH_EMIT_BATCH / SS_ROW_EMIT_BATCH
-    // (GVR_SS_MAIN_DEFINES): the SPLIT finisher reads the slab, and both it
-    // and one-CTA rows emit, B survivors per thread at a time. A power of two
-    // and an odd batch, on the constructed paths (planned one-CTA and SPLIT
-    // rows: same path bits as the model), the small-CTA sweep (lists of a few
-    // to thousands of survivors per 64-thread CTA) and soak rounds.
-    for batch in [8, 3] {
-        let defines = vec![
-            format!("-DSS_SLAB_BATCH={batch}"),
-            format!("-DSS_FINISH_EMIT_BATCH={batch}"),
-            format!("-DSS_ROW_EMIT_BATCH={batch}"),
-        ];
-        let Some(exe) = build_emulator(&defines) else {
-            return;
-        };
-        constructed_paths_follow_the_model(&exe, &format!("batch {batch}"));
-        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-        for seed in ss_support::soak_seeds(4, 0x50A4_0B00 + batch as u64) {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
-            if rng.random_bool(0.5) {
-                soak_small_cta_round(&exe, &mut rng, k, seed);
-            } else {
-                soak_planned_round(&exe, &mut rng, k, seed);
-            }
+fn the_kept_sample_stays_exact() {
+    // SS_SAMPLE_KEEP (GVR_SS_MAIN_DEFINES): SPLIT threads histogram their
+    // first sample unit from registers instead of reading it again. On the
+    // constructed paths (planned one-CTA and SPLIT rows: same path bits as
+    // the model), the small-CTA sweep and soak rounds.
+    let Some(exe) = build_emulator(&["-DSS_SAMPLE_KEEP=1".to_string()]) else {
+        return;
+    };
+    constructed_paths_follow_the_model(&exe, "kept sample");
+    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    for seed in ss_support::soak_seeds(4, 0x50A4_0B08) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
+        if rng.random_bool(0.5) {
+            soak_small_cta_round(&exe, &mut rng, k, seed);
+        } else {
+            soak_planned_round(&exe, &mut rng, k, seed);
         }
     }
 }

@@ -403,7 +403,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 14] = [
+const TUNABLE_DEFINES: [TuningKnob; 11] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_SAMPLE_KEEP", 0, 1),
     ("SS_PIPELINE", 0, 1),
@@ -415,9 +415,6 @@ const TUNABLE_DEFINES: [TuningKnob; 14] = [
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
     ("SS_MAIN_STAGE_OUT", 0, 2),
-    ("SS_SLAB_BATCH", 1, 16),
-    ("SS_FINISH_EMIT_BATCH", 1, 16),
-    ("SS_ROW_EMIT_BATCH", 1, 16),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
