@@ -78,7 +78,7 @@ fn the_table_groups_the_commands_records() {
     );
     // Pass: 2 and 4 µs → median 3; spans 6 and 8 µs → 7; floor 3 and 5 → 4.
     assert!(
-        text.contains("| ss | clus | N<=64K | B=1 | 2 | 10.00 | 7.00 | 9.00 | 4.00 | 1.00 | – | – | 3.00 | – | – | – | 1.00 |"),
+        text.contains("| ss | clus | N<=64K | B=1 | 2 | 10.00 | 7.00 | 9.00 | 4.00 | 1.00 | – | – | – | 3.00 | – | – | – | 1.00 |"),
         "{text}"
     );
 }

@@ -535,7 +535,7 @@ mod tests {
         assert_eq!(at("sample"), None);
         assert_eq!(r.launch_us(), Some(5.0));
         let md = table(&[r]);
-        assert!(md.contains("| v32_64k_L00@b1 | ss | clus/cs8/u2 | exact | 11.00 | 5.00 | 1.00 | – | – | 2.00 |"), "{md}");
+        assert!(md.contains("| v32_64k_L00@b1 | ss | clus/cs8/u2 | exact | 11.00 | 5.00 | 1.00 | – | – | – | 2.00 |"), "{md}");
         assert!(md.contains("2.000–2.000 GHz"), "{md}");
         let mut device_clock = record("exact", vec![launch(10)]);
         device_clock.clock_source = ClockSource::Device;
