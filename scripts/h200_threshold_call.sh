@@ -6,7 +6,8 @@
 # is packed into $OUT/threshold_call.tgz (the device returns at most 8 files).
 #
 # Usage (device, after unpacking the binary): OUT=$OUT GVR_BIN=devbin/x/gvr-bench \
-#   [CALL_S=470] bash scripts/h200_threshold_call.sh
+#   [CALL_S=470] [PHASES_S=200] [EXP_S=200] bash scripts/h200_threshold_call.sh
+# (CALL_S: the call's seconds; the torch/floor step runs only if > 150 s are left)
 set -u
 : "${OUT:?set OUT}"
 T0=$SECONDS
@@ -20,8 +21,8 @@ tl() { echo "$* at $((SECONDS-T0)) s" | tee -a $W/timeline.txt; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > $W/gpu.txt 2>&1
 $B capture synth --out $CAPS --steps 4 --seed 0 > $W/synth.log 2>&1; tl "synth rc=$?"
 # 1. phases of the route's picks, with the histogram mark
-STEP_TIMEOUT=90 SMALL_SAMPLE=160 BIG_SAMPLE=40 OUT=$W GVR_BIN=$B CAPS=$CAPS \
-  timeout 200 bash scripts/h200_phases.sh > $W/phases.stdout 2>&1; tl "phases rc=$?"
+STEP_TIMEOUT=$((${PHASES_S:-200} / 2 - 5)) SMALL_SAMPLE=160 BIG_SAMPLE=40 OUT=$W GVR_BIN=$B CAPS=$CAPS \
+  timeout ${PHASES_S:-200} bash scripts/h200_phases.sh > $W/phases.stdout 2>&1; tl "phases rc=$?"
 # 2. ss-main SPLIT phases: base, keep, no slice prefetch
 P='phases --grid grids/dsa886.csv --arms ss-main --batches 1,8 --n-min 130000 --sample 12 --reps 5'
 for v in base:- keep:SS_SAMPLE_KEEP=1 nopf:SS_L2_START_SPLIT=0; do
@@ -37,7 +38,7 @@ keep|$K|grid $S
 base2|-|grid $S
 keep2|$K|grid $S
 cert|$K|certify --arms ss-main --poison-pad --grid grids/dsa886.csv --batches 1,2,8,32 --n-min 30000 --sample 80 --soak 20"
-EXPERIMENTS="$E" BUDGET_S=200 OUT=$W GVR_BIN=$B CAPS=$CAPS timeout 215 bash scripts/h200_experiments.sh > $W/exp.stdout 2>&1
+EXPERIMENTS="$E" BUDGET_S=${EXP_S:-200} OUT=$W GVR_BIN=$B CAPS=$CAPS timeout $((${EXP_S:-200} + 15)) bash scripts/h200_experiments.sh > $W/exp.stdout 2>&1
 tl "experiments rc=$?"
 # 4. torch against the floor, one run (what is left of the call)
 LEFT=$((${CALL_S:-480} - (SECONDS - T0)))
