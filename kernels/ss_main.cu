@@ -90,13 +90,6 @@
 #ifndef SS_MAIN_SAMPLE_AHEAD
 #define SS_MAIN_SAMPLE_AHEAD 1
 #endif
-// 1: each thread keeps its first sample unit in registers from the min/max
-// read to the histogram read instead of loading it again (a second L1 or L2
-// round trip inside the threshold phase; every SPLIT thread has at most one
-// unit). SPLIT entries only: ss_main_b1024_u4 spills 12 B with it. 0: read again.
-#ifndef SS_SAMPLE_KEEP
-#define SS_SAMPLE_KEEP 0
-#endif
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
@@ -491,16 +484,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    constexpr bool keep = SS_SAMPLE_KEEP != 0 && SPLIT;
-    float4 kept_a = {0.f, 0.f, 0.f, 0.f}, kept_b = kept_a;
     for (u32 j = t; j < (rs.smp << ush); j += BLK) {
         const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
         float4 a, b;
         sample0.take(ahead_hit && j == t, unit, a, b);
-        if (keep && j == t) {
-            kept_a = a;
-            kept_b = b;
-        }
         const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -535,14 +522,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         const float sc = __fdiv_rn(1.f, w);
         for (u32 j = t; j < (rs.smp << ush); j += BLK) {
             const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-            float4 a, b;
-            if (keep && j == t) {
-                a = kept_a;
-                b = kept_b;
-            } else {
-                a = ldg_nc_f4(unit);
-                b = ldg_nc_f4(unit + 4);
-            }
+            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
             const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
             for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);

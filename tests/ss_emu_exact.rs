@@ -407,28 +407,6 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
-fn the_kept_sample_stays_exact() {
-    // SS_SAMPLE_KEEP (GVR_SS_MAIN_DEFINES): SPLIT threads histogram their
-    // first sample unit from registers instead of reading it again. On the
-    // constructed paths (planned one-CTA and SPLIT rows: same path bits as
-    // the model), the small-CTA sweep and soak rounds.
-    let Some(exe) = build_emulator(&["-DSS_SAMPLE_KEEP=1".to_string()]) else {
-        return;
-    };
-    constructed_paths_follow_the_model(&exe, "kept sample");
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-    for seed in ss_support::soak_seeds(4, 0x50A4_0B08) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
-        if rng.random_bool(0.5) {
-            soak_small_cta_round(&exe, &mut rng, k, seed);
-        } else {
-            soak_planned_round(&exe, &mut rng, k, seed);
-        }
-    }
-}
-
-#[test]
 fn the_output_forms_stay_exact() {
     // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
     // past the list (the tiny capacities of the sweep leave no room: the

@@ -403,9 +403,8 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 11] = [
+const TUNABLE_DEFINES: [TuningKnob; 10] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
-    ("SS_SAMPLE_KEEP", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
