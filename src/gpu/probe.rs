@@ -141,9 +141,17 @@ impl CtaStamps {
         Ok(out)
     }
 
+    /// The clock at `mark` (`None`: not passed).
+    fn clock(&self, mark: Mark) -> Option<u64> {
+        MARKS
+            .iter()
+            .position(|&m| m == mark)
+            .and_then(|i| self.clocks[i])
+    }
+
     /// Entry to exit in cycles (0 without an exit stamp).
     pub fn span_cycles(&self) -> u64 {
-        match (self.clocks[0], self.clocks[MARKS.len() - 1]) {
+        match (self.clocks[0], self.clock(Mark::Exit)) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
         }
@@ -316,6 +324,35 @@ mod tests {
         assert!(header.contains(&format!("#define SS_PROBE_SLOTS {PROBE_SLOTS}u")));
         assert!(header.contains("gvr_phase_stamps[SS_PROBE_CTAS * SS_PROBE_SLOTS]"));
         assert!(header.contains(&format!("#ifndef {PROBE_DEFINE}")));
+    }
+
+    #[test]
+    fn the_histogram_stamp_in_slot_9_is_read_between_sample_and_threshold() {
+        let r = row(
+            &[
+                (Mark::Entry, 1000),
+                (Mark::Len, 1100),
+                (Mark::Sample, 1300),
+                (Mark::Hist, 1600),
+                (Mark::Threshold, 2000),
+                (Mark::Exit, 2500),
+            ],
+            1,
+            (10, 20),
+        );
+        assert_eq!(r[9], 1600, "the histogram stamp's slot");
+        let ctas = parse_stamps(&r);
+        assert_eq!(
+            ctas[0].intervals().unwrap(),
+            vec![
+                ("length", 100),
+                ("sample", 200),
+                ("histogram", 300),
+                ("threshold", 400),
+                ("finish", 500)
+            ]
+        );
+        assert_eq!(ctas[0].span_cycles(), 1500);
     }
 
     #[test]
