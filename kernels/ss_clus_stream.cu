@@ -206,6 +206,13 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #ifndef CL_SAMPLE_AHEAD
 #define CL_SAMPLE_AHEAD 1
 #endif
+
+// 1: the sample ladder's width is the exact product by 1/256 (bit-identical
+// to the division) and the barrier between reading the scan's result and
+// writing the ladder is left out, as SS_THRESHOLD_TRIM of ss_main.cu.
+#ifndef SS_THRESHOLD_TRIM
+#define SS_THRESHOLD_TRIM 0
+#endif
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
                                             u32 redirect, float tf, float sc, u32 scap, u64* stage, u32* hist,
@@ -431,7 +438,8 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         float w = 0.f, t3 = NEG_INF, tk = NEG_INF;
         bool rung3 = false;
         if (sok) {
-            w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
+            w = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
+                                  : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
             const float sc = __fdiv_rn(1.f, w);
             for (u32 j = t; j < 2u * rs.smp; j += BLK) {
                 const u32 unit = j < rs.smp ? j : j - rs.smp;
@@ -458,7 +466,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
                 t3 = __fmaf_rn((float)b3.bin, w, smin);
                 rung3 = true;
             }
-            __syncthreads();  // cross / total are rewritten later
+            if (!SS_THRESHOLD_TRIM) __syncthreads();  // cross / total are rewritten later
         }
         if (T > NEG_INF) {
             CL_TRACE(CL_TR_SAMPLE);
@@ -507,7 +515,8 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         const float h_cap = __uint_as_float(sc_[CL_S_LAD_H]);
         float hi = fmaxf(__uint_as_float(sc_[CL_S_LAD_GMAX]), T);
         if (h_cap > T && h_cap < hi) hi = h_cap;
-        float wd = __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
+        float wd = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
+                                     : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width

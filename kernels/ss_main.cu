@@ -91,6 +91,24 @@
 #define SS_MAIN_SAMPLE_AHEAD 1
 #endif
 
+// SPLIT hand-off fences (§3.6; kernels/TUNING.md 2026-12-05c): 0 every
+// thread `__threadfence()` (fence.sc.gpu) before the arrival and in the last
+// arriver; 1 the same with fence.acq_rel.gpu (all a message-passing hand-off
+// needs); 2 one fence.acq_rel.gpu by the arriving thread after the CTA
+// barrier (the barrier orders the CTA's slab writes before it) and one after
+// its atomic in the last arriver, before the barrier that releases the CTA.
+#ifndef SS_HANDOFF_FENCE
+#define SS_HANDOFF_FENCE 0
+#endif
+
+// 1: the sample ladder's width is the exact product by 1/256 (bit-identical
+// to the division) and the barrier between reading the scan's result and
+// writing the ladder is left out (no thread writes the scan's result before
+// the next barrier). 0: division and barrier as before.
+#ifndef SS_THRESHOLD_TRIM
+#define SS_THRESHOLD_TRIM 0
+#endif
+
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -518,7 +536,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     b3.valid = 0u;
     b3.bin = 0u;
     if (sok) {
-        w = __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
+        w = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
+                              : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
         for (u32 j = t; j < (rs.smp << ush); j += BLK) {
             const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
@@ -545,7 +564,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 H = fmaxf(__fmaf_rn(4.f, d, T), __fmaf_rn(8.f, w, T));
             }
         }
-        __syncthreads();  // s.total / s.cross are rewritten later
+        if (!SS_THRESHOLD_TRIM) __syncthreads();  // s.total / s.cross are rewritten later
     }
     bool gathered = false;
     float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
@@ -591,7 +610,8 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         const float h_cap = s.lad_h;
         float hi = fmaxf(s.lad_gmax, T);
         if (h_cap > T && h_cap < hi) hi = h_cap;
-        float wd = __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
+        float wd = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
+                                     : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
@@ -685,15 +705,22 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
             }
         }
-        __threadfence();  // release this CTA's slab writes (every writer fences)
+        if (SS_HANDOFF_FENCE == 0) __threadfence();  // release this CTA's slab writes (every writer fences)
+        if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();
         __syncthreads();
-        if (t == 0u) s.don_old = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
-                                           (1ull << 32) + (unsigned long long)myn);
+        if (t == 0u) {
+            if (SS_HANDOFF_FENCE == 2) fence_acq_rel_gpu();  // cumulative over the barrier above
+            const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
+                                          (1ull << 32) + (unsigned long long)myn);
+            if (SS_HANDOFF_FENCE == 2 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
+            s.don_old = arrived;
+        }
         __syncthreads();
         const u64 old = s.don_old;
         if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
         SS_PROBE(SS_MARK_HANDOFF);
-        __threadfence();                            // acquire the other parts' slab writes
+        if (SS_HANDOFF_FENCE == 0) __threadfence();  // acquire the other parts' slab writes
+        if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();
         if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
             g_off[row] = 0u;
             g_don[row] = 0ull;

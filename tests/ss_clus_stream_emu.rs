@@ -553,7 +553,29 @@ fn a_row_shorter_than_planned_samples_its_own_schedule() {
 #[test]
 fn randomized_rows_match_the_reference() {
     let Some(exe) = emulator() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(1234);
+    randomized_rounds(exe, 1234);
+}
+
+#[test]
+fn the_threshold_trim_build_stays_exact() {
+    // GVR_SS_CLUS_DEFINES=SS_THRESHOLD_TRIM=1: the threshold phase without
+    // its middle barrier; the ladder paths and random rounds as above.
+    let Some(exe) = build_emulator(&["-DSS_THRESHOLD_TRIM=1".to_string()]) else {
+        return;
+    };
+    let (b, l) = constructed_ladder_rows();
+    let plain = emulator().map(|plain| emu_check(plain, &b, &l, "constructed"));
+    let trimmed = emu_check(&exe, &b, &l, "trim constructed");
+    if let Some(plain) = plain {
+        assert_eq!(trimmed, plain, "the trim build takes the same ladder paths");
+    }
+    randomized_rounds(&exe, 4321);
+}
+
+/// Twelve random launches of small clusters (shapes, k, capacities,
+/// generators, hint modes), each checked against the reference.
+fn randomized_rounds(exe: &Path, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let generators = row_generators();
     let shapes = [(64u32, 1u32), (64, 2), (64, 8), (128, 1), (128, 4)];
     for round in 0..12 {

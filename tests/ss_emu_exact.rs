@@ -407,6 +407,28 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
+fn the_handoff_fence_and_threshold_trim_variants_stay_exact() {
+    // GVR_SS_MAIN_DEFINES: the SPLIT hand-off with acquire-release fences
+    // (every thread, or the arriving thread after the barrier) and the
+    // threshold phase without its middle barrier. The emulator's fences are
+    // no-ops, so this checks the restructured arrival and the barrier
+    // count; the memory ordering itself is the PTX model's (kernels/ss_main.cu).
+    for defines in [
+        vec!["-DSS_HANDOFF_FENCE=1".to_string()],
+        vec![
+            "-DSS_HANDOFF_FENCE=2".to_string(),
+            "-DSS_THRESHOLD_TRIM=1".to_string(),
+        ],
+    ] {
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+        constructed_paths_follow_the_model(&exe, &defines.join(" "));
+    }
+}
+
+#[test]
 fn the_output_forms_stay_exact() {
     // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
     // past the list (the tiny capacities of the sweep leave no room: the
