@@ -303,7 +303,17 @@ __device__ __forceinline__ u64 ss_pack(float x, u32 idx) {
 // `mode`. Returns the histogram total to every lane of warp 0; lane 0..31
 // write `res[i]` for the owning lane only, so the caller must barrier before
 // other warps read `res`.
+//
+// SS_SCAN_FORM 1 finds each crossing without the serial walk over the
+// owner's eight bins: the sums after(j) + h[j] fall with j, so the bins
+// reaching the target are a prefix 0..c-1 of the lane's and the crossing is
+// bin c - 1 (c = 0: the fake crossing, bin 0) — eight independent compares
+// and selects instead of a dependent chain. Same results in every field
+// (tests/ss_emu_exact.rs compares the two builds' outputs bit for bit).
 // ---------------------------------------------------------------------------
+#ifndef SS_SCAN_FORM
+#define SS_SCAN_FORM 0
+#endif
 __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsCross* res, int mode) {
     const u32 lane = lane_id();
     uint4 lo4 = *reinterpret_cast<const uint4*>(hist + lane * 8u);
@@ -316,6 +326,50 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
     const u32 total = __shfl_sync(GVR_FULL_MASK, incl, 31);
     const u32 after_lane = total - incl;  // count in bins owned by higher lanes
     const u32 targets[3] = {t0, t1, t2};
+#if SS_SCAN_FORM == 1
+    u32 after[8];  // after[j]: the count in every bin above bin 8·lane + j
+    {
+        u32 run = after_lane;
+#pragma unroll
+        for (int j = 7; j >= 0; --j) {
+            after[j] = run;
+            run += h[j];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        const u32 t = targets[i];
+        if (t == 0u) {
+            if (lane == 0u) res[i].valid = 0u;
+            continue;
+        }
+        const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
+        if (owns) {
+            u32 c = 0u;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) c += after[j] + h[j] >= t ? 1u : 0u;
+            const u32 js = c > 0u ? c - 1u : 0u;
+            u32 above = after[0], m = h[0];
+#pragma unroll
+            for (int j = 1; j < 8; ++j) {
+                above = js == (u32)j ? after[j] : above;
+                m = js == (u32)j ? h[j] : m;
+            }
+            res[i].bin = lane * 8u + js;
+            res[i].above = above;
+            res[i].m = m;
+            res[i].valid = 1u;
+        }
+    }
+    if (mode == SS_SCAN_CURSOR) {
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(after[0], after[1], after[2], after[3]);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(after[4], after[5], after[6], after[7]);
+    } else {
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    return total;
+#else
 #pragma unroll
     for (int i = 0; i < 3; ++i) {
         const u32 t = targets[i];
@@ -366,6 +420,7 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
         *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
     }
     return total;
+#endif
 }
 
 // Each warp's min / max to red[warp] / red[32 + warp], then a barrier.

@@ -572,6 +572,25 @@ fn the_threshold_trim_build_stays_exact() {
     randomized_rounds(&exe, 4321);
 }
 
+#[test]
+fn the_parallel_crossing_scan_build_stays_exact() {
+    // SS_SCAN_FORM=1 (kernels/ss_common.cuh `ss_scan256`): the same crossings,
+    // so the constructed rows take the same paths as the default build's.
+    let Some(exe) = build_emulator(&["-DSS_SCAN_FORM=1".to_string()]) else {
+        return;
+    };
+    let (b, l) = constructed_ladder_rows();
+    let plain = emulator().map(|plain| emu_check(plain, &b, &l, "constructed"));
+    let counted = emu_check(&exe, &b, &l, "scan form 1 constructed");
+    if let Some(plain) = plain {
+        assert_eq!(
+            counted, plain,
+            "the counted scan takes the same ladder paths"
+        );
+    }
+    randomized_rounds(&exe, 5678);
+}
+
 /// Twelve random launches of small clusters (shapes, k, capacities,
 /// generators, hint modes), each checked against the reference.
 fn randomized_rounds(exe: &Path, seed: u64) {

@@ -136,6 +136,27 @@ fn emu_check_as(
     label: &str,
 ) -> Vec<u32> {
     let b = input;
+    let words = launch_words(b, launch);
+    let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
+    let (out, trace) = (out.as_slice(), trace.as_slice());
+    // Check the emulated prefix as a batch of its own.
+    let rows = launch.rows;
+    let prefix = Batch {
+        rows,
+        npad: check.npad,
+        k: check.k,
+        logits: check.logits[..rows * check.npad].to_vec(),
+        n: check.n[..rows].to_vec(),
+        hints: check.hints[..rows * check.k].to_vec(),
+        varlen: None,
+    };
+    let status = check_batch(&prefix, &out[..rows * b.k]);
+    assert!(status.is_exact(), "{label}: {status:?}");
+    trace[..rows].iter().map(|&t| t as u32).collect()
+}
+
+/// The emulator's input header and launch scalars of `launch` over `b`.
+fn launch_words(b: &Batch, launch: &EmuLaunch) -> Vec<u32> {
     let a = &launch.args;
     let dyn_smem = (a.scap as usize + 4 + a.cmp as usize + 1) * 8;
     let header = [
@@ -172,23 +193,7 @@ fn emu_check_as(
         a.floor_coef,
         a.unit_shift,
     ];
-    let words: Vec<u32> = header.iter().chain(&params).copied().collect();
-    let (out, trace) = ss_support::run_emulator(exe, label, &words, b);
-    let (out, trace) = (out.as_slice(), trace.as_slice());
-    // Check the emulated prefix as a batch of its own.
-    let rows = launch.rows;
-    let prefix = Batch {
-        rows,
-        npad: check.npad,
-        k: check.k,
-        logits: check.logits[..rows * check.npad].to_vec(),
-        n: check.n[..rows].to_vec(),
-        hints: check.hints[..rows * check.k].to_vec(),
-        varlen: None,
-    };
-    let status = check_batch(&prefix, &out[..rows * b.k]);
-    assert!(status.is_exact(), "{label}: {status:?}");
-    trace[..rows].iter().map(|&t| t as u32).collect()
+    header.iter().chain(&params).copied().collect()
 }
 
 /// The kernel's SS_TR_* bits a row must report for the CPU model's path
@@ -426,6 +431,48 @@ fn the_handoff_fence_and_threshold_trim_variants_stay_exact() {
         small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
         constructed_paths_follow_the_model(&exe, &defines.join(" "));
     }
+}
+
+#[test]
+fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
+    // SS_SCAN_FORM=1 (kernels/ss_common.cuh `ss_scan256`): the crossing of
+    // each target found by counting instead of a walk. Every field it returns
+    // must equal the walk's, so the kernel's outputs (index order included)
+    // and path bits are the same as the default build's on every launch of
+    // the sweep, and the build still follows the model on the constructed
+    // paths.
+    let Some(plain) = emulator() else { return };
+    let Some(counted) = build_emulator(&["-DSS_SCAN_FORM=1".to_string()]) else {
+        return;
+    };
+    let generators = row_generators();
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5CA4);
+    let mut launches = 0;
+    for (k, n) in [
+        (512usize, 700usize),
+        (512, 6_001),
+        (1024, 12_345),
+        (2048, 20_000),
+    ] {
+        for g in &generators {
+            let rows: Vec<Vec<f32>> = (0..2)
+                .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, n))
+                .collect();
+            let b = batch(&rows, &[], k);
+            for &spec in &SMALL_CTA_LAUNCHES {
+                let launch = small_cta_launch(&b, spec, n);
+                let words = launch_words(&b, &launch);
+                let label = format!("{} n={n} k={k} launch {spec:?}", g.name);
+                let a = ss_support::run_emulator(plain, &label, &words, &b);
+                let c = ss_support::run_emulator(&counted, &label, &words, &b);
+                assert_eq!(a, c, "{label}: outputs or path bits differ");
+                launches += 1;
+            }
+        }
+    }
+    assert!(launches > 0);
+    constructed_paths_follow_the_model(&counted, "SS_SCAN_FORM=1");
+    small_cta_sweep(&counted, &SMALL_CTA_LAUNCHES);
 }
 
 #[test]

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One H200 device call (~8 min; NOTES "What to do next" item 0): same-run A/B of the
+# small-B chain trims prepared in the twenty-third session, all default off —
+#   SS_SCAN_FORM=1       ss_scan256 finds crossings by counting (main + clus),
+#   SS_THRESHOLD_TRIM=1  no middle barrier in the threshold phase (main + clus),
+#   SS_HANDOFF_FENCE=1|2 SPLIT hand-off with acquire-release fences (main),
+# each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
+# phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
+# a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
+#
+# Usage (device, after unpacking the binary): OUT=$OUT GVR_BIN=devbin/x/gvr-bench \
+#   [BUDGET_S=530] bash scripts/h200_chain_trims_call.sh
+# Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
+#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rboth,rbase2:ss-main).
+set -u
+: "${OUT:?set OUT}"
+B="${GVR_BIN:-target/release/gvr-bench}"
+G="--grid grids/dsa886.csv"
+RUNS=/tmp/experiments/runs
+SPL="grid $G --batches 1,2,4,8,16,32 --n-min 100000 --arms ss-main,radix"
+CLU="grid $G --batches 1,2,4,8,16,32 --n-min 32768 --sample 600 --arms ss-clus,radix"
+BIG="grid $G --batches 256,1024 --n-min 60000 --sample 240 --arms ss-main,radix"
+PHM="phases $G --arms ss-main --batches 1,2,4,8 --n-min 100000 --sample 48 --reps 5"
+PHC="phases $G --arms ss-clus --batches 1,2,4,8 --n-min 16000 --sample 48 --reps 5"
+M=GVR_SS_MAIN_DEFINES
+C=GVR_SS_CLUS_DEFINES
+ALL3=SS_SCAN_FORM=1,SS_THRESHOLD_TRIM=1,SS_HANDOFF_FENCE=2
+BOTH=SS_SCAN_FORM=1,SS_THRESHOLD_TRIM=1
+ARMS=radix,radix-mcta,filtered,gvr1,ss,ss-main,ss-main-base,ss-reg,ss-clus,ss-varlen,ss-varlen-hints,ss-regclus
+EXPERIMENTS="base|-|$SPL
+scan|$M=SS_SCAN_FORM=1|$SPL
+trim|$M=SS_THRESHOLD_TRIM=1|$SPL
+f1|$M=SS_HANDOFF_FENCE=1|$SPL
+f2|$M=SS_HANDOFF_FENCE=2|$SPL
+all3|$M=$ALL3|$SPL
+ph_base|-|$PHM --out $RUNS/ph_base
+ph_all3|$M=$ALL3|$PHM --out $RUNS/ph_all3
+cert_all3|$M=$ALL3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
+cbase|-|$CLU
+cscan|$C=SS_SCAN_FORM=1|$CLU
+ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
+cboth|$C=$BOTH|$CLU
+ph_cbase|-|$PHC --out $RUNS/ph_cbase
+ph_cboth|$C=$BOTH|$PHC --out $RUNS/ph_cboth
+cert_cboth|$C=$BOTH|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
+soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
+base2|-|$SPL
+all3_2|$M=$ALL3|$SPL
+scan_2|$M=SS_SCAN_FORM=1|$SPL
+rbase|-|$BIG
+rboth|$M=$BOTH|$BIG
+cbase2|-|$CLU
+cboth2|$C=$BOTH|$CLU
+rbase2|-|$BIG
+rboth2|$M=$BOTH|$BIG"
+EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-530}" \
+  bash scripts/h200_experiments.sh > /dev/null 2>&1
+tail -n 3 /tmp/experiments/experiments.log
+grep -c "rc=0" /tmp/experiments/experiments.log
+grep "rc=[1-9]" /tmp/experiments/experiments.log
