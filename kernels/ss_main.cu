@@ -109,6 +109,18 @@
 #define SS_THRESHOLD_TRIM 0
 #endif
 
+// Sample pairs a thread reads per trip of the sample's min/max loop and of
+// its histogram loop (the first pair, loaded ahead of the row length, stays
+// on its own). 1: one pair per trip; the SASS of the one-CTA entries then
+// also consumes the pair's first float4 before loading its second, so a
+// thread with P pairs waits on up to 2P − 1 dependent DRAM / L2 trips (phases
+// of 262K rows at K 1,024: sample 5.5–8.4 µs, histogram 3.3–5.2 µs for 2–4
+// pairs per thread). 2: two pairs' loads go out before either is used (4
+// spills ss_main's cubin). Same min/max and the same histogram either way.
+#ifndef SS_SAMPLE_BATCH
+#define SS_SAMPLE_BATCH 1
+#endif
+
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -212,6 +224,72 @@ struct SsRowSched {
 // The offset is inside the row (< n < 2^31), so 32-bit arithmetic.
 __device__ __forceinline__ const float* ss_sample_pair(const float* X, u32 j, u32 ss2, u32 sh) {
     return X + ((((j >> sh) * ss2) << (3u + sh)) + ((j & ((1u << sh) - 1u)) << 3));
+}
+
+// Fold the eight values of a sample pair into the key range (NaN ignored, as
+// fmin / fmax do).
+__device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u32& kmax) {
+    const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        if (vals[e] == vals[e]) {
+            const u32 key = fkey(vals[e]);
+            kmin = kmin < key ? kmin : key;
+            kmax = kmax > key ? kmax : key;
+        }
+    }
+}
+
+// Pairs [j0, lim) of the thread (stride BLK), SS_SAMPLE_BATCH at a time: every
+// load of a batch is issued before any value of it is used.
+template <int BLK>
+__device__ __forceinline__ void ss_sample_minmax_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, u32& kmin,
+                                                         u32& kmax) {
+    constexpr int NB = SS_SAMPLE_BATCH;
+    for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
+        float4 v[2 * NB];
+#pragma unroll
+        for (int q = 0; q < NB; ++q) {
+            const u32 jq = j + (u32)(q * BLK);
+            if (jq < lim) {
+                const float* unit = ss_sample_pair(X, jq, ss2, sh);
+                v[2 * q] = ldg_nc_f4(unit);
+                v[2 * q + 1] = ldg_nc_f4(unit + 4);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < NB; ++q)
+            if (j + (u32)(q * BLK) < lim) ss_pair_minmax(v[2 * q], v[2 * q + 1], kmin, kmax);
+    }
+}
+
+// The sample's histogram over pairs [j0, lim) of the thread, SS_SAMPLE_BATCH
+// pairs' loads before their bins.
+template <int BLK>
+__device__ __forceinline__ void ss_sample_hist_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, float smin,
+                                                       float sc, u32* hist) {
+    constexpr int NB = SS_SAMPLE_BATCH;
+    for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
+        float4 v[2 * NB];
+#pragma unroll
+        for (int q = 0; q < NB; ++q) {
+            const u32 jq = j + (u32)(q * BLK);
+            if (jq < lim) {
+                const float* unit = ss_sample_pair(X, jq, ss2, sh);
+                v[2 * q] = ldg_nc_f4(unit);
+                v[2 * q + 1] = ldg_nc_f4(unit + 4);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < NB; ++q) {
+            if (j + (u32)(q * BLK) < lim) {
+                const float vals[8] = {v[2 * q].x,     v[2 * q].y,     v[2 * q].z,     v[2 * q].w,
+                                       v[2 * q + 1].x, v[2 * q + 1].y, v[2 * q + 1].z, v[2 * q + 1].w};
+#pragma unroll
+                for (int e = 0; e < 8; ++e) red_shared_add(hist + ss_bin(vals[e], smin, sc), 1u);
+            }
+        }
+    }
 }
 
 __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32 n, u32 sh) {
@@ -502,17 +580,26 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    for (u32 j = t; j < (rs.smp << ush); j += BLK) {
-        const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-        float4 a, b;
-        sample0.take(ahead_hit && j == t, unit, a, b);
-        const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    if constexpr (SS_SAMPLE_BATCH > 1) {
+        if (t < (rs.smp << ush)) {
+            float4 a, b;
+            sample0.take(ahead_hit, ss_sample_pair(X, t, rs.ss2, ush), a, b);
+            ss_pair_minmax(a, b, kmin, kmax);
+        }
+        ss_sample_minmax_batched<BLK>(X, t + BLK, rs.smp << ush, rs.ss2, ush, kmin, kmax);
+    } else {
+        for (u32 j = t; j < (rs.smp << ush); j += BLK) {
+            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
+            float4 a, b;
+            sample0.take(ahead_hit && j == t, unit, a, b);
+            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
-                const u32 key = fkey(vals[e]);
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
+            for (int e = 0; e < 8; ++e) {
+                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
+                    const u32 key = fkey(vals[e]);
+                    kmin = kmin < key ? kmin : key;
+                    kmax = kmax > key ? kmax : key;
+                }
             }
         }
     }
@@ -539,12 +626,16 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         w = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
                               : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
-        for (u32 j = t; j < (rs.smp << ush); j += BLK) {
-            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
-            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        if constexpr (SS_SAMPLE_BATCH > 1) {
+            ss_sample_hist_batched<BLK>(X, t, rs.smp << ush, rs.ss2, ush, smin, sc, s.hist);
+        } else {
+            for (u32 j = t; j < (rs.smp << ush); j += BLK) {
+                const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
+                const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+                const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-            for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
+                for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
+            }
         }
         __syncthreads();
         SS_PROBE(SS_MARK_HIST);

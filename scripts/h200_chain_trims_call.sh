@@ -4,6 +4,7 @@
 #   SS_SCAN_FORM=1       ss_scan256 finds crossings by counting (main + clus),
 #   SS_THRESHOLD_TRIM=1  no middle barrier in the threshold phase (main + clus),
 #   SS_HANDOFF_FENCE=1|2 SPLIT hand-off with acquire-release fences (main),
+#   SS_SAMPLE_BATCH=2    two sample pairs' loads per trip (main; big-B rows of 262K),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
@@ -11,7 +12,7 @@
 # Usage (device, after unpacking the binary): OUT=$OUT GVR_BIN=devbin/x/gvr-bench \
 #   [BUDGET_S=530] bash scripts/h200_chain_trims_call.sh
 # Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
-#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rboth,rbase2:ss-main).
+#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rboth,rbase2:ss-main --by k,n,b).
 set -u
 : "${OUT:?set OUT}"
 B="${GVR_BIN:-target/release/gvr-bench}"
@@ -21,6 +22,7 @@ SPL="grid $G --batches 1,2,4,8,16,32 --n-min 100000 --arms ss-main,radix"
 CLU="grid $G --batches 1,2,4,8,16,32 --n-min 32768 --sample 600 --arms ss-clus,radix"
 BIG="grid $G --batches 256,1024 --n-min 60000 --sample 240 --arms ss-main,radix"
 PHM="phases $G --arms ss-main --batches 1,2,4,8 --n-min 100000 --sample 48 --reps 5"
+PHB="phases $G --arms ss-main --batches 256,1024 --n-min 200000 --sample 12 --reps 3"
 PHC="phases $G --arms ss-clus --batches 1,2,4,8 --n-min 16000 --sample 48 --reps 5"
 M=GVR_SS_MAIN_DEFINES
 C=GVR_SS_CLUS_DEFINES
@@ -33,25 +35,27 @@ trim|$M=SS_THRESHOLD_TRIM=1|$SPL
 f1|$M=SS_HANDOFF_FENCE=1|$SPL
 f2|$M=SS_HANDOFF_FENCE=2|$SPL
 all3|$M=$ALL3|$SPL
+rbase|-|$BIG
+rsb|$M=SS_SAMPLE_BATCH=2|$BIG
+rboth|$M=$BOTH|$BIG
 ph_base|-|$PHM --out $RUNS/ph_base
 ph_all3|$M=$ALL3|$PHM --out $RUNS/ph_all3
-cert_all3|$M=$ALL3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
+ph_big_base|-|$PHB --out $RUNS/ph_big_base
+ph_big_sb|$M=SS_SAMPLE_BATCH=2|$PHB --out $RUNS/ph_big_sb
 cbase|-|$CLU
 cscan|$C=SS_SCAN_FORM=1|$CLU
 ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
 cboth|$C=$BOTH|$CLU
-ph_cbase|-|$PHC --out $RUNS/ph_cbase
-ph_cboth|$C=$BOTH|$PHC --out $RUNS/ph_cboth
+cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
 cert_cboth|$C=$BOTH|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
 base2|-|$SPL
 all3_2|$M=$ALL3|$SPL
-scan_2|$M=SS_SCAN_FORM=1|$SPL
-rbase|-|$BIG
-rboth|$M=$BOTH|$BIG
+rbase2|-|$BIG
+rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
 cbase2|-|$CLU
 cboth2|$C=$BOTH|$CLU
-rbase2|-|$BIG
+scan_2|$M=SS_SCAN_FORM=1|$SPL
 rboth2|$M=$BOTH|$BIG"
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-530}" \
   bash scripts/h200_experiments.sh > /dev/null 2>&1

@@ -87,6 +87,7 @@ fn entry_id(plan: &SsPlan) -> u32 {
 }
 
 /// One emulated launch: everything the kernel receives.
+#[derive(Clone)]
 struct EmuLaunch {
     entry: u32,
     grid_x: u32,
@@ -441,12 +442,28 @@ fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
     // and path bits are the same as the default build's on every launch of
     // the sweep, and the build still follows the model on the constructed
     // paths.
+    same_outputs_as_the_default_build("SS_SCAN_FORM=1");
+}
+
+#[test]
+fn batched_sample_loads_give_the_same_outputs_bit_for_bit() {
+    // SS_SAMPLE_BATCH=2 (kernels/ss_main.cu): two sample pairs' loads per
+    // trip of the min/max and histogram loops; the same range and histogram,
+    // so the same outputs and path bits as the default build.
+    same_outputs_as_the_default_build("SS_SAMPLE_BATCH=2");
+}
+
+/// The emulator built with `define` against the default build on the small-CTA
+/// sweep at four (k, n): identical outputs and path bits on every launch, then
+/// the constructed paths and the sweep against the model.
+fn same_outputs_as_the_default_build(define: &str) {
     let Some(plain) = emulator() else { return };
-    let Some(counted) = build_emulator(&["-DSS_SCAN_FORM=1".to_string()]) else {
+    let Some(counted) = build_emulator(&[format!("-D{define}")]) else {
         return;
     };
     let generators = row_generators();
     let mut rng = ChaCha8Rng::seed_from_u64(0x5CA4);
+    let dense_sample = ss::parse_sample_knobs("sfac=512,aim8=8").expect("sample knobs");
     let mut launches = 0;
     for (k, n) in [
         (512usize, 700usize),
@@ -461,17 +478,24 @@ fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
             let b = batch(&rows, &[], k);
             for &spec in &SMALL_CTA_LAUNCHES {
                 let launch = small_cta_launch(&b, spec, n);
-                let words = launch_words(&b, &launch);
-                let label = format!("{} n={n} k={k} launch {spec:?}", g.name);
-                let a = ss_support::run_emulator(plain, &label, &words, &b);
-                let c = ss_support::run_emulator(&counted, &label, &words, &b);
-                assert_eq!(a, c, "{label}: outputs or path bits differ");
-                launches += 1;
+                // The planned sample, and a dense one (several pairs per
+                // thread of these small CTAs, so batched loops run full
+                // batches and ragged ends).
+                let mut dense = launch.clone();
+                dense.args = ss::with_sample_knobs(dense.args, &dense_sample);
+                for (form, l) in [("planned", &launch), ("dense", &dense)] {
+                    let words = launch_words(&b, l);
+                    let label = format!("{define}: {} n={n} k={k} launch {spec:?} {form}", g.name);
+                    let a = ss_support::run_emulator(plain, &label, &words, &b);
+                    let c = ss_support::run_emulator(&counted, &label, &words, &b);
+                    assert_eq!(a, c, "{label}: outputs or path bits differ");
+                    launches += 1;
+                }
             }
         }
     }
     assert!(launches > 0);
-    constructed_paths_follow_the_model(&counted, "SS_SCAN_FORM=1");
+    constructed_paths_follow_the_model(&counted, define);
     small_cta_sweep(&counted, &SMALL_CTA_LAUNCHES);
 }
 
