@@ -242,21 +242,29 @@ __device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u3
 
 // Pairs [j0, lim) of the thread (stride BLK), SS_SAMPLE_BATCH at a time: every
 // load of a batch is issued before any value of it is used.
+// The thread's pairs j, j + BLK, ... (SS_SAMPLE_BATCH of them, those < lim)
+// into v, every load issued before any value is used.
+template <int BLK>
+__device__ __forceinline__ void ss_sample_load_batch(const float* X, u32 j, u32 lim, u32 ss2, u32 sh,
+                                                     float4 (&v)[2 * SS_SAMPLE_BATCH]) {
+#pragma unroll
+    for (int q = 0; q < SS_SAMPLE_BATCH; ++q) {
+        const u32 jq = j + (u32)(q * BLK);
+        if (jq < lim) {
+            const float* unit = ss_sample_pair(X, jq, ss2, sh);
+            v[2 * q] = ldg_nc_f4(unit);
+            v[2 * q + 1] = ldg_nc_f4(unit + 4);
+        }
+    }
+}
+
 template <int BLK>
 __device__ __forceinline__ void ss_sample_minmax_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, u32& kmin,
                                                          u32& kmax) {
     constexpr int NB = SS_SAMPLE_BATCH;
     for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
         float4 v[2 * NB];
-#pragma unroll
-        for (int q = 0; q < NB; ++q) {
-            const u32 jq = j + (u32)(q * BLK);
-            if (jq < lim) {
-                const float* unit = ss_sample_pair(X, jq, ss2, sh);
-                v[2 * q] = ldg_nc_f4(unit);
-                v[2 * q + 1] = ldg_nc_f4(unit + 4);
-            }
-        }
+        ss_sample_load_batch<BLK>(X, j, lim, ss2, sh, v);
 #pragma unroll
         for (int q = 0; q < NB; ++q)
             if (j + (u32)(q * BLK) < lim) ss_pair_minmax(v[2 * q], v[2 * q + 1], kmin, kmax);
@@ -271,15 +279,7 @@ __device__ __forceinline__ void ss_sample_hist_batched(const float* X, u32 j0, u
     constexpr int NB = SS_SAMPLE_BATCH;
     for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
         float4 v[2 * NB];
-#pragma unroll
-        for (int q = 0; q < NB; ++q) {
-            const u32 jq = j + (u32)(q * BLK);
-            if (jq < lim) {
-                const float* unit = ss_sample_pair(X, jq, ss2, sh);
-                v[2 * q] = ldg_nc_f4(unit);
-                v[2 * q + 1] = ldg_nc_f4(unit + 4);
-            }
-        }
+        ss_sample_load_batch<BLK>(X, j, lim, ss2, sh, v);
 #pragma unroll
         for (int q = 0; q < NB; ++q) {
             if (j + (u32)(q * BLK) < lim) {
