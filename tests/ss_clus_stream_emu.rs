@@ -559,36 +559,30 @@ fn randomized_rows_match_the_reference() {
 #[test]
 fn the_threshold_trim_build_stays_exact() {
     // GVR_SS_CLUS_DEFINES=SS_THRESHOLD_TRIM=1: the threshold phase without
-    // its middle barrier; the ladder paths and random rounds as above.
-    let Some(exe) = build_emulator(&["-DSS_THRESHOLD_TRIM=1".to_string()]) else {
-        return;
-    };
-    let (b, l) = constructed_ladder_rows();
-    let plain = emulator().map(|plain| emu_check(plain, &b, &l, "constructed"));
-    let trimmed = emu_check(&exe, &b, &l, "trim constructed");
-    if let Some(plain) = plain {
-        assert_eq!(trimmed, plain, "the trim build takes the same ladder paths");
-    }
-    randomized_rounds(&exe, 4321);
+    // its middle barrier.
+    knob_build_takes_the_default_paths("SS_THRESHOLD_TRIM=1", 4321);
 }
 
 #[test]
 fn the_parallel_crossing_scan_build_stays_exact() {
-    // SS_SCAN_FORM=1 (kernels/ss_common.cuh `ss_scan256`): the same crossings,
-    // so the constructed rows take the same paths as the default build's.
-    let Some(exe) = build_emulator(&["-DSS_SCAN_FORM=1".to_string()]) else {
+    // SS_SCAN_FORM=1 (kernels/ss_common.cuh `ss_scan256`): the same crossings.
+    knob_build_takes_the_default_paths("SS_SCAN_FORM=1", 5678);
+}
+
+/// The emulator built with `define`: the constructed ladder rows take the
+/// same paths as in the default build (exact, same path bits), then twelve
+/// random launches from `seed` are exact.
+fn knob_build_takes_the_default_paths(define: &str, seed: u64) {
+    let Some(exe) = build_emulator(&[format!("-D{define}")]) else {
         return;
     };
     let (b, l) = constructed_ladder_rows();
     let plain = emulator().map(|plain| emu_check(plain, &b, &l, "constructed"));
-    let counted = emu_check(&exe, &b, &l, "scan form 1 constructed");
+    let built = emu_check(&exe, &b, &l, &format!("{define} constructed"));
     if let Some(plain) = plain {
-        assert_eq!(
-            counted, plain,
-            "the counted scan takes the same ladder paths"
-        );
+        assert_eq!(built, plain, "{define}: the ladder paths differ");
     }
-    randomized_rounds(&exe, 5678);
+    randomized_rounds(&exe, seed);
 }
 
 /// Twelve random launches of small clusters (shapes, k, capacities,
