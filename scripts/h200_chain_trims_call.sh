@@ -5,12 +5,13 @@
 #   SS_THRESHOLD_TRIM=1  no middle barrier in the threshold phase (main + clus),
 #   SS_HANDOFF_FENCE=1|2 SPLIT hand-off with acquire-release fences (main),
 #   SS_SAMPLE_BATCH=2    two sample pairs' loads per trip (main; big-B rows of 262K),
+#   SS_L2_START=2        two start tiles at one-wave B 256 (an existing knob),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
 #
 # Usage (device, after unpacking the binary): OUT=$OUT GVR_BIN=devbin/x/gvr-bench \
-#   [BUDGET_S=530] bash scripts/h200_chain_trims_call.sh
+#   [BUDGET_S=555] bash scripts/h200_chain_trims_call.sh
 # Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
 #          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rboth,rbase2:ss-main --by k,n,b).
 set -u
@@ -21,6 +22,10 @@ RUNS=/tmp/experiments/runs
 SPL="grid $G --batches 1,2,4,8,16,32 --n-min 100000 --arms ss-main,radix"
 CLU="grid $G --batches 1,2,4,8,16,32 --n-min 32768 --sample 600 --arms ss-clus,radix"
 BIG="grid $G --batches 256,1024 --n-min 60000 --sample 240 --arms ss-main,radix"
+# One-wave launches (B 256): two start tiles instead of one (SS_L2_START=2 lost 2.5 % over
+# N >= 64K x B 128-1,024 in 2026-12-03d, not split by B; at one wave the fixed phases are
+# the whole gap to the floor, reports/h200/2026-12-05b)
+W1="grid $G --batches 256 --n-min 60000 --sample 120 --arms ss-main,radix"
 PHM="phases $G --arms ss-main --batches 1,2,4,8 --n-min 100000 --sample 48 --reps 5"
 PHB="phases $G --arms ss-main --batches 256,1024 --n-min 200000 --sample 12 --reps 3"
 PHC="phases $G --arms ss-clus --batches 1,2,4,8 --n-min 16000 --sample 48 --reps 5"
@@ -38,6 +43,8 @@ all3|$M=$ALL3|$SPL
 rbase|-|$BIG
 rsb|$M=SS_SAMPLE_BATCH=2|$BIG
 rboth|$M=$BOTH|$BIG
+w1base|-|$W1
+w1l2s2|$M=SS_L2_START=2|$W1
 ph_base|-|$PHM --out $RUNS/ph_base
 ph_all3|$M=$ALL3|$PHM --out $RUNS/ph_all3
 ph_big_base|-|$PHB --out $RUNS/ph_big_base
@@ -56,8 +63,10 @@ rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
 cbase2|-|$CLU
 cboth2|$C=$BOTH|$CLU
 scan_2|$M=SS_SCAN_FORM=1|$SPL
-rboth2|$M=$BOTH|$BIG"
-EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-530}" \
+rboth2|$M=$BOTH|$BIG
+w1base2|-|$W1
+w1l2s2_2|$M=SS_L2_START=2|$W1"
+EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-555}" \
   bash scripts/h200_experiments.sh > /dev/null 2>&1
 tail -n 3 /tmp/experiments/experiments.log
 grep -c "rc=0" /tmp/experiments/experiments.log
