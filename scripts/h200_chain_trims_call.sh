@@ -45,6 +45,7 @@ rsb|$M=SS_SAMPLE_BATCH=2|$BIG
 rboth|$M=$BOTH|$BIG
 w1base|-|$W1
 w1l2s2|$M=SS_L2_START=2|$W1
+w1l2s3|$M=SS_L2_START=3|$W1
 ph_base|-|$PHM --out $RUNS/ph_base
 ph_all3|$M=$ALL3|$PHM --out $RUNS/ph_all3
 ph_big_base|-|$PHB --out $RUNS/ph_big_base
