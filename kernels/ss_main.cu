@@ -121,6 +121,18 @@
 #define SS_SAMPLE_BATCH 1
 #endif
 
+// One-CTA-per-row pass (ss_row_pass_pipelined) over a row whose float4 count
+// is not a whole number of tiles, or with an n mod 4 scalar tail (every N of
+// the grid: 65,538 … 262,127): 0 walks the full tiles, then the partial tile,
+// then loads the tail scalars — one or two extra dependent DRAM trips at the
+// end of every row. 1 walks the partial piece first (inside the start
+// prefetch, which then also covers it: an L2 hit) and issues the tail scalars'
+// loads with the first tile's, admitting them after its classification.
+// Every float4 and tail value is still classified exactly once.
+#ifndef SS_PIECE_FIRST
+#define SS_PIECE_FIRST 0
+#endif
+
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
 // numbers for a row of length `n_plan`; rows of another length (varlen)
@@ -485,6 +497,78 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
+// Admit the thread's tail scalar x (NaN: none) at its element index.
+template <bool SPLIT>
+__device__ __forceinline__ void ss_admit_tail(float x, float tf, float sc, u32 scap, u64* stage, SsShared& s) {
+    if (x >= tf) {
+        const u32 e = ((s.row_len >> 2) << 2) + threadIdx.x;
+        ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+    }
+}
+
+// SS_PIECE_FIRST=1 form of ss_row_pass_pipelined: tiles end at te (the first
+// one at c0 + the partial piece, then whole tiles), and the tail scalars'
+// loads go out with the first tile's.
+template <int BLK, int U, int PFD, bool SPLIT>
+__device__ __forceinline__ void ss_row_pass_piece_first(const float* X, u32 c0, u32 c1, bool tail, u32 redirect,
+                                                        float tf, float sc, u32 scap, u64* stage, SsShared& s) {
+    static_assert(PFD >= 0 && PFD <= U, "PFD is 0..U");
+    const u32 t = threadIdx.x;
+    const u32 TILE = (u32)(BLK * U);
+    const u32 piece = (c1 - c0) % TILE;
+    u32 te = c0 + (piece != 0u ? piece : TILE);
+    if (te > c1) te = c1;
+    // The tail scalar of this thread (n mod 4 values, threads 0..2), loaded
+    // before the first tile so both arrive in one trip; NaN (never admitted,
+    // as a NaN value is not) where the thread has none, so only the value
+    // stays live across the tile's loads.
+    float x_tail = __int_as_float(0x7fc00000);
+    {
+        const u32 n = s.row_len;
+        const u32 e = ((n >> 2) << 2) + t;
+        if (tail && e < n) x_tail = ldg_nc_f(X + e);
+    }
+    float4 v[U];
+    if (PFD > 0 && c0 < c1) {
+#pragma unroll
+        for (int u = 0; u < PFD; ++u) {
+            const u32 i = c0 + (u32)u * BLK + t;
+            v[u] = ldg_nc_f4(X + (u64)(i < te ? i : redirect) * 4u);
+        }
+    }
+    bool first = true;
+    for (u32 tb = c0; tb < c1;) {  // block-uniform trip count
+#pragma unroll
+        for (int u = PFD; u < U; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            v[u] = ldg_nc_f4(X + (u64)(i < te ? i : redirect) * 4u);
+        }
+        u32 mask = 0;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 i = tb + (u32)u * BLK + t;
+            mask |= (i < te ? ss_admit_bits(v[u], tf) : 0u) << (4 * u);  // masked by index, never by value
+        }
+        if (first) {
+            first = false;
+            ss_admit_tail<SPLIT>(x_tail, tf, sc, scap, stage, s);
+        }
+        const u32 nb = te;
+        const u32 ne = c1 - nb < TILE ? c1 : nb + TILE;
+        if (PFD > 0 && nb < c1) {
+#pragma unroll
+            for (int u = 0; u < PFD; ++u) {
+                const u32 i = nb + (u32)u * BLK + t;
+                v[u] = ldg_nc_f4(X + (u64)(i < ne ? i : redirect) * 4u);
+            }
+        }
+        ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
+        tb = nb;
+        te = ne;
+    }
+    if (first) ss_admit_tail<SPLIT>(x_tail, tf, sc, scap, stage, s);  // no float4 at all (c0 == c1)
+}
+
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -612,7 +696,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // BLK 256 slices of more than 4 tiles skip it (1.1–2.2 % slower there, two
     // runs; +2–4 % up to 4 tiles).
     if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || (SPLIT && SS_L2_START_SPLIT != 0)))
-        if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U)) ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
+        if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U))
+            ss_prefetch_span<BLK>(X, c0,
+                                  (u32)(SS_L2_START * BLK * U) +
+                                      (SS_PIECE_FIRST != 0 && !SPLIT ? (c1 - c0) % (u32)(BLK * U) : 0u),
+                                  c1);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();
@@ -706,7 +794,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        if constexpr (SsPipelined<SPLIT>::value)
+        if constexpr (SsPipelined<SPLIT>::value && SS_PIECE_FIRST != 0)
+            ss_row_pass_piece_first<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
+                                                                           SC, p.scap, stage, s);
+        else if constexpr (SsPipelined<SPLIT>::value)
             ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else

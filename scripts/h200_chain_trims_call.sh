@@ -5,7 +5,9 @@
 #   SS_THRESHOLD_TRIM=1  no middle barrier in the threshold phase (main + clus),
 #   SS_HANDOFF_FENCE=1|2 SPLIT hand-off with acquire-release fences (main),
 #   SS_SAMPLE_BATCH=2    two sample pairs' loads per trip (main; big-B rows of 262K),
-#   SS_L2_START=2        two start tiles at one-wave B 256 (an existing knob),
+#   SS_PIECE_FIRST=1     the one-CTA pass walks its partial tile first, tail scalars with
+#                        the first tile (main; no dependent trip left at the pass's end),
+#   SS_L2_START=2|3      two / three start tiles at one-wave B 256 (an existing knob),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
@@ -41,9 +43,12 @@ f1|$M=SS_HANDOFF_FENCE=1|$SPL
 f2|$M=SS_HANDOFF_FENCE=2|$SPL
 all3|$M=$ALL3|$SPL
 rbase|-|$BIG
+rpf|$M=SS_PIECE_FIRST=1|$BIG
 rsb|$M=SS_SAMPLE_BATCH=2|$BIG
 rboth|$M=$BOTH|$BIG
+rbig4|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
 w1base|-|$W1
+w1pf|$M=SS_PIECE_FIRST=1|$W1
 w1l2s2|$M=SS_L2_START=2|$W1
 w1l2s3|$M=SS_L2_START=3|$W1
 ph_base|-|$PHM --out $RUNS/ph_base
@@ -54,13 +59,15 @@ cbase|-|$CLU
 cscan|$C=SS_SCAN_FORM=1|$CLU
 ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
 cboth|$C=$BOTH|$CLU
-cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
+cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
 cert_cboth|$C=$BOTH|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
 base2|-|$SPL
 all3_2|$M=$ALL3|$SPL
 rbase2|-|$BIG
+rpf_2|$M=SS_PIECE_FIRST=1|$BIG
 rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
+rbig4_2|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
 cbase2|-|$CLU
 cboth2|$C=$BOTH|$CLU
 scan_2|$M=SS_SCAN_FORM=1|$SPL

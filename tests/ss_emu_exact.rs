@@ -500,6 +500,29 @@ fn same_outputs_as_the_default_build(define: &str) {
 }
 
 #[test]
+fn the_piece_first_pass_stays_exact() {
+    // SS_PIECE_FIRST=1 (kernels/ss_main.cu): the one-CTA pass walks the
+    // partial piece of its row first and loads the tail scalars with the
+    // first tile. Rows of every length class (the sweep's 700 / 6,001 /
+    // 12,345 and the soak's mixed lengths) against the model's paths, the
+    // start prefetch's wider span bounds-checked by the emulator.
+    let Some(exe) = build_emulator(&["-DSS_PIECE_FIRST=1".to_string()]) else {
+        return;
+    };
+    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    constructed_paths_follow_the_model(&exe, "SS_PIECE_FIRST=1");
+    for seed in ss_support::soak_seeds(6, 0x9EC3_0001) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
+        if rng.random_bool(0.5) {
+            soak_small_cta_round(&exe, &mut rng, k, seed);
+        } else {
+            soak_planned_round(&exe, &mut rng, k, seed);
+        }
+    }
+}
+
+#[test]
 fn the_output_forms_stay_exact() {
     // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
     // past the list (the tiny capacities of the sweep leave no room: the

@@ -403,7 +403,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 14] = [
+const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -418,6 +418,7 @@ const TUNABLE_DEFINES: [TuningKnob; 14] = [
     ("SS_THRESHOLD_TRIM", 0, 1),
     ("SS_SCAN_FORM", 0, 1),
     ("SS_SAMPLE_BATCH", 1, 2),
+    ("SS_PIECE_FIRST", 0, 1),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
