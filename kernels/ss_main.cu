@@ -125,13 +125,16 @@
 // is not a whole number of tiles, or with an n mod 4 scalar tail (every N of
 // the grid: 65,538 … 262,127): 0 walks the full tiles, then the partial tile,
 // then loads the tail scalars — one or two extra dependent DRAM trips at the
-// end of every row. 1 walks the partial piece first (inside the start
+// end of every row. Bit 1 walks the partial piece first (inside the start
 // prefetch, which then also covers it: an L2 hit) and issues the tail scalars'
-// loads with the first tile's, admitting them after its classification.
-// Every float4 and tail value is still classified exactly once.
+// loads with the first tile's, admitting them after its classification; bit
+// 2 does the same in the SPLIT parts' plain pass (slices of 1–2 tiles: the
+// widened start prefetch then holds the whole slice). Every float4 and tail
+// value is still classified exactly once.
 #ifndef SS_PIECE_FIRST
 #define SS_PIECE_FIRST 0
 #endif
+#define SS_PIECE_FIRST_FOR(SPLIT) ((SS_PIECE_FIRST & ((SPLIT) ? 2 : 1)) != 0)
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
@@ -699,7 +702,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U))
             ss_prefetch_span<BLK>(X, c0,
                                   (u32)(SS_L2_START * BLK * U) +
-                                      (SS_PIECE_FIRST != 0 && !SPLIT ? (c1 - c0) % (u32)(BLK * U) : 0u),
+                                      (SS_PIECE_FIRST_FOR(SPLIT) ? (c1 - c0) % (u32)(BLK * U) : 0u),
                                   c1);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
@@ -794,9 +797,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        if constexpr (SsPipelined<SPLIT>::value && SS_PIECE_FIRST != 0)
-            ss_row_pass_piece_first<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
-                                                                           SC, p.scap, stage, s);
+        if constexpr (SS_PIECE_FIRST_FOR(SPLIT))  // the plain pass's piece-first form carries nothing (PFD 0)
+            ss_row_pass_piece_first<BLK, U, SsPipelined<SPLIT>::value ? SsPfd<U, SPLIT>::value : 0, SPLIT>(
+                X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
         else if constexpr (SsPipelined<SPLIT>::value)
             ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);

@@ -19,7 +19,7 @@ ab() { # ab BASE CANDS ARM [--by ...]: the candidates that ran
 }
 echo "## Exit codes"
 awk '/^== /{label=$2} /^   rc=/{print label, $1, $3, $4}' "$D/experiments.log"; echo
-have base && ab base scan,trim,f1,f2,all3,base2,all3_2,scan_2 ss-main --by k,b
+have base && ab base scan,trim,f1,f2,pf2,all3,base2,all3_2,scan_2 ss-main --by k,b
 have rbase && ab rbase rpf,rsb,rboth,rbig4,rbase2,rpf_2,rsb_2,rbig4_2,rboth2 ss-main --by k,n,b
 have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2,w1l2s2_2 ss-main --by n
 have cbase && ab cbase cscan,ctrim,cboth,cbase2,cboth2 ss-clus --by k,b

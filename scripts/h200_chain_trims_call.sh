@@ -5,8 +5,8 @@
 #   SS_THRESHOLD_TRIM=1  no middle barrier in the threshold phase (main + clus),
 #   SS_HANDOFF_FENCE=1|2 SPLIT hand-off with acquire-release fences (main),
 #   SS_SAMPLE_BATCH=2    two sample pairs' loads per trip (main; big-B rows of 262K),
-#   SS_PIECE_FIRST=1     the one-CTA pass walks its partial tile first, tail scalars with
-#                        the first tile (main; no dependent trip left at the pass's end),
+#   SS_PIECE_FIRST=1|2   the one-CTA (1) / SPLIT (2) pass walks its partial tile first, tail
+#                        scalars with the first tile (main; no dependent trip left at the end),
 #   SS_L2_START=2|3      two / three start tiles at one-wave B 256 (an existing knob),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
@@ -41,6 +41,7 @@ scan|$M=SS_SCAN_FORM=1|$SPL
 trim|$M=SS_THRESHOLD_TRIM=1|$SPL
 f1|$M=SS_HANDOFF_FENCE=1|$SPL
 f2|$M=SS_HANDOFF_FENCE=2|$SPL
+pf2|$M=SS_PIECE_FIRST=2|$SPL
 all3|$M=$ALL3|$SPL
 rbase|-|$BIG
 rpf|$M=SS_PIECE_FIRST=1|$BIG
@@ -59,7 +60,7 @@ cbase|-|$CLU
 cscan|$C=SS_SCAN_FORM=1|$CLU
 ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
 cboth|$C=$BOTH|$CLU
-cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
+cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
 cert_cboth|$C=$BOTH|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
 base2|-|$SPL

@@ -501,16 +501,17 @@ fn same_outputs_as_the_default_build(define: &str) {
 
 #[test]
 fn the_piece_first_pass_stays_exact() {
-    // SS_PIECE_FIRST=1 (kernels/ss_main.cu): the one-CTA pass walks the
-    // partial piece of its row first and loads the tail scalars with the
-    // first tile. Rows of every length class (the sweep's 700 / 6,001 /
-    // 12,345 and the soak's mixed lengths) against the model's paths, the
-    // start prefetch's wider span bounds-checked by the emulator.
-    let Some(exe) = build_emulator(&["-DSS_PIECE_FIRST=1".to_string()]) else {
+    // SS_PIECE_FIRST=3 (kernels/ss_main.cu): the one-CTA pass and the SPLIT
+    // parts' pass walk the partial piece of their slice first and load the
+    // tail scalars with the first tile. Rows of every length class (the
+    // sweep's 700 / 6,001 / 12,345 and the soak's mixed lengths) against the
+    // model's paths, the start prefetch's wider span bounds-checked by the
+    // emulator.
+    let Some(exe) = build_emulator(&["-DSS_PIECE_FIRST=3".to_string()]) else {
         return;
     };
     small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-    constructed_paths_follow_the_model(&exe, "SS_PIECE_FIRST=1");
+    constructed_paths_follow_the_model(&exe, "SS_PIECE_FIRST=3");
     for seed in ss_support::soak_seeds(6, 0x9EC3_0001) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];

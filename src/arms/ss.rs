@@ -418,7 +418,7 @@ const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_THRESHOLD_TRIM", 0, 1),
     ("SS_SCAN_FORM", 0, 1),
     ("SS_SAMPLE_BATCH", 1, 2),
-    ("SS_PIECE_FIRST", 0, 1),
+    ("SS_PIECE_FIRST", 0, 3),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
