@@ -22,7 +22,7 @@ awk '/^== /{label=$2} /^   rc=/{print label, $1, $3, $4}' "$D/experiments.log"; 
 have base && ab base scan,trim,f1,f2,pf2,all3,base2,all3_2,scan_2 ss-main --by k,b
 have rbase && ab rbase rpf,rsb,rboth,rbig4,rbase2,rpf_2,rsb_2,rbig4_2,rboth2 ss-main --by k,n,b
 have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2,w1l2s2_2 ss-main --by n
-have cbase && ab cbase cscan,ctrim,cboth,cbase2,cboth2 ss-clus --by k,b
+have cbase && ab cbase cscan,ctrim,cboth,ctail,cthree,cbase2,cboth2 ss-clus --by k,b
 for p in ph_base ph_all3 ph_big_base ph_big_sb ph_cbase ph_cboth; do
   [ -d "$R/$p" ] || continue
   echo "### phases $p"; python3 "$here/phase_table.py" "$R/$p" 2>&1 || true; echo

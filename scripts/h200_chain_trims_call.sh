@@ -7,6 +7,7 @@
 #   SS_SAMPLE_BATCH=2    two sample pairs' loads per trip (main; big-B rows of 262K),
 #   SS_PIECE_FIRST=1|2   the one-CTA (1) / SPLIT (2) pass walks its partial tile first, tail
 #                        scalars with the first tile (main; no dependent trip left at the end),
+#   CL_TAIL_FIRST=1      clus rank 0's tail scalars loaded with its first chunk,
 #   SS_L2_START=2|3      two / three start tiles at one-wave B 256 (an existing knob),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
@@ -60,8 +61,10 @@ cbase|-|$CLU
 cscan|$C=SS_SCAN_FORM=1|$CLU
 ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
 cboth|$C=$BOTH|$CLU
+ctail|$C=CL_TAIL_FIRST=1|$CLU
+cthree|$C=$BOTH,CL_TAIL_FIRST=1|$CLU
 cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
-cert_cboth|$C=$BOTH|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
+cert_cboth|$C=$BOTH,CL_TAIL_FIRST=1|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
 base2|-|$SPL
 all3_2|$M=$ALL3|$SPL

@@ -301,7 +301,11 @@ pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i
     let dir = exe.parent().expect("emulator dir");
     let mut hasher = DefaultHasher::new();
     label.hash(&mut hasher);
-    let tag = format!("{}-{:016x}", std::process::id(), hasher.finish());
+    // Tests of one process run in parallel and may reuse a label on the same
+    // emulator: a per-call number keeps their files apart.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("{}-{:016x}-{call}", std::process::id(), hasher.finish());
     let input = dir.join(format!("in-{tag}.bin"));
     let output = dir.join(format!("out-{tag}.bin"));
     std::fs::write(&input, &bytes).expect("write input");
