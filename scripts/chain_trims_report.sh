@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tables of one scripts/h200_chain_trims_call.sh call, from its unpacked tarball:
+# Tables of scripts/h200_chain_trims_call.sh, from one part's unpacked tarball:
 #   scripts/chain_trims_report.sh DIR      (DIR holds runs/ and experiments.log)
+# (part 2's second rounds: base3 / rbase3 / cbase3 are their bases.)
 # Each A/B is scripts/ab_compare.py (every case normalised by its own run's radix;
 # > 1: the candidate is faster); the phases are scripts/phase_table.py of each build.
 set -u
@@ -19,11 +20,14 @@ ab() { # ab BASE CANDS ARM [--by ...]: the candidates that ran
 }
 echo "## Exit codes"
 awk '/^== /{label=$2} /^   rc=/{print label, $1, $3, $4}' "$D/experiments.log"; echo
-have base && ab base scan,trim,f1,f2,pf2,all3,base2,all3_2,scan_2 ss-main --by k,b
-have rbase && ab rbase rpf,rsb,rboth,rbig4,rbase2,rpf_2,rsb_2,rbig4_2,rboth2 ss-main --by k,n,b
-have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2,w1l2s2_2 ss-main --by n
-have cbase && ab cbase cscan,ctrim,cboth,ctail,cthree,cbase2,cboth2 ss-clus --by k,b
-for p in ph_base ph_all3 ph_big_base ph_big_sb ph_cbase ph_cboth; do
+have base && ab base scan,trim,f1,f2,pf2,all3,base2 ss-main --by k,b
+have base3 && ab base3 all3_2,pf2_2 ss-main --by k,b
+have rbase && ab rbase rpf,rsb,rboth,rbig4,rbase2 ss-main --by k,n,b
+have rbase3 && ab rbase3 rpf_2,rsb_2,rbig4_2 ss-main --by k,n,b
+have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2 ss-main --by n
+have cbase && ab cbase cscan,ctrim,cboth,ctail,cthree,cbase2 ss-clus --by k,b
+have cbase3 && ab cbase3 cthree_2 ss-clus --by k,b
+for p in ph_base ph_all3 ph_big_base ph_big_new ph_cbase ph_cboth; do
   [ -d "$R/$p" ] || continue
   echo "### phases $p"; python3 "$here/phase_table.py" "$R/$p" 2>&1 || true; echo
 done

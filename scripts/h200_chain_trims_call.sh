@@ -14,7 +14,10 @@
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
 #
 # Usage (device, after unpacking the binary): OUT=$OUT GVR_BIN=devbin/x/gvr-bench \
-#   [BUDGET_S=555] bash scripts/h200_chain_trims_call.sh
+#   PART=1|2 [BUDGET_S=555] bash scripts/h200_chain_trims_call.sh
+# PART 1 (one call): the A/B runs with their A/A repeats; PART 2 (a second call, on the warm
+# machine if it is still held): phases, certify and soak of the knob builds, second rounds.
+# Each part writes its own $OUT/experiments.tgz; unpack them into DIR/part1, DIR/part2.
 # Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
 #          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rboth,rbase2:ss-main --by k,n,b).
 set -u
@@ -37,47 +40,55 @@ C=GVR_SS_CLUS_DEFINES
 ALL3=SS_SCAN_FORM=1,SS_THRESHOLD_TRIM=1,SS_HANDOFF_FENCE=2
 BOTH=SS_SCAN_FORM=1,SS_THRESHOLD_TRIM=1
 ARMS=radix,radix-mcta,filtered,gvr1,ss,ss-main,ss-main-base,ss-reg,ss-clus,ss-varlen,ss-varlen-hints,ss-regclus
-EXPERIMENTS="base|-|$SPL
+PART1="base|-|$SPL
 scan|$M=SS_SCAN_FORM=1|$SPL
 trim|$M=SS_THRESHOLD_TRIM=1|$SPL
 f1|$M=SS_HANDOFF_FENCE=1|$SPL
 f2|$M=SS_HANDOFF_FENCE=2|$SPL
 pf2|$M=SS_PIECE_FIRST=2|$SPL
 all3|$M=$ALL3|$SPL
+base2|-|$SPL
 rbase|-|$BIG
 rpf|$M=SS_PIECE_FIRST=1|$BIG
 rsb|$M=SS_SAMPLE_BATCH=2|$BIG
 rboth|$M=$BOTH|$BIG
 rbig4|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
+rbase2|-|$BIG
 w1base|-|$W1
 w1pf|$M=SS_PIECE_FIRST=1|$W1
 w1l2s2|$M=SS_L2_START=2|$W1
 w1l2s3|$M=SS_L2_START=3|$W1
-ph_base|-|$PHM --out $RUNS/ph_base
-ph_all3|$M=$ALL3|$PHM --out $RUNS/ph_all3
-ph_big_base|-|$PHB --out $RUNS/ph_big_base
-ph_big_sb|$M=SS_SAMPLE_BATCH=2|$PHB --out $RUNS/ph_big_sb
+w1base2|-|$W1
 cbase|-|$CLU
 cscan|$C=SS_SCAN_FORM=1|$CLU
 ctrim|$C=SS_THRESHOLD_TRIM=1|$CLU
 cboth|$C=$BOTH|$CLU
 ctail|$C=CL_TAIL_FIRST=1|$CLU
 cthree|$C=$BOTH,CL_TAIL_FIRST=1|$CLU
+cbase2|-|$CLU"
+PART2="ph_base|-|$PHM --out $RUNS/ph_base
+ph_all3|$M=$ALL3,SS_PIECE_FIRST=2|$PHM --out $RUNS/ph_all3
+ph_big_base|-|$PHB --out $RUNS/ph_big_base
+ph_big_new|$M=SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$PHB --out $RUNS/ph_big_new
+ph_cbase|-|$PHC --out $RUNS/ph_cbase
+ph_cboth|$C=$BOTH,CL_TAIL_FIRST=1|$PHC --out $RUNS/ph_cboth
 cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
 cert_cboth|$C=$BOTH,CL_TAIL_FIRST=1|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
-base2|-|$SPL
+base3|-|$SPL
 all3_2|$M=$ALL3|$SPL
-rbase2|-|$BIG
+pf2_2|$M=SS_PIECE_FIRST=2|$SPL
+rbase3|-|$BIG
 rpf_2|$M=SS_PIECE_FIRST=1|$BIG
 rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
 rbig4_2|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
-cbase2|-|$CLU
-cboth2|$C=$BOTH|$CLU
-scan_2|$M=SS_SCAN_FORM=1|$SPL
-rboth2|$M=$BOTH|$BIG
-w1base2|-|$W1
-w1l2s2_2|$M=SS_L2_START=2|$W1"
+cbase3|-|$CLU
+cthree_2|$C=$BOTH,CL_TAIL_FIRST=1|$CLU"
+case "${PART:-1}" in
+  1) EXPERIMENTS="$PART1" ;;
+  2) EXPERIMENTS="$PART2" ;;
+  *) echo "PART is 1 or 2" >&2; exit 2 ;;
+esac
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-555}" \
   bash scripts/h200_experiments.sh > /dev/null 2>&1
 tail -n 3 /tmp/experiments/experiments.log
