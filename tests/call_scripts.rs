@@ -1,0 +1,78 @@
+//! The device call scripts' kernel knobs parse as the arms will parse them, so
+//! a typo in a knob name or value fails here instead of costing a device call.
+
+use gvr_bench::arms::{ss, ss_clus_stream};
+
+const CHAIN_TRIMS: &str = include_str!("../scripts/h200_chain_trims_call.sh");
+
+/// The script's `NAME=value` shell variables (one per line, unquoted).
+fn variables(script: &str) -> Vec<(String, String)> {
+    script
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once('=')?;
+            let simple = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            (simple && !value.starts_with('"')).then(|| (name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+/// `$NAME` replaced by each variable's value, longest names first.
+fn expand(text: &str, vars: &[(String, String)]) -> String {
+    let mut sorted: Vec<_> = vars.iter().collect();
+    sorted.sort_by_key(|(name, _)| std::cmp::Reverse(name.len()));
+    let mut out = text.to_string();
+    for (name, value) in sorted {
+        out = out.replace(&format!("${name}"), value);
+    }
+    out
+}
+
+/// Every knob spec set through `$<env>=` in an experiment line
+/// (`label|$M=SPEC|args`), expanded.
+fn specs(script: &str, env_var: &str) -> Vec<String> {
+    let vars = variables(script);
+    let marker = format!("|${env_var}=");
+    script
+        .lines()
+        .filter_map(|line| {
+            let at = line.find(&marker)?;
+            let rest = &line[at + marker.len()..];
+            let spec = rest.split('|').next()?;
+            Some(expand(spec, &vars))
+        })
+        .collect()
+}
+
+#[test]
+fn chain_trims_call_main_knobs_parse() {
+    let specs = specs(CHAIN_TRIMS, "M");
+    assert!(specs.len() >= 10, "main knob lines found: {specs:?}");
+    for spec in &specs {
+        let knobs = ss::parse_tuning_defines(spec)
+            .unwrap_or_else(|e| panic!("GVR_SS_MAIN_DEFINES={spec}: {e}"));
+        assert!(!knobs.is_empty(), "{spec}");
+    }
+}
+
+#[test]
+fn chain_trims_call_clus_knobs_parse() {
+    let specs = specs(CHAIN_TRIMS, "C");
+    assert!(specs.len() >= 5, "clus knob lines found: {specs:?}");
+    for spec in &specs {
+        let knobs = ss_clus_stream::clus_switches(Some(spec))
+            .unwrap_or_else(|e| panic!("GVR_SS_CLUS_DEFINES={spec}: {e}"));
+        assert!(!knobs.is_empty(), "{spec}");
+    }
+}
+
+#[test]
+fn a_misspelt_knob_is_caught() {
+    let script = "M=GVR_SS_MAIN_DEFINES\nX=SS_SCAN_FROM=1\nx|$M=$X|grid\n";
+    let spec = &specs(script, "M")[0];
+    assert_eq!(spec, "SS_SCAN_FROM=1");
+    assert!(ss::parse_tuning_defines(spec).is_err());
+}
