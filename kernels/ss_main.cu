@@ -115,8 +115,8 @@
 // also consumes the pair's first float4 before loading its second, so a
 // thread with P pairs waits on up to 2P − 1 dependent DRAM / L2 trips (phases
 // of 262K rows at K 1,024: sample 5.5–8.4 µs, histogram 3.3–5.2 µs for 2–4
-// pairs per thread). 2: two pairs' loads go out before either is used (4
-// spills ss_main's cubin). Same min/max and the same histogram either way.
+// pairs per thread). 2: two pairs' loads go out before either is used (the
+// most without spills: 4 spills). Same min/max and the same histogram.
 #ifndef SS_SAMPLE_BATCH
 #define SS_SAMPLE_BATCH 1
 #endif
@@ -255,8 +255,6 @@ __device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u3
     }
 }
 
-// Pairs [j0, lim) of the thread (stride BLK), SS_SAMPLE_BATCH at a time: every
-// load of a batch is issued before any value of it is used.
 // The thread's pairs j, j + BLK, ... (SS_SAMPLE_BATCH of them, those < lim)
 // into v, every load issued before any value is used.
 template <int BLK>
@@ -273,6 +271,8 @@ __device__ __forceinline__ void ss_sample_load_batch(const float* X, u32 j, u32 
     }
 }
 
+// The sample's key range over pairs [j0, lim) of the thread (stride BLK),
+// SS_SAMPLE_BATCH pairs' loads at a time.
 template <int BLK>
 __device__ __forceinline__ void ss_sample_minmax_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, u32& kmin,
                                                          u32& kmax) {
@@ -509,9 +509,10 @@ __device__ __forceinline__ void ss_admit_tail(float x, float tf, float sc, u32 s
     }
 }
 
-// SS_PIECE_FIRST=1 form of ss_row_pass_pipelined: tiles end at te (the first
-// one at c0 + the partial piece, then whole tiles), and the tail scalars'
-// loads go out with the first tile's.
+// SS_PIECE_FIRST form of the pass (ss_row_pass_pipelined's; with PFD 0 also
+// ss_row_pass's, for the SPLIT parts): tiles end at te (the first one at c0 +
+// the partial piece, then whole tiles), and the tail scalars' loads go out
+// with the first tile's.
 template <int BLK, int U, int PFD, bool SPLIT>
 __device__ __forceinline__ void ss_row_pass_piece_first(const float* X, u32 c0, u32 c1, bool tail, u32 redirect,
                                                         float tf, float sc, u32 scap, u64* stage, SsShared& s) {
