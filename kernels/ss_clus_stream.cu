@@ -228,7 +228,11 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
                                             u32* count) {
     const u32 t = threadIdx.x;
     // CL_TAIL_FIRST: the thread's tail scalar (NaN, never admitted, where it
-    // has none) in flight with the first chunk's loads.
+    // has none) in flight with the first chunk's loads, admitted after that
+    // chunk's classification (or after the loop when the rank owns none).
+    const auto admit_tail_first = [&](float x) {
+        if (x >= tf) ss_admit<true>(x, ((n >> 2) << 2) + t, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
+    };
     float x_tail = __int_as_float(0x7fc00000);
     if (CL_TAIL_FIRST && tail && ((n >> 2) << 2) + t < n) x_tail = ldg_nc_f(X + ((n >> 2) << 2) + t);
     bool tail_due = CL_TAIL_FIRST != 0;
@@ -244,10 +248,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
         }
         if (tail_due) {
             tail_due = false;
-            if (x_tail >= tf) {
-                const u32 e = ((n >> 2) << 2) + t;
-                ss_admit<true>(x_tail, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
-            }
+            admit_tail_first(x_tail);
         }
         if (CL_L2_NEXT && lane_id() == 0u) {  // next owned chunk toward L2 (one bulk request per warp)
             const u64 nx = (u64)tb + step + (u64)warp_id() * (u32)(32 * U);
@@ -261,10 +262,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
         });
     }
     if (CL_TAIL_FIRST) {
-        if (tail_due && x_tail >= tf) {  // this rank owns no chunk
-            const u32 e = ((n >> 2) << 2) + t;
-            ss_admit<true>(x_tail, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
-        }
+        if (tail_due) admit_tail_first(x_tail);
     } else if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {

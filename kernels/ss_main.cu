@@ -255,6 +255,13 @@ __device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u3
     }
 }
 
+// Add the eight values of a sample pair to the sample's histogram.
+__device__ __forceinline__ void ss_pair_hist(float4 a, float4 b, float smin, float sc, u32* hist) {
+    const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) red_shared_add(hist + ss_bin(vals[e], smin, sc), 1u);
+}
+
 // The thread's pairs j, j + BLK, ... (SS_SAMPLE_BATCH of them, those < lim)
 // into v, every load issued before any value is used.
 template <int BLK>
@@ -296,14 +303,8 @@ __device__ __forceinline__ void ss_sample_hist_batched(const float* X, u32 j0, u
         float4 v[2 * NB];
         ss_sample_load_batch<BLK>(X, j, lim, ss2, sh, v);
 #pragma unroll
-        for (int q = 0; q < NB; ++q) {
-            if (j + (u32)(q * BLK) < lim) {
-                const float vals[8] = {v[2 * q].x,     v[2 * q].y,     v[2 * q].z,     v[2 * q].w,
-                                       v[2 * q + 1].x, v[2 * q + 1].y, v[2 * q + 1].z, v[2 * q + 1].w};
-#pragma unroll
-                for (int e = 0; e < 8; ++e) red_shared_add(hist + ss_bin(vals[e], smin, sc), 1u);
-            }
-        }
+        for (int q = 0; q < NB; ++q)
+            if (j + (u32)(q * BLK) < lim) ss_pair_hist(v[2 * q], v[2 * q + 1], smin, sc, hist);
     }
 }
 
@@ -411,6 +412,17 @@ __device__ __forceinline__ void ss_prefetch_span(const float* X, u32 f0, u32 spa
 }
 
 
+// SS_L2_DIST > 0: lane 0 of each warp prefetches the warp's 32·U float4 of
+// the tile SS_L2_DIST ahead of tb into L2, recomputed from tb so no register
+// is loop-carried. No wrap: c1 <= 2^18.
+template <int BLK, int U>
+__device__ __forceinline__ void ss_prefetch_tile_ahead(const float* X, u32 tb, u32 c1) {
+    if (SS_L2_DIST > 0 && lane_id() == 0u) {
+        const u32 ahead = tb + (u32)(SS_L2_DIST * BLK * U) + warp_id() * (u32)(32 * U);
+        if (ahead < c1) ss_prefetch_l2(X, ahead, c1 - ahead < (u32)(32 * U) ? c1 : ahead + (u32)(32 * U));
+    }
+}
+
 // Register prefetch depth per entry shape, set from the ptxas reports under
 // the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
 // U <= 4 and the SPLIT U = 8 entry fit the whole next tile (PFD = U); the
@@ -472,13 +484,8 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
             mask |= (i < c1 ? ss_admit_bits(v[u], tf) : 0u) << (4 * u);  // masked by index, never by value
         }
         // L2 prefetch after the classification, where the tile's float4 are
-        // dead (it would otherwise raise the loop's register peak): this
-        // warp's 32·U float4 of the tile SS_L2_DIST ahead, recomputed from tb
-        // so no register is loop-carried. No wrap: c1 <= 2^18.
-        if (SS_L2_DIST > 0 && lane_id() == 0u) {
-            const u32 ahead = tb + (u32)(SS_L2_DIST * BLK * U) + warp_id() * (u32)(32 * U);
-            if (ahead < c1) ss_prefetch_l2(X, ahead, c1 - ahead < (u32)(32 * U) ? c1 : ahead + (u32)(32 * U));
-        }
+        // dead (it would otherwise raise the loop's register peak).
+        ss_prefetch_tile_ahead<BLK, U>(X, tb, c1);
         // Issue the next tile's first PFD float4 before walking this one.
         const u32 nb = tb + TILE;  // no wrap: c1 <= 2^18 and TILE <= 2^13
         if (PFD > 0 && nb < c1) {
@@ -557,6 +564,7 @@ __device__ __forceinline__ void ss_row_pass_piece_first(const float* X, u32 c0, 
             first = false;
             ss_admit_tail<SPLIT>(x_tail, tf, sc, scap, stage, s);
         }
+        ss_prefetch_tile_ahead<BLK, U>(X, tb, c1);
         const u32 nb = te;
         const u32 ne = c1 - nb < TILE ? c1 : nb + TILE;
         if (PFD > 0 && nb < c1) {
@@ -680,15 +688,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
             float4 a, b;
             sample0.take(ahead_hit && j == t, unit, a, b);
-            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                if (vals[e] == vals[e]) {  // NaN ignored, as fmin/fmax do
-                    const u32 key = fkey(vals[e]);
-                    kmin = kmin < key ? kmin : key;
-                    kmax = kmax > key ? kmax : key;
-                }
-            }
+            ss_pair_minmax(a, b, kmin, kmax);
         }
     }
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above

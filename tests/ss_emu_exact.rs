@@ -512,15 +512,7 @@ fn the_piece_first_pass_stays_exact() {
     };
     small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
     constructed_paths_follow_the_model(&exe, "SS_PIECE_FIRST=3");
-    for seed in ss_support::soak_seeds(6, 0x9EC3_0001) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
-        if rng.random_bool(0.5) {
-            soak_small_cta_round(&exe, &mut rng, k, seed);
-        } else {
-            soak_planned_round(&exe, &mut rng, k, seed);
-        }
-    }
+    soak_hazard_rounds(&exe, ss_support::soak_seeds(6, 0x9EC3_0001));
 }
 
 #[test]
@@ -547,7 +539,13 @@ fn soak_rounds_of_hazard_rows_are_exact() {
     // on the launch `ss-main` plans for a batch of 1 to 600 rows; exact, and
     // the kernel's path bits equal the model's on every emulated row.
     let Some(exe) = emulator() else { return };
-    for seed in ss_support::soak_seeds(4, 0x50A4_0001) {
+    soak_hazard_rounds(exe, ss_support::soak_seeds(4, 0x50A4_0001));
+}
+
+/// One hazard round per seed: a random K, then a small-CTA launch of the
+/// stress table or the launch `ss-main` plans (exact, paths as the model's).
+fn soak_hazard_rounds(exe: &Path, seeds: Vec<u64>) {
+    for seed in seeds {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let k = ss::SUPPORTED_K[rng.random_range(0..ss::SUPPORTED_K.len())];
         if rng.random_bool(0.5) {
