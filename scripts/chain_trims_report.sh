@@ -22,12 +22,12 @@ echo "## Exit codes"
 awk '/^== /{label=$2} /^   rc=/{print label, $1, $3, $4}' "$D/experiments.log"; echo
 have base && ab base scan,trim,f1,f2,pf2,all3,base2 ss-main --by k,b
 have base3 && ab base3 all3_2,pf2_2 ss-main --by k,b
-have rbase && ab rbase rpf,rsb,rboth,rbig4,rbase2 ss-main --by k,n,b
-have rbase3 && ab rbase3 rpf_2,rsb_2,rbig4_2 ss-main --by k,n,b
+have rbase && ab rbase rpf,rsb,rsm,rsm2,rboth,rbig4,rbase2 ss-main --by k,n,b
+have rbase3 && ab rbase3 rpf_2,rsb_2,rbig4_2,rsm_2,rsm2_2,rbig5_2 ss-main --by k,n,b
 have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2 ss-main --by n
 have cbase && ab cbase cscan,ctrim,cboth,ctail,cthree,cbase2 ss-clus --by k,b
 have cbase3 && ab cbase3 cthree_2 ss-clus --by k,b
-for p in ph_base ph_all3 ph_big_base ph_big_new ph_cbase ph_cboth; do
+for p in ph_base ph_all3 ph_big_base ph_big_new ph_big_sm ph_big_sm2 ph_cbase ph_cboth; do
   [ -d "$R/$p" ] || continue
   echo "### phases $p"; python3 "$here/phase_table.py" "$R/$p" 2>&1 || true; echo
 done

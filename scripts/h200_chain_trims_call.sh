@@ -9,6 +9,9 @@
 #                        scalars with the first tile (main; no dependent trip left at the end),
 #   CL_TAIL_FIRST=1      clus rank 0's tail scalars loaded with its first chunk,
 #   SS_L2_START=2|3      two / three start tiles at one-wave B 256 (an existing knob),
+#   SS_SAMPLE_SMEM=1|2   one-CTA entries keep the sample in the staging area for the
+#                        histogram (1), or copy it in there with cp.async, all pairs at
+#                        once, min/max from there too (2) (main; twenty-fourth session),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
@@ -19,7 +22,7 @@
 # machine if it is still held): phases, certify and soak of the knob builds, second rounds.
 # Each part writes its own $OUT/experiments.tgz; unpack them into DIR/part1, DIR/part2.
 # Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
-#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rboth,rbase2:ss-main --by k,n,b).
+#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rsm,rsm2,rboth,rbase2:ss-main --by k,n,b).
 set -u
 : "${OUT:?set OUT}"
 B="${GVR_BIN:-target/release/gvr-bench}"
@@ -53,6 +56,8 @@ rpf|$M=SS_PIECE_FIRST=1|$BIG
 rsb|$M=SS_SAMPLE_BATCH=2|$BIG
 rboth|$M=$BOTH|$BIG
 rbig4|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
+rsm|$M=SS_SAMPLE_SMEM=1|$BIG
+rsm2|$M=SS_SAMPLE_SMEM=2|$BIG
 rbase2|-|$BIG
 w1base|-|$W1
 w1pf|$M=SS_PIECE_FIRST=1|$W1
@@ -70,9 +75,11 @@ PART2="ph_base|-|$PHM --out $RUNS/ph_base
 ph_all3|$M=$ALL3,SS_PIECE_FIRST=2|$PHM --out $RUNS/ph_all3
 ph_big_base|-|$PHB --out $RUNS/ph_big_base
 ph_big_new|$M=SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$PHB --out $RUNS/ph_big_new
+ph_big_sm|$M=SS_SAMPLE_SMEM=1|$PHB --out $RUNS/ph_big_sm
+ph_big_sm2|$M=SS_SAMPLE_SMEM=2|$PHB --out $RUNS/ph_big_sm2
 ph_cbase|-|$PHC --out $RUNS/ph_cbase
 ph_cboth|$C=$BOTH,CL_TAIL_FIRST=1|$PHC --out $RUNS/ph_cboth
-cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=3|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
+cert_all3|$M=$ALL3,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=3,SS_SAMPLE_SMEM=2|certify --arms ss-main --poison-pad $G --batches 1,8,32,256 --n-min 30000 --sample 60 --soak 300 --soak-seed 7001
 cert_cboth|$C=$BOTH,CL_TAIL_FIRST=1|certify --arms ss-clus --poison-pad $G --batches 1,8,32 --n-min 30000 --sample 60 --soak 300 --soak-seed 7002
 soak_all|-|certify --arms $ARMS --poison-pad --sample 30 --soak 300 --soak-seed 20261205
 base3|-|$SPL
@@ -82,6 +89,9 @@ rbase3|-|$BIG
 rpf_2|$M=SS_PIECE_FIRST=1|$BIG
 rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
 rbig4_2|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
+rsm_2|$M=SS_SAMPLE_SMEM=1|$BIG
+rsm2_2|$M=SS_SAMPLE_SMEM=2|$BIG
+rbig5_2|$M=$BOTH,SS_PIECE_FIRST=1,SS_SAMPLE_SMEM=2|$BIG
 cbase3|-|$CLU
 cthree_2|$C=$BOTH,CL_TAIL_FIRST=1|$CLU"
 case "${PART:-1}" in

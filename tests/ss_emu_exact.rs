@@ -453,12 +453,28 @@ fn batched_sample_loads_give_the_same_outputs_bit_for_bit() {
     same_outputs_as_the_default_build("SS_SAMPLE_BATCH=2");
 }
 
-/// The emulator built with `define` against the default build on the small-CTA
+#[test]
+fn the_sample_kept_in_shared_memory_gives_the_same_outputs_bit_for_bit() {
+    // SS_SAMPLE_SMEM=1|2 (kernels/ss_main.cu): the one-CTA entries keep the
+    // sample's pairs in the staging area for the histogram where they fit the
+    // launch's dynamic shared memory (the sweep's small-staging launches do
+    // not: they load again). The same range and histogram either way, so the
+    // same outputs and path bits as the default build, also with the batched
+    // sample loads.
+    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=1");
+    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=1,SS_SAMPLE_BATCH=2");
+    // 2: the pairs copied in with cp.async (the emulator copies at the
+    // thread's wait, so a read before it sees stale shared memory).
+    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=2");
+}
+
+/// The emulator built with `define` (`NAME=V[,NAME=V…]`) against the default build on the small-CTA
 /// sweep at four (k, n): identical outputs and path bits on every launch, then
 /// the constructed paths and the sweep against the model.
 fn same_outputs_as_the_default_build(define: &str) {
     let Some(plain) = emulator() else { return };
-    let Some(counted) = build_emulator(&[format!("-D{define}")]) else {
+    let flags: Vec<String> = define.split(',').map(|d| format!("-D{d}")).collect();
+    let Some(counted) = build_emulator(&flags) else {
         return;
     };
     let generators = row_generators();

@@ -403,7 +403,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 15] = [
+const TUNABLE_DEFINES: [TuningKnob; 16] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -419,6 +419,7 @@ const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_SCAN_FORM", 0, 1),
     ("SS_SAMPLE_BATCH", 1, 2),
     ("SS_PIECE_FIRST", 0, 3),
+    ("SS_SAMPLE_SMEM", 0, 2),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -820,6 +821,44 @@ mod tests {
             npad: n.div_ceil(64).max(1) * 64,
             k,
         }
+    }
+
+    #[test]
+    fn the_sample_of_every_one_cta_grid_launch_fits_its_staging() {
+        // SS_SAMPLE_SMEM (kernels/ss_main.cu) keeps a one-CTA row's sample
+        // pairs (32 B each) in the launch's dynamic shared memory when they
+        // fit, else it loads them again: every grid N at every batch size that
+        // plans one CTA per row must take the kept path, or the knob measures
+        // nothing there.
+        let dev = DeviceProfile::h200();
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/grids/dsa886.csv"))
+                .expect("grids/dsa886.csv");
+        let ns: std::collections::BTreeSet<usize> = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split(',').nth(4)?.trim().parse::<usize>().ok())
+            .collect();
+        assert!(ns.len() >= 10, "{} N read from the grid", ns.len());
+        let mut sampled = 0;
+        for k in SUPPORTED_K {
+            for b in [133, 256, 512, 1024] {
+                for &n in &ns {
+                    let p = plan(Mode::ForcedMain, &shape(b, n, k), &dev).expect("plans");
+                    if p.params.split || p.args.smp == 0 {
+                        continue;
+                    }
+                    let pairs = (p.args.smp as usize) << p.args.unit_shift;
+                    assert!(
+                        pairs * 32 <= p.dyn_smem_bytes as usize,
+                        "b={b} n={n} k={k}: {pairs} pairs, {} B",
+                        p.dyn_smem_bytes
+                    );
+                    sampled += 1;
+                }
+            }
+        }
+        assert!(sampled > 100, "{sampled} sampled one-CTA launches");
     }
 
     #[test]

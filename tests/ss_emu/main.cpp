@@ -80,8 +80,12 @@ int main(int argc, char** argv) {
     }
     std::vector<i32> out((size_t)rows * k, INT_MIN);
     std::vector<unsigned char> workspace(2048 + (size_t)160 * 16384 * 8, 0);
-    std::vector<u64> dyn((smem + 7) / 8 + 2);
+    // A guard of 0xAB words past the launch's bytes catches shared-memory
+    // writes past the dynamic allocation (checked after every CTA).
+    const size_t dyn_words = (smem + 7) / 8 + 2, guard_words = 4096;
+    std::vector<u64> dyn(dyn_words + guard_words);
     ss_dyn = dyn.data();
+    emu::dyn_smem_size = smem;
     std::vector<i32> row_len;
     emu::guard_loads(a, npad, p.next_n, p.cr_shift, row_len);
     g_launch = Launch{entry, a.logits.data(), a.n.data(), a.hints.data(), out.data(), p, workspace.data()};
@@ -95,6 +99,13 @@ int main(int argc, char** argv) {
         for (u32 x : parts) {
             std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
             emu::run_cta(x, y, block, run_kernel);
+            for (size_t i = dyn_words; i < dyn.size(); ++i) {
+                if (dyn[i] != 0xABABABABABABABABull) {
+                    std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
+                                 (i - dyn_words) * 8, smem, y);
+                    return 6;
+                }
+            }
         }
     }
     // The SPLIT workspace must be back to zero (self-restoring, §7).
