@@ -46,17 +46,7 @@ struct RcParams {
     u32 hint_free;  // 1: bracket from the first k values, hints never read (also when none are passed)
     u32 next_n;     // 0: lens holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
-    u32 row_guess;  // RC_ROW_AHEAD: the row length whose slice loads before the row's own length; 0 = none
 };
-
-// 1: the rank's row slice (and rank 0's tail) load for the length the host
-// expects (`row_guess`, the batch's n) before the row length arrives, the
-// length's raw load first; a row of another length loads again after it
-// (as SS_REG_ROW_AHEAD in ss_reg.cu). Candidate, off unless the host builds
-// it (GVR_SS_REGCLUS_ROW_AHEAD=on): not measured yet.
-#ifndef RC_ROW_AHEAD
-#define RC_ROW_AHEAD 0
-#endif
 
 #define RC_BINS 1024u
 #define RC_RANK_MAX 96u  // O(m²) rank gate (QC of §4.3)
@@ -202,7 +192,8 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
 // loads, −inf fill) and rank 0's tail scalar. The cluster's registers hold
 // the first body4 float4s; the rest (the 0–3 value remainder, or up to BLK
 // values past the float4s, as in v32's 2^17 + 15) sits in one tail scalar per
-// thread of rank 0. AHEAD: n is the host's guess, not yet the row's length.
+// thread of rank 0. (Loading it ahead of the row length, for the batch's n,
+// measured 0.980 on rc8x4 and 0.996 over reg_clus: kernels/TUNING.md.)
 struct RcSlice {
     u32 body4;  // float4s the cluster's registers hold
     u32 ntail;  // values past them (rank 0's tail scalars)
@@ -220,7 +211,7 @@ __device__ __forceinline__ RcSlice rc_slice(u32 n, u32 cs) {
     return sl;
 }
 
-template <int BLK, int VPT, bool AHEAD>
+template <int BLK, int VPT>
 __device__ __forceinline__ void rc_load_slice(float4 (&v)[VPT], float& tail, const float* X, const RcSlice& sl,
                                               u32 rank) {
     const float NEG_INF = ss_neg_inf();
@@ -228,15 +219,12 @@ __device__ __forceinline__ void rc_load_slice(float4 (&v)[VPT], float& tail, con
     for (int u = 0; u < VPT; ++u) {
         const u32 g = (rank * (u32)VPT + (u32)u) * (u32)BLK + threadIdx.x;
         if (sl.fits && g < sl.body4)
-            v[u] = AHEAD ? ldg_nc_f4_ahead(X + (u64)g * 4u) : ldg_nc_f4(X + (u64)g * 4u);
+            v[u] = ldg_nc_f4(X + (u64)g * 4u);
         else
             v[u] = float4{NEG_INF, NEG_INF, NEG_INF, NEG_INF};
     }
     const bool has_tail = sl.fits && rank == 0u && threadIdx.x < sl.ntail;
-    if (AHEAD)
-        tail = has_tail ? ldg_nc_f_ahead(X + sl.body4 * 4u + threadIdx.x) : NEG_INF;
-    else
-        tail = has_tail ? ldg_nc_f(X + sl.body4 * 4u + threadIdx.x) : NEG_INF;
+    tail = has_tail ? ldg_nc_f(X + sl.body4 * 4u + threadIdx.x) : NEG_INF;
 }
 
 template <int BLK, int VPT>
@@ -254,17 +242,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 cs = cluster_nctarank();
     const u32 row = blockIdx.y;
     const u32 k = p.k;
-    // RC_ROW_AHEAD: the length's load first, the slice for the expected
-    // length next, the wait for the length after both.
     SsRowLenEarly len;
-    len.issue(lens, row, p.next_n, RC_ROW_AHEAD != 0);
+    len.issue(lens, row, p.next_n, false);
     float4 v[VPT];
     float tail;
-    u32 guess = 0u;  // the length the slice was loaded for; 0: not loaded
-    if (RC_ROW_AHEAD != 0 && p.row_guess > k && p.row_guess <= p.npad) {
-        guess = p.row_guess;
-        rc_load_slice<BLK, VPT, true>(v, tail, logits + (u64)row * p.npad, rc_slice<BLK, VPT>(guess, cs), rank);
-    }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
     SS_PROBE(SS_MARK_LEN);
     const float* X = logits + (u64)row * p.npad;
@@ -280,8 +261,8 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
 
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) hist[b] = 0u;
 
-    // Row slice into registers, unless it went out ahead for this n.
-    if (RC_ROW_AHEAD == 0 || n != guess) rc_load_slice<BLK, VPT, false>(v, tail, X, sl, rank);
+    // Row slice into registers.
+    rc_load_slice<BLK, VPT>(v, tail, X, sl, rank);
     const bool has_tail = fits && rank == 0u && threadIdx.x < sl.ntail;
 
     // Bracket, identical in every rank (§4.3): the hinted values; when the

@@ -2,7 +2,6 @@
 //! thread-block clusters emulated (tests/ss_emu/cluster.cuh), and checks it
 //! exact; plus the NVRTC spill gate for its entry points.
 
-use gvr_bench::arms::ss_clus::ROW_AHEAD_DEFINE;
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_CLUS};
 
@@ -20,16 +19,11 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    // Both builds the host loads: the row after its length, and ahead of it.
-    for ahead in ["0", "1"] {
-        let defines = [(ROW_AHEAD_DEFINE, ahead.to_string())];
-        let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect("ss_clus.cu compiles");
-        println!("{}", report.log);
-        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-        let label = format!("ss_clus.cu ({ROW_AHEAD_DEFINE}={ahead})");
-        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &label);
-        nvrtc_support::assert_no_spill_in_log(&report.log, &label);
-    }
+    let report = compile_report(&SS_CLUS, &[], DEFAULT_ARCH).expect("ss_clus.cu compiles");
+    println!("{}", report.log);
+    // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+    nvrtc_support::assert_registers_at_most(&report, &declared, 64, "ss_clus.cu");
+    nvrtc_support::assert_no_spill_in_log(&report.log, "ss_clus.cu");
 }
 
 mod ss_support;
@@ -76,18 +70,12 @@ fn build_emulator(extra: &[String]) -> Option<PathBuf> {
     let kernel = std::env::var("GVR_SS_CLUS_EMU_SOURCE")
         .map(|p| std::fs::read_to_string(p).expect("read GVR_SS_CLUS_EMU_SOURCE"))
         .unwrap_or_else(|_| SS_CLUS.code.to_string());
-    // Built with the row slice loaded ahead of the row length
-    // (`RC_ROW_AHEAD=1`): every launch guesses the batch's longest
-    // row (`emu_run`), so rows of other lengths discard loads that
-    // reach past their n (which the emulator poisons).
-    let mut defines = vec![format!("-D{ROW_AHEAD_DEFINE}=1")];
-    defines.extend_from_slice(extra);
     Some(ss_support::kernel_emulator(
         "ss-clus-emu",
         true,
         ("ss_clus.cu", kernel.as_str()),
         ("clus_main.cpp", include_str!("ss_emu/clus_main.cpp")),
-        &defines,
+        extra,
     ))
 }
 
@@ -146,7 +134,6 @@ fn emu_run(
         b.rows as u32,
         varlen.0,
         varlen.1,
-        b.n_max() as u32, // row_guess: as `ss-regclus` plans with GVR_SS_REGCLUS_ROW_AHEAD=on
     ];
     ss_support::run_emulator(exe, label, &header, b)
 }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::staged::{StagedLaunch, TuningSwitch};
+use super::staged::StagedLaunch;
 
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
@@ -38,22 +38,6 @@ pub const REGCLUS_CAND_PER_CTA: u32 = 4 * REGCLUS_BLK;
 /// bins each) | ck | ci (u32 words) = `RC_SMEM_WORDS(1024)·4` in ss_clus.cu.
 pub const RC_SMEM_BYTES: u32 = (128 + 3 * 1024 + 2 * REGCLUS_CAND_PER_CTA) * 4;
 
-/// The batch's row length loaded ahead of each row's own in the reg_clus
-/// kernel (`RC_ROW_AHEAD`, `RegClusArgs::row_guess`), batch-uniform launches
-/// only. Off by default: measured on the H200 (reports/h200/2026-12-04c,
-/// N 30K–140K × B 1–64, two rounds) 0.996 / 0.997, rc8x4 0.980 / 0.981 —
-/// it loses on the 4-float4 layout as the reg 1024/4 and 1024/2 entries do.
-pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REGCLUS_ROW_AHEAD",
-    default: false,
-    on_suffix: " +rowahead",
-    off_suffix: " +norowahead",
-};
-
-/// 1: ss_clus.cu loads the row slice for `RegClusArgs::row_guess` before the
-/// row length arrives (the source's default is 0).
-pub const ROW_AHEAD_DEFINE: &str = "RC_ROW_AHEAD";
-
 /// Launch scalars of the reg_clus entries (`RcParams` in ss_clus.cu: same
 /// field order, all u32).
 #[repr(C)]
@@ -67,13 +51,9 @@ pub struct RegClusArgs {
     pub next_n: u32,
     /// Varlen compress ratio as a shift (0 or 2).
     pub cr_shift: u32,
-    /// The row length whose slice the kernel loads before each row's own
-    /// length arrives (`RC_ROW_AHEAD`; a row of another length loads again);
-    /// 0 = none. See [`ROW_AHEAD`].
-    pub row_guess: u32,
 }
 
-// SAFETY: six plain u32 fields, #[repr(C)]: bit-identical to `RcParams`.
+// SAFETY: five plain u32 fields, #[repr(C)]: bit-identical to `RcParams`.
 unsafe impl DeviceRepr for RegClusArgs {}
 
 /// One clustered launch: grid (CS, rows), cluster (CS,1,1), block BLK.
@@ -196,15 +176,8 @@ pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<C
             hint_free: 0,
             next_n: 0,
             cr_shift: 0,
-            row_guess: 0,
         },
     })
-}
-
-/// The NVRTC defines of a reg_clus launch: the load-ahead build where the
-/// launch has a length to load ahead.
-pub fn regclus_defines(args: &RegClusArgs) -> Vec<(&'static str, String)> {
-    vec![(ROW_AHEAD_DEFINE, u32::from(args.row_guess != 0).to_string())]
 }
 
 /// Build `ss-regclus` (registry entry point).
@@ -219,7 +192,7 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
         ))
     })?;
-    Ok(Box::new(SsRegClus::new(gpu).with_env_tuning()?))
+    Ok(Box::new(SsRegClus::new(gpu)))
 }
 
 /// The `ss-regclus` GPU arm.
@@ -227,8 +200,6 @@ pub struct SsRegClus {
     device: DeviceProfile,
     staged: StagedLaunch,
     plan: Option<ClusLaunch>,
-    /// The row slice loaded ahead of its length ([`ROW_AHEAD`]).
-    row_ahead: bool,
 }
 
 impl SsRegClus {
@@ -237,25 +208,12 @@ impl SsRegClus {
             device: super::ss::profile_for(&gpu),
             staged: StagedLaunch::new(gpu, "ss-regclus"),
             plan: None,
-            row_ahead: ROW_AHEAD.default,
         }
     }
 
-    /// The tuning switches the environment sets (`GVR_SS_REGCLUS_ROW_AHEAD`).
-    pub fn with_env_tuning(mut self) -> Result<SsRegClus> {
-        self.row_ahead = ROW_AHEAD.from_env()?;
-        Ok(self)
-    }
-
-    /// The launch planned for `shape`, with the switches applied.
+    /// The launch planned for `shape`.
     fn plan(&self, shape: &Shape) -> std::result::Result<ClusLaunch, String> {
-        let mut plan = plan_regclus(shape, &self.device)?;
-        if self.row_ahead {
-            // The batch-uniform entry: the rows' lengths are the shape's n
-            // (the longest; a shorter row loads again).
-            plan.args.row_guess = super::to_u32(shape.n, "n")?;
-        }
-        Ok(plan)
+        plan_regclus(shape, &self.device)
     }
 }
 
@@ -273,9 +231,7 @@ impl Arm for SsRegClus {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape)
-            .ok()
-            .map(|p| p.variant() + ROW_AHEAD.suffix(self.row_ahead))
+        self.plan(shape).ok().map(|p| p.variant())
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
@@ -284,12 +240,8 @@ impl Arm for SsRegClus {
                 "arm ss-regclus does not admit this batch: {reason}"
             ))
         })?;
-        self.staged.load(
-            &SS_CLUS,
-            &regclus_defines(&plan.args),
-            &plan.entry,
-            plan.dyn_smem_bytes,
-        )?;
+        self.staged
+            .load(&SS_CLUS, &[], &plan.entry, plan.dyn_smem_bytes)?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -339,7 +291,7 @@ mod tests {
 
     #[test]
     fn args_struct_matches_the_kernel_params() {
-        assert_eq!(std::mem::size_of::<RegClusArgs>(), 24);
+        assert_eq!(std::mem::size_of::<RegClusArgs>(), 20);
         let code = SS_CLUS.code;
         let body = &code[code.find("struct RcParams {").expect("struct present")..];
         let body = &body[..body.find("};").expect("struct end")];
@@ -348,30 +300,7 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("u32 "))
             .map(|l| l.split(';').next().unwrap_or("").trim())
             .collect();
-        assert_eq!(
-            fields,
-            ["npad", "k", "hint_free", "next_n", "cr_shift", "row_guess"]
-        );
-    }
-
-    #[test]
-    fn the_load_ahead_build_follows_the_launch() {
-        let mut args = plan_regclus(&shape(4, 32_783, 2048), &DeviceProfile::h200())
-            .unwrap()
-            .args;
-        assert_eq!(args.row_guess, 0, "the plan loads nothing ahead");
-        assert_eq!(
-            regclus_defines(&args),
-            [(ROW_AHEAD_DEFINE, "0".to_string())]
-        );
-        args.row_guess = 32_783;
-        assert_eq!(
-            regclus_defines(&args),
-            [(ROW_AHEAD_DEFINE, "1".to_string())]
-        );
-        assert!(SS_CLUS
-            .code
-            .contains(&format!("#define {ROW_AHEAD_DEFINE} 0\n")));
+        assert_eq!(fields, ["npad", "k", "hint_free", "next_n", "cr_shift"]);
     }
 
     #[test]

@@ -74,11 +74,10 @@ impl SsRouted {
         }
     }
 
-    /// The register delegates with the tuning switches the environment sets
-    /// ([`SsReg::with_env_tuning`], [`SsRegClus::with_env_tuning`]).
+    /// The register delegate with the tuning switches the environment sets
+    /// ([`SsReg::with_env_tuning`]).
     pub fn with_reg_env_tuning(mut self) -> Result<SsRouted> {
         self.reg = self.reg.with_env_tuning()?;
-        self.regclus = self.regclus.with_env_tuning()?;
         Ok(self)
     }
 

@@ -67,12 +67,7 @@ impl VarlenTopK {
                 p.dyn_smem_bytes,
                 Vec::new(),
             ),
-            FamilyLaunch::RegClus(p) => (
-                SS_CLUS,
-                p.entry.clone(),
-                p.dyn_smem_bytes,
-                crate::arms::ss_clus::regclus_defines(&p.args),
-            ),
+            FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
         };
         let module = gpu.module(&source, &defines)?;
         let function = gpu.function(&module, &entry)?;

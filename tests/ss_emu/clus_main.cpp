@@ -1,8 +1,8 @@
 // Host emulator driver for kernels/ss_clus.cu (reg_clus), see cluster.cuh
 // here and tests/ss_clus_emu.rs. Usage: emu <input> <output>.
-// Input (little-endian): 13 u32 header {magic 0x55EE0C02, entry id, cluster
+// Input (little-endian): 12 u32 header {magic 0x55EE0C02, entry id, cluster
 // size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows,
-// next_n, cr_shift, row_guess}, f32 logits [rows*npad], i32 n [rows] (per-row lengths,
+// next_n, cr_shift}, f32 logits [rows*npad], i32 n [rows] (per-row lengths,
 // or kv_lens in its first rows/next_n entries when next_n >= 1), i32 hints
 // [rows*k] (request-level under next_n >= 1).
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
@@ -51,13 +51,13 @@ static Launch g_launch;
 static void run_kernel() { g_launch.body(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p); }
 
 int main(int argc, char** argv) {
-    u32 h[13];
-    FILE* in = emu::open_input(argc, argv, 0x55EE0C02u, h, 13);
+    u32 h[12];
+    FILE* in = emu::open_input(argc, argv, 0x55EE0C02u, h, 12);
     if (!in) return 2;
     const u32 id = h[1], cs = h[2], block = h[3], smem = h[4], rows = h[5], npad = h[6], k = h[7];
     const u32 hint_free = h[8];
     const u32 emu_rows = std::min(h[9], rows);
-    const u32 next_n = h[10], cr_shift = h[11], row_guess = h[12];
+    const u32 next_n = h[10], cr_shift = h[11];
     emu::LaunchArrays a;
     if (!emu::read_arrays(in, rows, npad, k, a)) return 2;
     std::fclose(in);
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     std::vector<i32> row_len;
     emu::guard_loads(a, npad, next_n, cr_shift, row_len);
     emu::cl::smem_bytes = smem;
-    g_launch = Launch{body, a.logits.data(), a.n.data(), a.hints.data(), out.data(), RcParams{npad, k, hint_free, next_n, cr_shift, row_guess}};
+    g_launch = Launch{body, a.logits.data(), a.n.data(), a.hints.data(), out.data(), RcParams{npad, k, hint_free, next_n, cr_shift}};
     emu::grid_dim = dim3e{cs, rows, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(777u + rows * 13u + cs);
