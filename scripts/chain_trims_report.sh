@@ -22,8 +22,8 @@ echo "## Exit codes"
 awk '/^== /{label=$2} /^   rc=/{print label, $1, $3, $4}' "$D/experiments.log"; echo
 have base && ab base scan,trim,f1,f2,pf2,all3,base2 ss-main --by k,b
 have base3 && ab base3 all3_2,pf2_2 ss-main --by k,b
-have rbase && ab rbase rpf,rsb,rsm,rsm2,rboth,rbig4,rbase2 ss-main --by k,n,b
-have rbase3 && ab rbase3 rpf_2,rsb_2,rbig4_2,rsm_2,rsm2_2,rbig5_2 ss-main --by k,n,b
+have rbase && ab rbase rpf,rsb,rsm,rsm2,rb512,rboth,rbig4,rbase2 ss-main --by k,n,b
+have rbase3 && ab rbase3 rpf_2,rsb_2,rbig4_2,rsm_2,rsm2_2,rb512_2,rbig5_2 ss-main --by k,n,b
 have w1base && ab w1base w1pf,w1l2s2,w1l2s3,w1base2 ss-main --by n
 have cbase && ab cbase cscan,ctrim,cboth,ctail,cthree,cbase2 ss-clus --by k,b
 have cbase3 && ab cbase3 cthree_2 ss-clus --by k,b

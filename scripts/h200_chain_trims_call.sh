@@ -12,6 +12,9 @@
 #   SS_SAMPLE_SMEM=1|2   one-CTA entries keep the sample in the staging area for the
 #                        histogram (1), or copy it in there with cp.async, all pairs at
 #                        once, min/max from there too (2) (main; twenty-fourth session),
+#   GVR_SS_MAIN_BLK=512  one-CTA rows at B > SMs on BLK 512 x 2 CTAs/SM instead of the
+#                        wave-aware tie's BLK 256 x 4 at K <= 1,024 (host only; the B 1,024
+#                        rows of the big-B set are the test; twenty-fourth session),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
 # a GPU soak of every GPU arm. Everything is packed into $OUT/experiments.tgz.
@@ -22,7 +25,7 @@
 # machine if it is still held): phases, certify and soak of the knob builds, second rounds.
 # Each part writes its own $OUT/experiments.tgz; unpack them into DIR/part1, DIR/part2.
 # Locally: scripts/ab_compare.py --by k,b RUNS base:scan,trim,f1,f2,all3,base2:ss-main
-#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rsm,rsm2,rboth,rbase2:ss-main --by k,n,b).
+#          (and cbase:cscan,ctrim,cboth,cbase2:ss-clus, rbase:rsb,rsm,rsm2,rb512,rboth,rbase2:ss-main --by k,n,b).
 set -u
 : "${OUT:?set OUT}"
 B="${GVR_BIN:-target/release/gvr-bench}"
@@ -58,6 +61,7 @@ rboth|$M=$BOTH|$BIG
 rbig4|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
 rsm|$M=SS_SAMPLE_SMEM=1|$BIG
 rsm2|$M=SS_SAMPLE_SMEM=2|$BIG
+rb512|GVR_SS_MAIN_BLK=512|$BIG
 rbase2|-|$BIG
 w1base|-|$W1
 w1pf|$M=SS_PIECE_FIRST=1|$W1
@@ -91,6 +95,7 @@ rsb_2|$M=SS_SAMPLE_BATCH=2|$BIG
 rbig4_2|$M=$BOTH,SS_SAMPLE_BATCH=2,SS_PIECE_FIRST=1|$BIG
 rsm_2|$M=SS_SAMPLE_SMEM=1|$BIG
 rsm2_2|$M=SS_SAMPLE_SMEM=2|$BIG
+rb512_2|GVR_SS_MAIN_BLK=512|$BIG
 rbig5_2|$M=$BOTH,SS_PIECE_FIRST=1,SS_SAMPLE_SMEM=2|$BIG
 cbase3|-|$CLU
 cthree_2|$C=$BOTH,CL_TAIL_FIRST=1|$CLU"

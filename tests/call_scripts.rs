@@ -70,6 +70,19 @@ fn chain_trims_call_clus_knobs_parse() {
 }
 
 #[test]
+fn chain_trims_call_blk_switches_parse() {
+    let marker = "|GVR_SS_MAIN_BLK=";
+    let values: Vec<&str> = CHAIN_TRIMS
+        .lines()
+        .filter_map(|line| line.split_once(marker)?.1.split('|').next())
+        .collect();
+    assert!(values.len() >= 2, "GVR_SS_MAIN_BLK lines found: {values:?}");
+    for v in values {
+        assert_eq!(ss::parse_main_blk(Some(v)), Ok(Some(512)), "{v}");
+    }
+}
+
+#[test]
 fn a_misspelt_knob_is_caught() {
     let script = "M=GVR_SS_MAIN_DEFINES\nX=SS_SCAN_FROM=1\nx|$M=$X|grid\n";
     let spec = &specs(script, "M")[0];

@@ -310,6 +310,13 @@ pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
 /// The variant records the R used; `ss` never reads it.
 pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 
+/// Tuning switch of `ss-main`: `GVR_SS_MAIN_BLK=256|512` launches every
+/// one-CTA-per-row shape of more rows than SMs with that BLK (MINB 4 / 2)
+/// instead of the wave-aware choice, so one device run can compare the two
+/// at K ≤ 1,024, B ≥ 512 (a tie on wave efficiency, never measured). The
+/// variant records the BLK used; `ss` never reads it.
+pub const MAIN_BLK_ENV: &str = "GVR_SS_MAIN_BLK";
+
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_DEFINES=SS_L2_DIST=1,SS_PFD=2`
 /// builds `ss_main.cu` with those streaming-pass knobs (kernels/ss_main.cu
 /// documents each), so one device run can compare them on the same inputs.
@@ -443,6 +450,17 @@ pub fn main_switches(
     Ok((r, defines))
 }
 
+/// The value of [`MAIN_BLK_ENV`] (unset: `None`): 256 or 512.
+pub fn parse_main_blk(value: Option<&str>) -> std::result::Result<Option<u32>, String> {
+    value
+        .map(|v| match v.trim() {
+            "256" => Ok(256),
+            "512" => Ok(512),
+            _ => Err(format!("{MAIN_BLK_ENV}={v}: BLK must be 256 or 512")),
+        })
+        .transpose()
+}
+
 /// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
 pub fn parse_tuning_defines(spec: &str) -> std::result::Result<Defines, String> {
     parse_knobs(MAIN_DEFINES_ENV, "ss_main.cu", &TUNABLE_DEFINES, spec)
@@ -523,6 +541,19 @@ pub fn plan_with_r(
     dev: &DeviceProfile,
     r_override: Option<u32>,
 ) -> std::result::Result<SsPlan, String> {
+    plan_with_overrides(mode, shape, dev, r_override, None)
+}
+
+/// [`plan_with_r`], with the one-CTA-per-row BLK of launches of more rows
+/// than SMs replaced by `blk_override` when given
+/// ([`crate::route::params::with_one_cta_blk`]).
+pub fn plan_with_overrides(
+    mode: Mode,
+    shape: &Shape,
+    dev: &DeviceProfile,
+    r_override: Option<u32>,
+    blk_override: Option<u32>,
+) -> std::result::Result<SsPlan, String> {
     admits(shape)?;
     let b = shape.rows.max(1);
     let (intended, r) = match mode {
@@ -542,7 +573,10 @@ pub fn plan_with_r(
             }
         }
     };
-    let params = main_params(b, shape.n, shape.npad, shape.k, r, dev);
+    let mut params = main_params(b, shape.n, shape.npad, shape.k, r, dev);
+    if let Some(blk) = blk_override {
+        params = crate::route::params::with_one_cta_blk(params, blk);
+    }
     if params.split && (params.blk != 1024 || b > SPLIT_MAX_ROWS) {
         // Cannot happen with the route's R (R > 1 implies b·R ≤ SMs); kept
         // as a refusal rather than a wrong launch.
@@ -597,12 +631,14 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     };
     // ss-main's tuning switches, read before anything else so that a value
     // that does not parse is the error the user sees, not ignored.
-    let (r_override, tuning, sample) = if mode == Mode::ForcedMain {
+    let (r_override, blk_override, tuning, sample) = if mode == Mode::ForcedMain {
         let (r, tuning) = main_switches(
             std::env::var(MAIN_R_ENV).ok().as_deref(),
             std::env::var(MAIN_DEFINES_ENV).ok().as_deref(),
         )
         .map_err(GvrError::Usage)?;
+        let blk =
+            parse_main_blk(std::env::var(MAIN_BLK_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
         let sample = parse_optional_knobs(
             MAIN_SAMPLE_ENV,
             "the main launch",
@@ -610,9 +646,9 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
         )
         .map_err(GvrError::Usage)?;
-        (r, tuning, sample)
+        (r, blk, tuning, sample)
     } else {
-        (None, Vec::new(), Vec::new())
+        (None, None, Vec::new(), Vec::new())
     };
     let gpu = gpu.ok_or_else(|| {
         GvrError::Usage(format!(
@@ -633,6 +669,7 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     }
     let mut arm = SsMain::new(mode, gpu);
     arm.r_override = r_override;
+    arm.blk_override = blk_override;
     arm.tuning = tuning;
     arm.sample = sample;
     Ok(Box::new(arm))
@@ -649,6 +686,8 @@ pub struct SsMain {
     slowdown: Option<Slowdown>,
     /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
     r_override: Option<u32>,
+    /// `GVR_SS_MAIN_BLK` (ss-main only): BLK of one-CTA launches of more rows than SMs.
+    blk_override: Option<u32>,
     /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
     tuning: Defines,
     /// `GVR_SS_MAIN_SAMPLE` (ss-main only): the launch's sample knobs.
@@ -689,13 +728,20 @@ impl SsMain {
             plan: None,
             slowdown: None,
             r_override: None,
+            blk_override: None,
             tuning: Vec::new(),
             sample: Vec::new(),
         }
     }
 
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
-        let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
+        let mut plan = plan_with_overrides(
+            self.mode,
+            shape,
+            &self.device,
+            self.r_override,
+            self.blk_override,
+        )?;
         plan.args = with_sample_knobs(plan.args, &self.sample);
         Ok(plan)
     }
@@ -859,6 +905,42 @@ mod tests {
             }
         }
         assert!(sampled > 100, "{sampled} sampled one-CTA launches");
+    }
+
+    #[test]
+    fn the_blk_switch_moves_only_one_cta_launches_of_more_rows_than_sms() {
+        let dev = DeviceProfile::h200();
+        assert_eq!(parse_main_blk(None), Ok(None));
+        assert_eq!(parse_main_blk(Some(" 512")), Ok(Some(512)));
+        assert!(parse_main_blk(Some("1024"))
+            .unwrap_err()
+            .contains("256 or 512"));
+        assert!(parse_main_blk(Some("x")).is_err());
+        let forced = |b, n, k, blk| {
+            plan_with_overrides(Mode::ForcedMain, &shape(b, n, k), &dev, None, blk).unwrap()
+        };
+        // K 1,024 at B 1,024: BLK 256 by the wave-aware tie, 512 when asked.
+        let spec = forced(1024, 65_551, 1024, None);
+        assert_eq!((spec.block, spec.entry.as_str()), (256, "ss_main_b256_u8"));
+        let moved = forced(1024, 65_551, 1024, Some(512));
+        assert_eq!(
+            (moved.block, moved.entry.as_str()),
+            (512, "ss_main_b512_u8")
+        );
+        assert_eq!((moved.params.minb, moved.params.kpt), (2, 2));
+        assert_eq!(
+            moved.args, spec.args,
+            "the kernel scalars do not depend on BLK"
+        );
+        assert_eq!(moved.dyn_smem_bytes, spec.dyn_smem_bytes);
+        assert_eq!(forced(1024, 65_551, 1024, Some(256)), spec);
+        // One CTA per row at B <= SMs (BLK 1024) and SPLIT plans stay.
+        for b in [1, 8, 132] {
+            assert_eq!(
+                forced(b, 131_075, 1024, Some(512)),
+                forced(b, 131_075, 1024, None)
+            );
+        }
     }
 
     #[test]

@@ -337,7 +337,7 @@ fn params_for_sms(
     let split = r > 1;
     let tshg = split && b > 15 && k <= 1024 && n4 <= 32768;
     let vstg = split || blk >= 512;
-    let smem_bytes = ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32;
+    let smem_bytes = main_smem_bytes(scap, cmp, vstg);
     MainParams {
         sms: device_sms,
         wave_aware,
@@ -369,6 +369,28 @@ fn params_for_sms(
         vstg,
         smem_bytes,
     }
+}
+
+/// The spec's staging footprint (§3.4: 8-byte staging slots where `vstg`, else 4).
+fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
+    ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
+}
+
+/// `p` with its one-CTA-per-row BLK replaced by `blk` (256 or 512, MINB 4 or
+/// 2: the compiled U = 8 entries' budgets) where the plan has one CTA per row
+/// and more rows than SMs (BLK 256 or 512 by the wave-aware choice); any
+/// other plan comes back unchanged. For same-run A/Bs of that choice
+/// (`GVR_SS_MAIN_BLK`).
+pub fn with_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
+    if p.split || p.big || p.blk == blk || !matches!(blk, 256 | 512) {
+        return p;
+    }
+    p.blk = blk;
+    p.minb = if blk == 512 { 2 } else { 4 };
+    p.kpt = kpt_for(p.k, blk);
+    p.vstg = blk >= 512;
+    p.smem_bytes = main_smem_bytes(p.scap, p.cmp, p.vstg);
+    p
 }
 
 /// Shared memory one SM hands out to resident CTAs (sm_90: 228 KiB).
