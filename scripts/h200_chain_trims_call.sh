@@ -13,7 +13,7 @@
 #                        histogram (1), or copy it in there with cp.async, all pairs at
 #                        once, min/max from there too (2) (main; twenty-fourth session),
 #   GVR_SS_MAIN_BLK=512  one-CTA rows at B > SMs on BLK 512 x 2 CTAs/SM instead of the
-#                        wave-aware tie's BLK 256 x 4 at K <= 1,024 (host only; the B 1,024
+#                        wave-aware tie's BLK 256 x 4 at K <= 1,024 (host only; the B 512 and 1,024
 #                        rows of the big-B set are the test; twenty-fourth session),
 # each against radix in its own run (scripts/ab_compare.py), base re-run as A/A; the
 # phases of the combined builds; certify (poisoned pads, soak) of the knob builds;
@@ -33,7 +33,7 @@ G="--grid grids/dsa886.csv"
 RUNS=/tmp/experiments/runs
 SPL="grid $G --batches 1,2,4,8,16,32 --n-min 100000 --arms ss-main,radix"
 CLU="grid $G --batches 1,2,4,8,16,32 --n-min 32768 --sample 600 --arms ss-clus,radix"
-BIG="grid $G --batches 256,1024 --n-min 60000 --sample 240 --arms ss-main,radix"
+BIG="grid $G --batches 256,512,1024 --n-min 60000 --sample 240 --arms ss-main,radix"
 # One-wave launches (B 256): two start tiles instead of one (SS_L2_START=2 lost 2.5 % over
 # N >= 64K x B 128-1,024 in 2026-12-03d, not split by B; at one wave the fixed phases are
 # the whole gap to the floor, reports/h200/2026-12-05b)
