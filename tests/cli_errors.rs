@@ -153,6 +153,15 @@ fn grid_file_with_cells_missing_from_the_captures() {
 }
 
 #[test]
+fn out_that_names_a_file() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    // expect_input_error's --out is <captures' parent>/run: make it a file.
+    std::fs::write(root.path().join("run"), b"not a run").unwrap();
+    expect_input_error(&captures, &[], "--out: exists and is not a directory");
+}
+
+#[test]
 fn resume_of_a_directory_that_is_not_a_run() {
     let root = tempfile::tempdir().unwrap();
     let out = run(&["grid", "--resume", path_str(root.path())]);

@@ -544,7 +544,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 "run directory already has results; pass --resume to continue it or choose another --out",
             ));
         }
-        std::fs::create_dir_all(run_dir).map_err(|e| GvrError::io(run_dir, e))?;
+        super::create_out_dir(run_dir)?;
         HashSet::new()
     };
 

@@ -107,6 +107,7 @@ pub fn prepare_run_dir(run_dir: &Path, resume: bool, manifest: &EnvManifest) -> 
             "run directory already has results; pass --resume to continue it or choose another --out",
         ));
     }
+    super::create_out_dir(run_dir)?;
     let shards = run_dir.join("shards");
     std::fs::create_dir_all(&shards).map_err(|e| GvrError::io(&shards, e))?;
     manifest.write(run_dir)

@@ -107,7 +107,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
             "output run directory already has results",
         ));
     }
-    std::fs::create_dir_all(out).map_err(|e| GvrError::io(out, e))?;
+    super::create_out_dir(out)?;
     let mut writer = ResultsWriter::open(out)?;
     for record in &records {
         writer.append(record)?;

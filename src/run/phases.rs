@@ -201,7 +201,7 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     });
     let mut jsonl = match (&cfg.out, &manifest) {
         (Some(dir), Some(m)) => {
-            std::fs::create_dir_all(dir).map_err(|e| GvrError::io(dir, e))?;
+            super::create_out_dir(dir)?;
             m.write(dir)?;
             let path = dir.join(PHASES_JSONL);
             Some((
