@@ -140,10 +140,11 @@
 // them, and the histogram loop reads them back from there; 2 also issues all
 // of a thread's pairs at once as cp.async copies into that area (no register
 // per pair, one trip instead of one per pair) and takes the min/max from
-// there; 0 loads them from global memory again. Where several CTAs share an SM with large staging, the
-// L1 left over does not hold the sample until the histogram: phases of 262K
-// rows at K 1,024 show the histogram at 3.3 µs (BLK 512, 2 pairs per thread)
-// and 5.0–5.2 µs (BLK 256, 4 pairs) against 0.7 µs for a SPLIT CTA's L1 hit.
+// there; 0 loads them from global memory again. Where several CTAs share an
+// SM with large staging, the L1 left over does not hold the sample until the
+// histogram: phases of 262K rows at K 1,024 show the histogram at 3.3 µs
+// (BLK 512, 2 pairs per thread) and 5.0–5.2 µs (BLK 256, 4 pairs) against
+// 0.7 µs for a SPLIT CTA's L1 hit.
 // A row whose sample does not fit the launch's dynamic shared memory (checked
 // per row: varlen) loads again. Each thread reads back only the pairs it
 // wrote, so no barrier is added. SPLIT entries are unchanged.
