@@ -99,6 +99,12 @@ int main(int argc, char** argv) {
         for (u32 x : parts) {
             std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
             emu::run_cta(x, y, block, run_kernel);
+            for (auto& pending : emu::async_copies) {
+                if (!pending.empty()) {
+                    std::fprintf(stderr, "EMU: %zu cp.async copies never waited for (row %u)\n", pending.size(), y);
+                    return 7;
+                }
+            }
             for (size_t i = dyn_words; i < dyn.size(); ++i) {
                 if (dyn[i] != 0xABABABABABABABABull) {
                     std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
