@@ -775,9 +775,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (KEEP && kept) {  // the pairs this thread kept above
             for (u32 j = t; j < pairs; j += BLK) ss_pair_hist(keep[j], keep[pairs + j], smin, sc, s.hist);
         } else if constexpr (SS_SAMPLE_BATCH > 1) {
-            ss_sample_hist_batched<BLK>(X, t, rs.smp << ush, rs.ss2, ush, smin, sc, s.hist);
+            ss_sample_hist_batched<BLK>(X, t, pairs, rs.ss2, ush, smin, sc, s.hist);
         } else {
-            for (u32 j = t; j < (rs.smp << ush); j += BLK) {
+            for (u32 j = t; j < pairs; j += BLK) {
                 const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
                 const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
                 const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};

@@ -877,13 +877,9 @@ mod tests {
         // plans one CTA per row must take the kept path, or the knob measures
         // nothing there.
         let dev = DeviceProfile::h200();
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/grids/dsa886.csv"))
-                .expect("grids/dsa886.csv");
-        let ns: std::collections::BTreeSet<usize> = text
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split(',').nth(4)?.trim().parse::<usize>().ok())
+        let ns: std::collections::BTreeSet<usize> = crate::grid::dsa886_cells()
+            .iter()
+            .map(|c| c.n as usize)
             .collect();
         assert!(ns.len() >= 10, "{} N read from the grid", ns.len());
         let mut sampled = 0;

@@ -328,10 +328,8 @@ fn params_for_sms(
         (1024, 1)
     } else if wave_aware {
         wave_aware_blk(b, scap, cmp, sms)
-    } else if (b as u64) <= 2 * sms {
-        (512, 2)
     } else {
-        (256, 4)
+        spec_band(b, sms)
     };
     let u = if big { u_ladder(q) } else { 8 };
     let split = r > 1;
@@ -371,6 +369,21 @@ fn params_for_sms(
     }
 }
 
+/// (BLK, MINB) of the one-CTA-per-row U = 8 entries for more rows than SMs
+/// (their `__launch_bounds__` in ss_main.cu).
+const ONE_CTA_512: (u32, u32) = (512, 2);
+const ONE_CTA_256: (u32, u32) = (256, 4);
+
+/// The spec's BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
+/// 2·SMs rows, else 256.
+fn spec_band(b: usize, sms: u64) -> (u32, u32) {
+    if (b as u64) <= 2 * sms {
+        ONE_CTA_512
+    } else {
+        ONE_CTA_256
+    }
+}
+
 /// The spec's staging footprint (§3.4: 8-byte staging slots where `vstg`, else 4).
 fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
     ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
@@ -382,11 +395,15 @@ fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
 /// other plan comes back unchanged. For same-run A/Bs of that choice
 /// (`GVR_SS_MAIN_BLK`).
 pub fn with_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
-    if p.split || p.big || p.blk == blk || !matches!(blk, 256 | 512) {
+    let shape = match blk {
+        512 => ONE_CTA_512,
+        256 => ONE_CTA_256,
+        _ => return p,
+    };
+    if p.split || p.big || p.blk == blk {
         return p;
     }
-    p.blk = blk;
-    p.minb = if blk == 512 { 2 } else { 4 };
+    (p.blk, p.minb) = shape;
     p.kpt = kpt_for(p.k, blk);
     p.vstg = blk >= 512;
     p.smem_bytes = main_smem_bytes(p.scap, p.cmp, p.vstg);
@@ -425,14 +442,14 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 /// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
 /// 2 %) keep the spec's band, so only clear wins move.
 fn wave_aware_blk(b: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
-    let spec = if (b as u64) <= 2 * sms {
-        (512, 2)
-    } else {
-        (256, 4)
-    };
+    let spec = spec_band(b, sms);
     let eff =
         |(_, minb): (u32, u32)| wave_efficiency(b, sms * main_ctas_per_sm(minb, scap, cmp) as u64);
-    let other = if spec.0 == 512 { (256, 4) } else { (512, 2) };
+    let other = if spec == ONE_CTA_512 {
+        ONE_CTA_256
+    } else {
+        ONE_CTA_512
+    };
     if eff(other) > eff(spec) * 1.02 {
         other
     } else {
