@@ -209,9 +209,14 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 
 // 1: the sample ladder's width is the exact product by 1/256 (bit-identical
 // to the division) and the barrier between reading the scan's result and
-// writing the ladder is left out, as SS_THRESHOLD_TRIM of ss_main.cu.
+// writing the ladder is left out, as SS_THRESHOLD_TRIM of ss_main.cu;
+// SS_SCAN_FORM 1: ss_scan256 (ss_common.cuh) finds its crossings by counting.
+// Both on: +5.1 % over both off (B 1–32, N >= 32K; TUNING.md 2026-12-05e).
 #ifndef SS_THRESHOLD_TRIM
-#define SS_THRESHOLD_TRIM 0
+#define SS_THRESHOLD_TRIM 1
+#endif
+#ifndef SS_SCAN_FORM
+#define SS_SCAN_FORM 1
 #endif
 
 // 1: rank 0 loads the row's n mod 4 tail scalars with its first chunk and
@@ -476,7 +481,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
             __syncthreads();
             SS_PROBE(SS_MARK_HIST);
             if (warp_id() == 0u) {
-                const u32 tot = ss_scan256(hist, rs.tgt, rs.tgt2, 2u * rs.tgt, cross, SS_SCAN_ZERO);
+                const u32 tot = ss_scan256<SS_SCAN_FORM != 0>(hist, rs.tgt, rs.tgt2, 2u * rs.tgt, cross, SS_SCAN_ZERO);
                 if (lane_id() == 0u) sc_[CL_S_TOTAL] = tot;
             }
             __syncthreads();
@@ -622,7 +627,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         // Whole-row radix select, exact for any input (§3.11 I6).
         SsSrcRow src;
         src.row = X;
-        ss_narrow_emit<BLK>(src, n_, 0u, 0xffffffffu, k, n_, CL_FALLBACK_LEVELS, O, 0u, nsh);
+        ss_narrow_emit<BLK, SS_SCAN_FORM != 0>(src, n_, 0u, 0xffffffffu, k, n_, CL_FALLBACK_LEVELS, O, 0u, nsh);
         return;
     }
     if (whole) {
@@ -654,7 +659,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         __syncthreads();
         SsSrcCand src;
         src.p = ck64;
-        ss_narrow_emit<BLK>(src, mc, sc_[CL_S_KMIN], sc_[CL_S_KMAX], need, mc, CL_REFINE_LEVELS, O, above, nsh);
+        ss_narrow_emit<BLK, SS_SCAN_FORM != 0>(src, mc, sc_[CL_S_KMIN], sc_[CL_S_KMAX], need, mc, CL_REFINE_LEVELS, O, above, nsh);
     }
 }
 

@@ -304,16 +304,17 @@ __device__ __forceinline__ u64 ss_pack(float x, u32 idx) {
 // write `res[i]` for the owning lane only, so the caller must barrier before
 // other warps read `res`.
 //
-// SS_SCAN_FORM 1 finds each crossing without the serial walk over the
-// owner's eight bins: the sums after(j) + h[j] fall with j, so the bins
-// reaching the target are a prefix 0..c-1 of the lane's and the crossing is
-// bin c - 1 (c = 0: the fake crossing, bin 0) — eight independent compares
-// and selects instead of a dependent chain. Same results in every field
-// (tests/ss_emu_exact.rs compares the two builds' outputs bit for bit).
+// COUNTED finds each crossing without the serial walk over the owner's
+// eight bins: the sums after(j) + h[j] fall with j, so the bins reaching the
+// target are a prefix 0..c-1 of the lane's and the crossing is bin c - 1
+// (c = 0: the fake crossing, bin 0) — eight independent compares and selects
+// instead of a dependent chain. Same results in every field (the emulator
+// tests compare the two forms' outputs bit for bit). Which entries count is
+// each module's choice (SS_SCAN_FORM of ss_main.cu and ss_clus_stream.cu):
+// measured faster on the SPLIT and cluster chains, slower on one-CTA rows at
+// B >= 256 (kernels/TUNING.md 2026-12-05e).
 // ---------------------------------------------------------------------------
-#ifndef SS_SCAN_FORM
-#define SS_SCAN_FORM 0
-#endif
+template <bool COUNTED>
 __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsCross* res, int mode) {
     const u32 lane = lane_id();
     uint4 lo4 = *reinterpret_cast<const uint4*>(hist + lane * 8u);
@@ -326,101 +327,101 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
     const u32 total = __shfl_sync(GVR_FULL_MASK, incl, 31);
     const u32 after_lane = total - incl;  // count in bins owned by higher lanes
     const u32 targets[3] = {t0, t1, t2};
-#if SS_SCAN_FORM == 1
-    u32 after[8];  // after[j]: the count in every bin above bin 8·lane + j
-    {
-        u32 run = after_lane;
-#pragma unroll
-        for (int j = 7; j >= 0; --j) {
-            after[j] = run;
-            run += h[j];
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 3; ++i) {
-        const u32 t = targets[i];
-        if (t == 0u) {
-            if (lane == 0u) res[i].valid = 0u;
-            continue;
-        }
-        const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
-        if (owns) {
-            u32 c = 0u;
-#pragma unroll
-            for (int j = 0; j < 8; ++j) c += after[j] + h[j] >= t ? 1u : 0u;
-            const u32 js = c > 0u ? c - 1u : 0u;
-            u32 above = after[0], m = h[0];
-#pragma unroll
-            for (int j = 1; j < 8; ++j) {
-                above = js == (u32)j ? after[j] : above;
-                m = js == (u32)j ? h[j] : m;
-            }
-            res[i].bin = lane * 8u + js;
-            res[i].above = above;
-            res[i].m = m;
-            res[i].valid = 1u;
-        }
-    }
-    if (mode == SS_SCAN_CURSOR) {
-        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(after[0], after[1], after[2], after[3]);
-        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(after[4], after[5], after[6], after[7]);
-    } else {
-        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
-        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
-    }
-    return total;
-#else
-#pragma unroll
-    for (int i = 0; i < 3; ++i) {
-        const u32 t = targets[i];
-        if (t == 0u) {
-            if (lane == 0u) res[i].valid = 0u;
-            continue;
-        }
-        // Unique owner: after_lane is non-increasing in the lane index; lane 0
-        // also takes the fake crossing when total < t.
-        const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
-        if (owns) {
+    if constexpr (COUNTED) {
+        u32 after[8];  // after[j]: the count in every bin above bin 8·lane + j
+        {
             u32 run = after_lane;
-            u32 bin = lane * 8u, above = run, m = h[0];
-            bool found = false;
 #pragma unroll
             for (int j = 7; j >= 0; --j) {
-                if (!found && run + h[j] >= t) {
-                    bin = lane * 8u + (u32)j;
-                    above = run;
-                    m = h[j];
-                    found = true;
-                }
-                if (!found) run += h[j];
+                after[j] = run;
+                run += h[j];
             }
-            if (!found) {  // fake crossing: bin 0, above = after(0)
-                bin = 0u;
-                above = run - h[0];
-                m = h[0];
-            }
-            res[i].bin = bin;
-            res[i].above = above;
-            res[i].m = m;
-            res[i].valid = 1u;
         }
-    }
-    if (mode == SS_SCAN_CURSOR) {
-        u32 run = after_lane;
-        u32 c[8];
 #pragma unroll
-        for (int j = 7; j >= 0; --j) {
-            c[j] = run;
-            run += h[j];
+        for (int i = 0; i < 3; ++i) {
+            const u32 t = targets[i];
+            if (t == 0u) {
+                if (lane == 0u) res[i].valid = 0u;
+                continue;
+            }
+            const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
+            if (owns) {
+                u32 c = 0u;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) c += after[j] + h[j] >= t ? 1u : 0u;
+                const u32 js = c > 0u ? c - 1u : 0u;
+                u32 above = after[0], m = h[0];
+#pragma unroll
+                for (int j = 1; j < 8; ++j) {
+                    above = js == (u32)j ? after[j] : above;
+                    m = js == (u32)j ? h[j] : m;
+                }
+                res[i].bin = lane * 8u + js;
+                res[i].above = above;
+                res[i].m = m;
+                res[i].valid = 1u;
+            }
         }
-        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(c[0], c[1], c[2], c[3]);
-        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(c[4], c[5], c[6], c[7]);
+        if (mode == SS_SCAN_CURSOR) {
+            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(after[0], after[1], after[2], after[3]);
+            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(after[4], after[5], after[6], after[7]);
+        } else {
+            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+        }
+        return total;
     } else {
-        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
-        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int i = 0; i < 3; ++i) {
+            const u32 t = targets[i];
+            if (t == 0u) {
+                if (lane == 0u) res[i].valid = 0u;
+                continue;
+            }
+            // Unique owner: after_lane is non-increasing in the lane index; lane 0
+            // also takes the fake crossing when total < t.
+            const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
+            if (owns) {
+                u32 run = after_lane;
+                u32 bin = lane * 8u, above = run, m = h[0];
+                bool found = false;
+#pragma unroll
+                for (int j = 7; j >= 0; --j) {
+                    if (!found && run + h[j] >= t) {
+                        bin = lane * 8u + (u32)j;
+                        above = run;
+                        m = h[j];
+                        found = true;
+                    }
+                    if (!found) run += h[j];
+                }
+                if (!found) {  // fake crossing: bin 0, above = after(0)
+                    bin = 0u;
+                    above = run - h[0];
+                    m = h[0];
+                }
+                res[i].bin = bin;
+                res[i].above = above;
+                res[i].m = m;
+                res[i].valid = 1u;
+            }
+        }
+        if (mode == SS_SCAN_CURSOR) {
+            u32 run = after_lane;
+            u32 c[8];
+#pragma unroll
+            for (int j = 7; j >= 0; --j) {
+                c[j] = run;
+                run += h[j];
+            }
+            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(c[0], c[1], c[2], c[3]);
+            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(c[4], c[5], c[6], c[7]);
+        } else {
+            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+        }
+        return total;
     }
-    return total;
-#endif
 }
 
 // Each warp's min / max to red[warp] / red[32 + warp], then a barrier.
@@ -624,7 +625,7 @@ struct SsNarrowShared {
 // must call it with the same arguments. Zeroes the histogram first (callers
 // may leave cursors in it).
 // ---------------------------------------------------------------------------
-template <int BLK, class Src>
+template <int BLK, bool COUNTED = false, class Src>
 __device__ __noinline__ void ss_narrow_emit(const Src src, u32 count, u32 lo, u32 hi, u32 need, u32 in_range,
                                             int levels, i32* out, u32 base, SsNarrowShared sh) {
     for (u32 b = threadIdx.x; b < SS_BINS; b += BLK) sh.hist[b] = 0u;
@@ -661,7 +662,7 @@ __device__ __noinline__ void ss_narrow_emit(const Src src, u32 count, u32 lo, u3
             }
         }
         __syncthreads();
-        if (warp_id() == 0u) (void)ss_scan256(sh.hist, need, 0u, 0u, sh.cross, SS_SCAN_ZERO);
+        if (warp_id() == 0u) (void)ss_scan256<COUNTED>(sh.hist, need, 0u, 0u, sh.cross, SS_SCAN_ZERO);
         __syncthreads();
         const SsCross c = sh.cross[0];
         // in_range > need >= 1 here, so the crossing is real and above < need.

@@ -97,17 +97,26 @@
 // needs); 2 one fence.acq_rel.gpu by the arriving thread after the CTA
 // barrier (the barrier orders the CTA's slab writes before it) and one after
 // its atomic in the last arriver, before the barrier that releases the CTA.
+// 2 measured +0.7 % over 0 on SPLIT launches, 1 ties 0 (TUNING.md 2026-12-05e).
 #ifndef SS_HANDOFF_FENCE
-#define SS_HANDOFF_FENCE 0
+#define SS_HANDOFF_FENCE 2
 #endif
 
-// 1: the sample ladder's width is the exact product by 1/256 (bit-identical
-// to the division) and the barrier between reading the scan's result and
-// writing the ladder is left out (no thread writes the scan's result before
-// the next barrier). 0: division and barrier as before.
+// Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
+// ladder's width is the exact product by 1/256 (bit-identical to the
+// division) and the barrier between reading the scan's result and writing the
+// ladder is left out (no thread writes the scan's result before the next
+// barrier); without the bit, division and barrier. SS_SCAN_FORM, same bits:
+// ss_scan256 (ss_common.cuh) finds its crossings by counting. Both on the
+// SPLIT entries only: with the fence, +4.3 % there (B 1–32, N >= 100K), and
+// -1.9 % on one-CTA rows at B 256–1,024 (TUNING.md 2026-12-05e).
 #ifndef SS_THRESHOLD_TRIM
-#define SS_THRESHOLD_TRIM 0
+#define SS_THRESHOLD_TRIM 2
 #endif
+#ifndef SS_SCAN_FORM
+#define SS_SCAN_FORM 2
+#endif
+#define SS_ENTRY_BIT(KNOB, SPLIT) (((KNOB) & ((SPLIT) ? 2 : 1)) != 0)
 
 // Sample pairs a thread reads per trip of the sample's min/max loop and of
 // its histogram loop (the first pair, loaded ahead of the row length, stays
@@ -639,6 +648,8 @@ template <int BLK, int U, bool SPLIT>
 __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                              const i32* __restrict__ hints, i32* __restrict__ out,
                                              const SsMainParams& p, unsigned char* workspace) {
+    constexpr bool COUNTED = SS_ENTRY_BIT(SS_SCAN_FORM, SPLIT);
+    constexpr bool TRIM = SS_ENTRY_BIT(SS_THRESHOLD_TRIM, SPLIT);
     __shared__ __align__(16) SsShared s;
     SS_PROBE_SCOPE();
     const u32 t = threadIdx.x;
@@ -678,7 +689,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (part == 0u) {
             SsSrcRow src;
             src.row = X;
-            ss_narrow_emit<BLK>(src, n, 0u, 0xffffffffu, k, n, SS_FALLBACK_LEVELS, out + (u64)row * k, 0u, nsh);
+            ss_narrow_emit<BLK, COUNTED>(src, n, 0u, 0xffffffffu, k, n, SS_FALLBACK_LEVELS, out + (u64)row * k, 0u, nsh);
         }
         return;
     }
@@ -769,7 +780,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     b3.valid = 0u;
     b3.bin = 0u;
     if (sok) {
-        w = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
+        w = TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
                               : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
         if (KEEP && kept) {  // the pairs this thread kept above
@@ -788,7 +799,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         __syncthreads();
         SS_PROBE(SS_MARK_HIST);
         if (warp_id() == 0u) {
-            const u32 tot = ss_scan256(s.hist, rs.tgt, rs.tgt2, 2u * rs.tgt, s.cross, SS_SCAN_ZERO);
+            const u32 tot = ss_scan256<COUNTED>(s.hist, rs.tgt, rs.tgt2, 2u * rs.tgt, s.cross, SS_SCAN_ZERO);
             if (lane_id() == 0u) s.total = tot;
         }
         __syncthreads();
@@ -803,7 +814,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 H = fmaxf(__fmaf_rn(4.f, d, T), __fmaf_rn(8.f, w, T));
             }
         }
-        if (!SS_THRESHOLD_TRIM) __syncthreads();  // s.total / s.cross are rewritten later
+        if (!TRIM) __syncthreads();  // s.total / s.cross are rewritten later
     }
     bool gathered = false;
     float gmin = SS_SENT_LO, gmax = SS_SENT_HI;
@@ -849,7 +860,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         const float h_cap = s.lad_h;
         float hi = fmaxf(s.lad_gmax, T);
         if (h_cap > T && h_cap < hi) hi = h_cap;
-        float wd = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
+        float wd = TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
                                      : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
@@ -869,7 +880,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (SPLIT) break;
         const u32 myn = s.count;
         if (warp_id() == 0u) {
-            const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
+            const u32 tot = ss_scan256<COUNTED>(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
             if (lane_id() == 0u) s.total = tot;
         }
         __syncthreads();
@@ -978,7 +989,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             }
             __syncthreads();
             if (warp_id() == 0u) {
-                const u32 tot = ss_scan256(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
+                const u32 tot = ss_scan256<COUNTED>(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
                 if (lane_id() == 0u) s.total = tot;
             }
             __syncthreads();
@@ -1054,7 +1065,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 __syncthreads();
                 SsSrcCand src;
                 src.p = ck64;
-                ss_narrow_emit<BLK>(src, mc, s.kmin, s.kmax, need, mc, SS_REFINE_LEVELS, O, cr.above, nsh);
+                ss_narrow_emit<BLK, COUNTED>(src, mc, s.kmin, s.kmax, need, mc, SS_REFINE_LEVELS, O, cr.above, nsh);
             }
         }
         if (E != O) ss_copy_out_staged<BLK>(E, O, staged);
@@ -1064,18 +1075,18 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (SPLIT && from_slab) {
             SsSrcSlab src;
             src.p = reinterpret_cast<const u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
-            ss_narrow_emit<BLK>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+            ss_narrow_emit<BLK, COUNTED>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
         } else {
             SsSrcStage src;
             src.p = stage;
-            ss_narrow_emit<BLK>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
+            ss_narrow_emit<BLK, COUNTED>(src, list_n, 0u, 0xffffffffu, k, list_n, SS_FALLBACK_LEVELS, O, 0u, nsh);
         }
     } else {
         if (valid) SS_TRACE(SS_TR_DEGEN_B);
         // Degen B: radix select over the whole row, exact for any input (§3.11 I6).
         SsSrcRow src;
         src.row = X;
-        ss_narrow_emit<BLK>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);
+        ss_narrow_emit<BLK, COUNTED>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);
     }
 }
 

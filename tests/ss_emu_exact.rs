@@ -414,17 +414,18 @@ fn the_start_prefetch_variants_stay_exact() {
 
 #[test]
 fn the_handoff_fence_and_threshold_trim_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: the SPLIT hand-off with acquire-release fences
-    // (every thread, or the arriving thread after the barrier) and the
-    // threshold phase without its middle barrier. The emulator's fences are
-    // no-ops, so this checks the restructured arrival and the barrier
-    // count; the memory ordering itself is the PTX model's (kernels/ss_main.cu).
+    // GVR_SS_MAIN_DEFINES: the SPLIT hand-off with every thread's full fence
+    // and the threshold phase with its middle barrier (the forms before
+    // 2026-12-05e), and the trimmed threshold phase on the one-CTA entries
+    // too. The emulator's fences are no-ops, so this checks the restructured
+    // arrival and the barrier count; the memory ordering itself is the PTX
+    // model's (kernels/ss_main.cu).
     for defines in [
-        vec!["-DSS_HANDOFF_FENCE=1".to_string()],
         vec![
-            "-DSS_HANDOFF_FENCE=2".to_string(),
-            "-DSS_THRESHOLD_TRIM=1".to_string(),
+            "-DSS_HANDOFF_FENCE=0".to_string(),
+            "-DSS_THRESHOLD_TRIM=0".to_string(),
         ],
+        vec!["-DSS_THRESHOLD_TRIM=3".to_string()],
     ] {
         let Some(exe) = build_emulator(&defines) else {
             return;
@@ -436,13 +437,15 @@ fn the_handoff_fence_and_threshold_trim_variants_stay_exact() {
 
 #[test]
 fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
-    // SS_SCAN_FORM=1 (kernels/ss_common.cuh `ss_scan256`): the crossing of
-    // each target found by counting instead of a walk. Every field it returns
-    // must equal the walk's, so the kernel's outputs (index order included)
-    // and path bits are the same as the default build's on every launch of
-    // the sweep, and the build still follows the model on the constructed
-    // paths.
-    same_outputs_as_the_default_build("SS_SCAN_FORM=1");
+    // SS_SCAN_FORM (kernels/ss_common.cuh `ss_scan256`): the crossing of
+    // each target found by counting instead of a walk; the default build
+    // counts on the SPLIT entries only. Every field it returns must equal the
+    // walk's, so the kernel's outputs (index order included) and path bits
+    // are the same with the walk everywhere (0) and the count everywhere (3)
+    // on every launch of the sweep, and both builds still follow the model
+    // on the constructed paths.
+    same_outputs_as_the_default_build("SS_SCAN_FORM=0");
+    same_outputs_as_the_default_build("SS_SCAN_FORM=3");
 }
 
 #[test]
