@@ -216,22 +216,6 @@ __device__ __forceinline__ unsigned long long gvr_probe_gtimer() {
     return t;
 }
 
-// 16 bytes from global to shared memory without registers (cp.async.cg:
-// through L2 only). The thread sees them after its cp_async_wait_all().
-__device__ __forceinline__ void cp_async_f4(float4* dst, const float* src) {
-    u32 d;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(d) : "l"(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
-// Bytes of dynamic shared memory the launch gave the CTA.
-__device__ __forceinline__ u32 dyn_smem_bytes() {
-    u32 b;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(b));
-    return b;
-}
 
 // ---------------------------------------------------------------------------
 // Global loads.

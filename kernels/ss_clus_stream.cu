@@ -219,28 +219,11 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #define SS_SCAN_FORM 1
 #endif
 
-// 1: rank 0 loads the row's n mod 4 tail scalars with its first chunk and
-// admits them after that chunk's classification, instead of one more
-// dependent DRAM trip after its last chunk (every grid N has a tail or ends
-// off a float4 boundary). 0: after the last chunk, as before.
-#ifndef CL_TAIL_FIRST
-#define CL_TAIL_FIRST 0
-#endif
-
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
                                             u32 redirect, float tf, float sc, u32 scap, u64* stage, u32* hist,
                                             u32* count) {
     const u32 t = threadIdx.x;
-    // CL_TAIL_FIRST: the thread's tail scalar (NaN, never admitted, where it
-    // has none) in flight with the first chunk's loads, admitted after that
-    // chunk's classification (or after the loop when the rank owns none).
-    const auto admit_tail_first = [&](float x) {
-        if (x >= tf) ss_admit<true>(x, ((n >> 2) << 2) + t, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
-    };
-    float x_tail = __int_as_float(0x7fc00000);
-    if (CL_TAIL_FIRST && tail && ((n >> 2) << 2) + t < n) x_tail = ldg_nc_f(X + ((n >> 2) << 2) + t);
-    bool tail_due = CL_TAIL_FIRST != 0;
     for (u32 tb = first; tb < n4; tb += step) {  // block-uniform trip count
         const u32 c1 = n4 - tb < (u32)(BLK * U) ? n4 : tb + (u32)(BLK * U);
         u32 mask = 0;
@@ -250,10 +233,6 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
             const float4 v = ldg_nc_f4(X + (u64)(i < c1 ? i : redirect) * 4u);
             const u32 bits = ss_admit_bits(v, tf);
             mask |= (i < c1 ? bits : 0u) << (4 * u);  // masked by index, never by value
-        }
-        if (tail_due) {
-            tail_due = false;
-            admit_tail_first(x_tail);
         }
         if (CL_L2_NEXT && lane_id() == 0u) {  // next owned chunk toward L2 (one bulk request per warp)
             const u64 nx = (u64)tb + step + (u64)warp_id() * (u32)(32 * U);
@@ -266,9 +245,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
             ss_admit<true>(x, idx, pos, tf, sc, scap, stage, hist);
         });
     }
-    if (CL_TAIL_FIRST) {
-        if (tail_due) admit_tail_first(x_tail);
-    } else if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
+    if (tail) {  // n mod 4 trailing elements, scalar loads (never past n)
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);

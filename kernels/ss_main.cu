@@ -91,15 +91,15 @@
 #define SS_MAIN_SAMPLE_AHEAD 1
 #endif
 
-// SPLIT hand-off fences (§3.6; kernels/TUNING.md 2026-12-05c): 0 every
+// SPLIT hand-off fences (§3.6): 1 one fence.acq_rel.gpu by the arriving
+// thread after the CTA barrier (the barrier orders the CTA's slab writes
+// before it) and one after its atomic in the last arriver, before the barrier
+// that releases the CTA (all a message-passing hand-off needs); 0 every
 // thread `__threadfence()` (fence.sc.gpu) before the arrival and in the last
-// arriver; 1 the same with fence.acq_rel.gpu (all a message-passing hand-off
-// needs); 2 one fence.acq_rel.gpu by the arriving thread after the CTA
-// barrier (the barrier orders the CTA's slab writes before it) and one after
-// its atomic in the last arriver, before the barrier that releases the CTA.
-// 2 measured +0.7 % over 0 on SPLIT launches, 1 ties 0 (TUNING.md 2026-12-05e).
+// arriver. 1 was measured as "2" in kernels/TUNING.md 2026-12-05c/e (+0.7 %
+// over 0 on SPLIT launches); every thread's fence.acq_rel tied 0 and is gone.
 #ifndef SS_HANDOFF_FENCE
-#define SS_HANDOFF_FENCE 2
+#define SS_HANDOFF_FENCE 1
 #endif
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
@@ -118,49 +118,6 @@
 #endif
 #define SS_ENTRY_BIT(KNOB, SPLIT) (((KNOB) & ((SPLIT) ? 2 : 1)) != 0)
 
-// Sample pairs a thread reads per trip of the sample's min/max loop and of
-// its histogram loop (the first pair, loaded ahead of the row length, stays
-// on its own). 1: one pair per trip; the SASS of the one-CTA entries then
-// also consumes the pair's first float4 before loading its second, so a
-// thread with P pairs waits on up to 2P − 1 dependent DRAM / L2 trips (phases
-// of 262K rows at K 1,024: sample 5.5–8.4 µs, histogram 3.3–5.2 µs for 2–4
-// pairs per thread). 2: two pairs' loads go out before either is used (the
-// most without spills: 4 spills). Same min/max and the same histogram.
-#ifndef SS_SAMPLE_BATCH
-#define SS_SAMPLE_BATCH 1
-#endif
-
-// One-CTA-per-row pass (ss_row_pass_pipelined) over a row whose float4 count
-// is not a whole number of tiles, or with an n mod 4 scalar tail (every N of
-// the grid: 65,538 … 262,127): 0 walks the full tiles, then the partial tile,
-// then loads the tail scalars — one or two extra dependent DRAM trips at the
-// end of every row. Bit 1 walks the partial piece first (inside the start
-// prefetch, which then also covers it: an L2 hit) and issues the tail scalars'
-// loads with the first tile's, admitting them after its classification; bit
-// 2 does the same in the SPLIT parts' plain pass (slices of 1–2 tiles: the
-// widened start prefetch then holds the whole slice). Every float4 and tail
-// value is still classified exactly once.
-#ifndef SS_PIECE_FIRST
-#define SS_PIECE_FIRST 0
-#endif
-
-// One-CTA-per-row entries: 1 keeps the sample's pairs in the staging area
-// (dynamic shared memory, unused until the pass) as the min/max loop reads
-// them, and the histogram loop reads them back from there; 2 also issues all
-// of a thread's pairs at once as cp.async copies into that area (no register
-// per pair, one trip instead of one per pair) and takes the min/max from
-// there; 0 loads them from global memory again. Where several CTAs share an
-// SM with large staging, the L1 left over does not hold the sample until the
-// histogram: phases of 262K rows at K 1,024 show the histogram at 3.3 µs
-// (BLK 512, 2 pairs per thread) and 5.0–5.2 µs (BLK 256, 4 pairs) against
-// 0.7 µs for a SPLIT CTA's L1 hit.
-// A row whose sample does not fit the launch's dynamic shared memory (checked
-// per row: varlen) loads again. Each thread reads back only the pairs it
-// wrote, so no barrier is added. SPLIT entries are unchanged.
-#ifndef SS_SAMPLE_SMEM
-#define SS_SAMPLE_SMEM 0
-#endif
-#define SS_PIECE_FIRST_FOR(SPLIT) ((SS_PIECE_FIRST & ((SPLIT) ? 2 : 1)) != 0)
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
@@ -267,13 +224,6 @@ __device__ __forceinline__ const float* ss_sample_pair(const float* X, u32 j, u3
     return X + ((((j >> sh) * ss2) << (3u + sh)) + ((j & ((1u << sh) - 1u)) << 3));
 }
 
-// SS_SAMPLE_SMEM: pair j of a sample of `pairs` pairs into the staging area,
-// first float4s then second float4s (consecutive j: conflict-free stores).
-__device__ __forceinline__ void ss_pair_keep(float4* keep, u32 pairs, u32 j, float4 a, float4 b) {
-    keep[j] = a;
-    keep[pairs + j] = b;
-}
-
 // Fold the eight values of a sample pair into the key range (NaN ignored, as
 // fmin / fmax do).
 __device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u32& kmax) {
@@ -285,66 +235,6 @@ __device__ __forceinline__ void ss_pair_minmax(float4 a, float4 b, u32& kmin, u3
             kmin = kmin < key ? kmin : key;
             kmax = kmax > key ? kmax : key;
         }
-    }
-}
-
-// Add the eight values of a sample pair to the sample's histogram.
-__device__ __forceinline__ void ss_pair_hist(float4 a, float4 b, float smin, float sc, u32* hist) {
-    const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e) red_shared_add(hist + ss_bin(vals[e], smin, sc), 1u);
-}
-
-// The thread's pairs j, j + BLK, ... (SS_SAMPLE_BATCH of them, those < lim)
-// into v, every load issued before any value is used.
-template <int BLK>
-__device__ __forceinline__ void ss_sample_load_batch(const float* X, u32 j, u32 lim, u32 ss2, u32 sh,
-                                                     float4 (&v)[2 * SS_SAMPLE_BATCH]) {
-#pragma unroll
-    for (int q = 0; q < SS_SAMPLE_BATCH; ++q) {
-        const u32 jq = j + (u32)(q * BLK);
-        if (jq < lim) {
-            const float* unit = ss_sample_pair(X, jq, ss2, sh);
-            v[2 * q] = ldg_nc_f4(unit);
-            v[2 * q + 1] = ldg_nc_f4(unit + 4);
-        }
-    }
-}
-
-// The sample's key range over pairs [j0, lim) of the thread (stride BLK),
-// SS_SAMPLE_BATCH pairs' loads at a time.
-// With KEEP, pair j also goes to keep[j] (first float4) and keep[lim + j]
-// when `kept` (SS_SAMPLE_SMEM).
-template <int BLK, bool KEEP>
-__device__ __forceinline__ void ss_sample_minmax_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, u32& kmin,
-                                                         u32& kmax, float4* keep, bool kept) {
-    constexpr int NB = SS_SAMPLE_BATCH;
-    for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
-        float4 v[2 * NB];
-        ss_sample_load_batch<BLK>(X, j, lim, ss2, sh, v);
-#pragma unroll
-        for (int q = 0; q < NB; ++q) {
-            const u32 jq = j + (u32)(q * BLK);
-            if (jq < lim) {
-                if (KEEP && kept) ss_pair_keep(keep, lim, jq, v[2 * q], v[2 * q + 1]);
-                ss_pair_minmax(v[2 * q], v[2 * q + 1], kmin, kmax);
-            }
-        }
-    }
-}
-
-// The sample's histogram over pairs [j0, lim) of the thread, SS_SAMPLE_BATCH
-// pairs' loads before their bins.
-template <int BLK>
-__device__ __forceinline__ void ss_sample_hist_batched(const float* X, u32 j0, u32 lim, u32 ss2, u32 sh, float smin,
-                                                       float sc, u32* hist) {
-    constexpr int NB = SS_SAMPLE_BATCH;
-    for (u32 j = j0; j < lim; j += (u32)(NB * BLK)) {
-        float4 v[2 * NB];
-        ss_sample_load_batch<BLK>(X, j, lim, ss2, sh, v);
-#pragma unroll
-        for (int q = 0; q < NB; ++q)
-            if (j + (u32)(q * BLK) < lim) ss_pair_hist(v[2 * q], v[2 * q + 1], smin, sc, hist);
     }
 }
 
@@ -547,80 +437,6 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// Admit the thread's tail scalar x (NaN: none) at its element index.
-template <bool SPLIT>
-__device__ __forceinline__ void ss_admit_tail(float x, float tf, float sc, u32 scap, u64* stage, SsShared& s) {
-    if (x >= tf) {
-        const u32 e = ((s.row_len >> 2) << 2) + threadIdx.x;
-        ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
-    }
-}
-
-// SS_PIECE_FIRST form of the pass (ss_row_pass_pipelined's; with PFD 0 also
-// ss_row_pass's, for the SPLIT parts): tiles end at te (the first one at c0 +
-// the partial piece, then whole tiles), and the tail scalars' loads go out
-// with the first tile's.
-template <int BLK, int U, int PFD, bool SPLIT>
-__device__ __forceinline__ void ss_row_pass_piece_first(const float* X, u32 c0, u32 c1, bool tail, u32 redirect,
-                                                        float tf, float sc, u32 scap, u64* stage, SsShared& s) {
-    static_assert(PFD >= 0 && PFD <= U, "PFD is 0..U");
-    const u32 t = threadIdx.x;
-    const u32 TILE = (u32)(BLK * U);
-    const u32 piece = (c1 - c0) % TILE;
-    u32 te = c0 + (piece != 0u ? piece : TILE);
-    if (te > c1) te = c1;
-    // The tail scalar of this thread (n mod 4 values, threads 0..2), loaded
-    // before the first tile so both arrive in one trip; NaN (never admitted,
-    // as a NaN value is not) where the thread has none, so only the value
-    // stays live across the tile's loads.
-    float x_tail = __int_as_float(0x7fc00000);
-    {
-        const u32 n = s.row_len;
-        const u32 e = ((n >> 2) << 2) + t;
-        if (tail && e < n) x_tail = ldg_nc_f(X + e);
-    }
-    float4 v[U];
-    if (PFD > 0 && c0 < c1) {
-#pragma unroll
-        for (int u = 0; u < PFD; ++u) {
-            const u32 i = c0 + (u32)u * BLK + t;
-            v[u] = ldg_nc_f4(X + (u64)(i < te ? i : redirect) * 4u);
-        }
-    }
-    bool first = true;
-    for (u32 tb = c0; tb < c1;) {  // block-uniform trip count
-#pragma unroll
-        for (int u = PFD; u < U; ++u) {
-            const u32 i = tb + (u32)u * BLK + t;
-            v[u] = ldg_nc_f4(X + (u64)(i < te ? i : redirect) * 4u);
-        }
-        u32 mask = 0;
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const u32 i = tb + (u32)u * BLK + t;
-            mask |= (i < te ? ss_admit_bits(v[u], tf) : 0u) << (4 * u);  // masked by index, never by value
-        }
-        if (first) {
-            first = false;
-            ss_admit_tail<SPLIT>(x_tail, tf, sc, scap, stage, s);
-        }
-        ss_prefetch_tile_ahead<BLK, U>(X, tb, c1);
-        const u32 nb = te;
-        const u32 ne = c1 - nb < TILE ? c1 : nb + TILE;
-        if (PFD > 0 && nb < c1) {
-#pragma unroll
-            for (int u = 0; u < PFD; ++u) {
-                const u32 i = nb + (u32)u * BLK + t;
-                v[u] = ldg_nc_f4(X + (u64)(i < ne ? i : redirect) * 4u);
-            }
-        }
-        ss_walk_tile<BLK, SPLIT>(X, tb, mask, tf, sc, scap, stage, s);
-        tb = nb;
-        te = ne;
-    }
-    if (first) ss_admit_tail<SPLIT>(x_tail, tf, sc, scap, stage, s);  // no float4 at all (c0 == c1)
-}
-
 // §3.7 cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
@@ -718,43 +534,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
-    // SS_SAMPLE_SMEM: the row's sample pairs (32 B each) kept in the staging
-    // area when they fit the launch's dynamic shared memory (row-uniform).
-    constexpr bool KEEP = SS_SAMPLE_SMEM != 0 && !SPLIT;
     const u32 pairs = rs.smp << ush;
-    float4* const keep = reinterpret_cast<float4*>(ss_dyn);
-    const bool kept = KEEP && pairs <= dyn_smem_bytes() / 32u;
-    if (SS_SAMPLE_SMEM == 2 && KEEP && kept) {
-        // Every pair but the one loaded ahead goes out at once, into shared
-        // memory, with no register per pair; then the range from there.
-        for (u32 j = t + BLK; j < pairs; j += BLK) {
-            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-            cp_async_f4(keep + j, unit);
-            cp_async_f4(keep + pairs + j, unit + 4);
-        }
-        if (t < pairs) {
-            float4 a, b;
-            sample0.take(ahead_hit, ss_sample_pair(X, t, rs.ss2, ush), a, b);
-            ss_pair_keep(keep, pairs, t, a, b);
-        }
-        cp_async_wait_all();
-        for (u32 j = t; j < pairs; j += BLK) ss_pair_minmax(keep[j], keep[pairs + j], kmin, kmax);
-    } else if constexpr (SS_SAMPLE_BATCH > 1) {
-        if (t < pairs) {
-            float4 a, b;
-            sample0.take(ahead_hit, ss_sample_pair(X, t, rs.ss2, ush), a, b);
-            if (KEEP && kept) ss_pair_keep(keep, pairs, t, a, b);
-            ss_pair_minmax(a, b, kmin, kmax);
-        }
-        ss_sample_minmax_batched<BLK, KEEP>(X, t + BLK, pairs, rs.ss2, ush, kmin, kmax, keep, kept);
-    } else {
-        for (u32 j = t; j < pairs; j += BLK) {
-            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-            float4 a, b;
-            sample0.take(ahead_hit && j == t, unit, a, b);
-            if (KEEP && kept) ss_pair_keep(keep, pairs, j, a, b);
-            ss_pair_minmax(a, b, kmin, kmax);
-        }
+    for (u32 j = t; j < pairs; j += BLK) {
+        const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
+        float4 a, b;
+        sample0.take(ahead_hit && j == t, unit, a, b);
+        ss_pair_minmax(a, b, kmin, kmax);
     }
     ss_block_minmax<BLK>(&kmin, &kmax, s.red);  // also publishes the init above
     SS_PROBE(SS_MARK_SAMPLE);
@@ -766,10 +551,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     // runs; +2–4 % up to 4 tiles).
     if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || (SPLIT && SS_L2_START_SPLIT != 0)))
         if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U))
-            ss_prefetch_span<BLK>(X, c0,
-                                  (u32)(SS_L2_START * BLK * U) +
-                                      (SS_PIECE_FIRST_FOR(SPLIT) ? (c1 - c0) % (u32)(BLK * U) : 0u),
-                                  c1);
+            ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
     const float smin = invkey(kmin), smax = invkey(kmax);
     const bool sok = rs.smp > 0u && smax > smin;
     const float NEG_INF = ss_neg_inf();
@@ -783,18 +565,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         w = TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
                               : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
-        if (KEEP && kept) {  // the pairs this thread kept above
-            for (u32 j = t; j < pairs; j += BLK) ss_pair_hist(keep[j], keep[pairs + j], smin, sc, s.hist);
-        } else if constexpr (SS_SAMPLE_BATCH > 1) {
-            ss_sample_hist_batched<BLK>(X, t, pairs, rs.ss2, ush, smin, sc, s.hist);
-        } else {
-            for (u32 j = t; j < pairs; j += BLK) {
-                const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
-                const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
-                const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        for (u32 j = t; j < pairs; j += BLK) {
+            const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
+            const float4 a = ldg_nc_f4(unit), b = ldg_nc_f4(unit + 4);
+            const float vals[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-                for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
-            }
+            for (int e = 0; e < 8; ++e) red_shared_add(s.hist + ss_bin(vals[e], smin, sc), 1u);
         }
         __syncthreads();
         SS_PROBE(SS_MARK_HIST);
@@ -865,10 +641,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
-        if constexpr (SS_PIECE_FIRST_FOR(SPLIT))  // the plain pass's piece-first form carries nothing (PFD 0)
-            ss_row_pass_piece_first<BLK, U, SsPipelined<SPLIT>::value ? SsPfd<U, SPLIT>::value : 0, SPLIT>(
-                X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
-        else if constexpr (SsPipelined<SPLIT>::value)
+        if constexpr (SsPipelined<SPLIT>::value)
             ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else
@@ -959,13 +732,12 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             }
         }
         if (SS_HANDOFF_FENCE == 0) __threadfence();  // release this CTA's slab writes (every writer fences)
-        if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();
         __syncthreads();
         if (t == 0u) {
-            if (SS_HANDOFF_FENCE == 2) fence_acq_rel_gpu();  // cumulative over the barrier above
+            if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();  // cumulative over the barrier above
             const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
                                           (1ull << 32) + (unsigned long long)myn);
-            if (SS_HANDOFF_FENCE == 2 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
+            if (SS_HANDOFF_FENCE == 1 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
             s.don_old = arrived;
         }
         __syncthreads();
@@ -973,7 +745,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
         SS_PROBE(SS_MARK_HANDOFF);
         if (SS_HANDOFF_FENCE == 0) __threadfence();  // acquire the other parts' slab writes
-        if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();
         if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
             g_off[row] = 0u;
             g_don[row] = 0ull;

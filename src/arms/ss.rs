@@ -310,13 +310,6 @@ pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
 /// The variant records the R used; `ss` never reads it.
 pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 
-/// Tuning switch of `ss-main`: `GVR_SS_MAIN_BLK=256|512` launches every
-/// one-CTA-per-row shape of more rows than SMs with that BLK (MINB 4 / 2)
-/// instead of the wave-aware choice, so one device run can compare the two
-/// at K ≤ 1,024, B ≥ 512 (a tie on wave efficiency, never measured). The
-/// variant records the BLK used; `ss` never reads it.
-pub const MAIN_BLK_ENV: &str = "GVR_SS_MAIN_BLK";
-
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_DEFINES=SS_L2_DIST=1,SS_PFD=2`
 /// builds `ss_main.cu` with those streaming-pass knobs (kernels/ss_main.cu
 /// documents each), so one device run can compare them on the same inputs.
@@ -410,7 +403,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 16] = [
+const TUNABLE_DEFINES: [TuningKnob; 13] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -421,12 +414,9 @@ const TUNABLE_DEFINES: [TuningKnob; 16] = [
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
     ("SS_MAIN_STAGE_OUT", 0, 2),
-    ("SS_HANDOFF_FENCE", 0, 2),
+    ("SS_HANDOFF_FENCE", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
-    ("SS_SAMPLE_BATCH", 1, 2),
-    ("SS_PIECE_FIRST", 0, 3),
-    ("SS_SAMPLE_SMEM", 0, 2),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -448,17 +438,6 @@ pub fn main_switches(
         .transpose()?
         .unwrap_or_default();
     Ok((r, defines))
-}
-
-/// The value of [`MAIN_BLK_ENV`] (unset: `None`): 256 or 512.
-pub fn parse_main_blk(value: Option<&str>) -> std::result::Result<Option<u32>, String> {
-    value
-        .map(|v| match v.trim() {
-            "256" => Ok(256),
-            "512" => Ok(512),
-            _ => Err(format!("{MAIN_BLK_ENV}={v}: BLK must be 256 or 512")),
-        })
-        .transpose()
 }
 
 /// Parse `NAME=INT[,NAME=INT...]` of [`TUNABLE_DEFINES`]; an empty spec is no knob.
@@ -541,19 +520,6 @@ pub fn plan_with_r(
     dev: &DeviceProfile,
     r_override: Option<u32>,
 ) -> std::result::Result<SsPlan, String> {
-    plan_with_overrides(mode, shape, dev, r_override, None)
-}
-
-/// [`plan_with_r`], with the one-CTA-per-row BLK of launches of more rows
-/// than SMs replaced by `blk_override` when given
-/// ([`crate::route::params::with_one_cta_blk`]).
-pub fn plan_with_overrides(
-    mode: Mode,
-    shape: &Shape,
-    dev: &DeviceProfile,
-    r_override: Option<u32>,
-    blk_override: Option<u32>,
-) -> std::result::Result<SsPlan, String> {
     admits(shape)?;
     let b = shape.rows.max(1);
     let (intended, r) = match mode {
@@ -573,10 +539,7 @@ pub fn plan_with_overrides(
             }
         }
     };
-    let mut params = main_params(b, shape.n, shape.npad, shape.k, r, dev);
-    if let Some(blk) = blk_override {
-        params = crate::route::params::with_one_cta_blk(params, blk);
-    }
+    let params = main_params(b, shape.n, shape.npad, shape.k, r, dev);
     if params.split && (params.blk != 1024 || b > SPLIT_MAX_ROWS) {
         // Cannot happen with the route's R (R > 1 implies b·R ≤ SMs); kept
         // as a refusal rather than a wrong launch.
@@ -631,14 +594,12 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     };
     // ss-main's tuning switches, read before anything else so that a value
     // that does not parse is the error the user sees, not ignored.
-    let (r_override, blk_override, tuning, sample) = if mode == Mode::ForcedMain {
+    let (r_override, tuning, sample) = if mode == Mode::ForcedMain {
         let (r, tuning) = main_switches(
             std::env::var(MAIN_R_ENV).ok().as_deref(),
             std::env::var(MAIN_DEFINES_ENV).ok().as_deref(),
         )
         .map_err(GvrError::Usage)?;
-        let blk =
-            parse_main_blk(std::env::var(MAIN_BLK_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
         let sample = parse_optional_knobs(
             MAIN_SAMPLE_ENV,
             "the main launch",
@@ -646,9 +607,9 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
         )
         .map_err(GvrError::Usage)?;
-        (r, blk, tuning, sample)
+        (r, tuning, sample)
     } else {
-        (None, None, Vec::new(), Vec::new())
+        (None, Vec::new(), Vec::new())
     };
     let gpu = gpu.ok_or_else(|| {
         GvrError::Usage(format!(
@@ -669,7 +630,6 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     }
     let mut arm = SsMain::new(mode, gpu);
     arm.r_override = r_override;
-    arm.blk_override = blk_override;
     arm.tuning = tuning;
     arm.sample = sample;
     Ok(Box::new(arm))
@@ -686,8 +646,6 @@ pub struct SsMain {
     slowdown: Option<Slowdown>,
     /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
     r_override: Option<u32>,
-    /// `GVR_SS_MAIN_BLK` (ss-main only): BLK of one-CTA launches of more rows than SMs.
-    blk_override: Option<u32>,
     /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
     tuning: Defines,
     /// `GVR_SS_MAIN_SAMPLE` (ss-main only): the launch's sample knobs.
@@ -728,20 +686,13 @@ impl SsMain {
             plan: None,
             slowdown: None,
             r_override: None,
-            blk_override: None,
             tuning: Vec::new(),
             sample: Vec::new(),
         }
     }
 
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
-        let mut plan = plan_with_overrides(
-            self.mode,
-            shape,
-            &self.device,
-            self.r_override,
-            self.blk_override,
-        )?;
+        let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
         plan.args = with_sample_knobs(plan.args, &self.sample);
         Ok(plan)
     }
@@ -866,76 +817,6 @@ mod tests {
             n,
             npad: n.div_ceil(64).max(1) * 64,
             k,
-        }
-    }
-
-    #[test]
-    fn the_sample_of_every_one_cta_grid_launch_fits_its_staging() {
-        // SS_SAMPLE_SMEM (kernels/ss_main.cu) keeps a one-CTA row's sample
-        // pairs (32 B each) in the launch's dynamic shared memory when they
-        // fit, else it loads them again: every grid N at every batch size that
-        // plans one CTA per row must take the kept path, or the knob measures
-        // nothing there.
-        let dev = DeviceProfile::h200();
-        let ns: std::collections::BTreeSet<usize> = crate::grid::dsa886_cells()
-            .iter()
-            .map(|c| c.n as usize)
-            .collect();
-        assert!(ns.len() >= 10, "{} N read from the grid", ns.len());
-        let mut sampled = 0;
-        for k in SUPPORTED_K {
-            for b in [133, 256, 512, 1024] {
-                for &n in &ns {
-                    let p = plan(Mode::ForcedMain, &shape(b, n, k), &dev).expect("plans");
-                    if p.params.split || p.args.smp == 0 {
-                        continue;
-                    }
-                    let pairs = (p.args.smp as usize) << p.args.unit_shift;
-                    assert!(
-                        pairs * 32 <= p.dyn_smem_bytes as usize,
-                        "b={b} n={n} k={k}: {pairs} pairs, {} B",
-                        p.dyn_smem_bytes
-                    );
-                    sampled += 1;
-                }
-            }
-        }
-        assert!(sampled > 100, "{sampled} sampled one-CTA launches");
-    }
-
-    #[test]
-    fn the_blk_switch_moves_only_one_cta_launches_of_more_rows_than_sms() {
-        let dev = DeviceProfile::h200();
-        assert_eq!(parse_main_blk(None), Ok(None));
-        assert_eq!(parse_main_blk(Some(" 512")), Ok(Some(512)));
-        assert!(parse_main_blk(Some("1024"))
-            .unwrap_err()
-            .contains("256 or 512"));
-        assert!(parse_main_blk(Some("x")).is_err());
-        let forced = |b, n, k, blk| {
-            plan_with_overrides(Mode::ForcedMain, &shape(b, n, k), &dev, None, blk).unwrap()
-        };
-        // K 1,024 at B 1,024: BLK 256 by the wave-aware tie, 512 when asked.
-        let spec = forced(1024, 65_551, 1024, None);
-        assert_eq!((spec.block, spec.entry.as_str()), (256, "ss_main_b256_u8"));
-        let moved = forced(1024, 65_551, 1024, Some(512));
-        assert_eq!(
-            (moved.block, moved.entry.as_str()),
-            (512, "ss_main_b512_u8")
-        );
-        assert_eq!((moved.params.minb, moved.params.kpt), (2, 2));
-        assert_eq!(
-            moved.args, spec.args,
-            "the kernel scalars do not depend on BLK"
-        );
-        assert_eq!(moved.dyn_smem_bytes, spec.dyn_smem_bytes);
-        assert_eq!(forced(1024, 65_551, 1024, Some(256)), spec);
-        // One CTA per row at B <= SMs (BLK 1024) and SPLIT plans stay.
-        for b in [1, 8, 132] {
-            assert_eq!(
-                forced(b, 131_075, 1024, Some(512)),
-                forced(b, 131_075, 1024, None)
-            );
         }
     }
 

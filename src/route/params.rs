@@ -389,27 +389,6 @@ fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
     ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
 }
 
-/// `p` with its one-CTA-per-row BLK replaced by `blk` (256 or 512, MINB 4 or
-/// 2: the compiled U = 8 entries' budgets) where the plan has one CTA per row
-/// and more rows than SMs (BLK 256 or 512 by the wave-aware choice); any
-/// other plan comes back unchanged. For same-run A/Bs of that choice
-/// (`GVR_SS_MAIN_BLK`).
-pub fn with_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
-    let shape = match blk {
-        512 => ONE_CTA_512,
-        256 => ONE_CTA_256,
-        _ => return p,
-    };
-    if p.split || p.big || p.blk == blk {
-        return p;
-    }
-    (p.blk, p.minb) = shape;
-    p.kpt = kpt_for(p.k, blk);
-    p.vstg = blk >= 512;
-    p.smem_bytes = main_smem_bytes(p.scap, p.cmp, p.vstg);
-    p
-}
-
 /// Shared memory one SM hands out to resident CTAs (sm_90: 228 KiB).
 pub const SMEM_PER_SM: usize = 233_472;
 /// Shared memory the driver reserves per resident CTA beside its own.

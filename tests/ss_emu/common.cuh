@@ -135,11 +135,6 @@ inline unsigned long long probe_ticks = 0;
 inline unsigned long long gvr_probe_clock() { return ++emu::probe_ticks; }
 inline unsigned long long gvr_probe_gtimer() { return ++emu::probe_ticks; }
 inline void __threadfence() {}
-// The launch's dynamic shared memory (set by each driver; 0: none).
-namespace emu {
-inline u32 dyn_smem_size = 0;
-}
-inline u32 dyn_smem_bytes() { return emu::dyn_smem_size; }
 inline void fence_acq_rel_gpu() {}
 
 // ---------------------------------------------------------------- intrinsics
@@ -332,21 +327,6 @@ inline float4 ldg_nc_f4_ahead(const float* p) {
     return float4{emu::ahead_value(p, 0), emu::ahead_value(p, 1), emu::ahead_value(p, 2), emu::ahead_value(p, 3)};
 }
 inline float ldg_nc_f_ahead(const float* p) { return emu::ahead_value(p, 0); }
-// cp.async: bounds-checked at issue, copied only at the issuing thread's
-// wait, so shared memory read before the wait holds the stale bytes.
-namespace emu {
-inline std::vector<std::vector<std::pair<float4*, const float*>>> async_copies;
-}
-inline void cp_async_f4(float4* dst, const float* src) {
-    emu::check_load(src, true);
-    if (emu::async_copies.size() < emu::fibers.size()) emu::async_copies.resize(emu::fibers.size());
-    emu::async_copies[emu::current].push_back({dst, src});
-}
-inline void cp_async_wait_all() {
-    if (emu::current >= emu::async_copies.size()) return;
-    for (auto& c : emu::async_copies[emu::current]) std::memcpy(c.first, c.second, 16);
-    emu::async_copies[emu::current].clear();
-}
 inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
 
