@@ -13,7 +13,8 @@
 #                                         # baseline + noise floor, then commit them
 #
 # Then an exactness soak: `certify --soak` on NIGHTLY_SOAK randomized batches
-# per K (default 100; 0 skips it) from a seed that changes every night
+# per K (default 300; 0 skips it) on the shipped self-sampling paths (an estimated ~45 s:
+# 16 ms per batch and arm on the H200, reports/h200/2026-12-05e) from a seed that changes every night
 # (YYYYMMDD·1000, printed; NIGHTLY_SOAK_SEED overrides), so the nights
 # together cover new inputs; an inexact batch fails the gate (exit 1) and its
 # line names the seed that replays it.
@@ -23,7 +24,7 @@
 # NIGHTLY_CASES (default 300), NIGHTLY_ARMS (default ss,radix), RUN_DIR,
 # NIGHTLY_BASELINE (default reports/nightly/baseline), NIGHTLY_NOISE (default
 # reports/nightly/noise.json), NIGHTLY_SOAK, NIGHTLY_SOAK_SEED,
-# NIGHTLY_SOAK_ARMS (default ss).
+# NIGHTLY_SOAK_ARMS (default ss,ss-varlen,ss-varlen-hints).
 set -uo pipefail
 BIN="${GVR_BIN:-target/release/gvr-bench}"
 CAPS="${CAPTURES:-/tmp/gvr-caps}"
@@ -32,9 +33,9 @@ ARMS="${NIGHTLY_ARMS:-ss,radix}"
 BASE="${NIGHTLY_BASELINE:-reports/nightly/baseline}"
 NOISE="${NIGHTLY_NOISE:-reports/nightly/noise.json}"
 RUN="${RUN_DIR:-runs/nightly-$(date -u +%Y%m%dT%H%M%SZ)}"
-SOAK="${NIGHTLY_SOAK:-100}"
+SOAK="${NIGHTLY_SOAK:-300}"
 SOAK_SEED="${NIGHTLY_SOAK_SEED:-$(( $(date -u +%Y%m%d) * 1000 ))}"
-SOAK_ARMS="${NIGHTLY_SOAK_ARMS:-ss}"
+SOAK_ARMS="${NIGHTLY_SOAK_ARMS:-ss,ss-varlen,ss-varlen-hints}"
 
 if [ ! -f "$CAPS/manifest.json" ]; then
   "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 >/dev/null || exit $?
