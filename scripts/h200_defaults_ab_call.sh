@@ -7,7 +7,8 @@
 #
 # Usage (device, after unpacking both binaries):
 #   OUT=$OUT GVR_BIN=devbin/x/gvr-bench OLD_BIN=devbin/x/gvr-bench-OLD \
-#     [SAMPLE=3000] [BUDGET_S=430] bash scripts/h200_defaults_ab_call.sh
+#     [SAMPLE=3000] [SOAK=100] [BUDGET_S=430] bash scripts/h200_defaults_ab_call.sh
+# On a fresh machine each binary's first run compiles its kernels (~70 s each).
 # Locally: scripts/ab_compare.py --by k,b DIR/runs old:new,old2,new2:ss
 #          scripts/ab_compare.py --by k,b DIR/runs o_split:o_all:ss-main
 set -u
@@ -22,9 +23,9 @@ M=GVR_SS_MAIN_DEFINES
 ALL=SS_SCAN_FORM=3,SS_THRESHOLD_TRIM=3
 EXPERIMENTS="new|-|$W
 old|-|$W|$OLD_BIN
+cert|-|certify --arms ss,ss-main,ss-clus --poison-pad $G --sample 30 --soak ${SOAK:-100} --soak-seed 7003
 o_all|$M=$ALL|$O
 o_split|-|$O
-cert|-|certify --arms ss,ss-main,ss-clus --poison-pad $G --sample 60 --soak 300 --soak-seed 7003
 old2|-|$W|$OLD_BIN
 new2|-|$W"
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-430}" \
