@@ -7,7 +7,7 @@
 #
 # Usage (device, after unpacking both binaries):
 #   OUT=$OUT GVR_BIN=devbin/x/gvr-bench OLD_BIN=devbin/x/gvr-bench-OLD \
-#     [SAMPLE=3000] [SOAK=100] [BUDGET_S=430] bash scripts/h200_defaults_ab_call.sh
+#     [SAMPLE=3000] [BATCHES=1,2,4] [SOAK=100] [BUDGET_S=430] bash scripts/h200_defaults_ab_call.sh
 # On a fresh machine each binary's first run compiles its kernels (~70 s each).
 # Locally: scripts/ab_compare.py --by k,b DIR/runs old:new,old2,new2:ss
 #          scripts/ab_compare.py --by k,b DIR/runs o_split:o_all:ss-main
@@ -15,7 +15,7 @@ set -u
 : "${OUT:?set OUT}" "${OLD_BIN:?set OLD_BIN (the binary before the change)}"
 B="${GVR_BIN:-target/release/gvr-bench}"
 G="--grid grids/dsa886.csv"
-W="grid $G --arms ss,radix --sample ${SAMPLE:-3000}"
+W="grid $G --arms ss,radix --sample ${SAMPLE:-3000}${BATCHES:+ --batches $BATCHES}"
 # The one-CTA entries at B 1-128 (BLK 1,024 and the big-B ones in between), where the
 # counted scan and the trimmed threshold phase were not measured on their own.
 O="grid $G --batches 1,4,16,64,128 --sample 400 --arms ss-main,radix"
