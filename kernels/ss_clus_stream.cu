@@ -218,6 +218,7 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 #ifndef SS_SCAN_FORM
 #define SS_SCAN_FORM 1
 #endif
+#define CL_COUNTED (SS_SCAN_FORM != 0)
 
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
@@ -458,7 +459,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
             __syncthreads();
             SS_PROBE(SS_MARK_HIST);
             if (warp_id() == 0u) {
-                const u32 tot = ss_scan256<SS_SCAN_FORM != 0>(hist, rs.tgt, rs.tgt2, 2u * rs.tgt, cross, SS_SCAN_ZERO);
+                const u32 tot = ss_scan256<CL_COUNTED>(hist, rs.tgt, rs.tgt2, 2u * rs.tgt, cross, SS_SCAN_ZERO);
                 if (lane_id() == 0u) sc_[CL_S_TOTAL] = tot;
             }
             __syncthreads();
@@ -604,7 +605,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         // Whole-row radix select, exact for any input (§3.11 I6).
         SsSrcRow src;
         src.row = X;
-        ss_narrow_emit<BLK, SS_SCAN_FORM != 0>(src, n_, 0u, 0xffffffffu, k, n_, CL_FALLBACK_LEVELS, O, 0u, nsh);
+        ss_narrow_emit<BLK, CL_COUNTED>(src, n_, 0u, 0xffffffffu, k, n_, CL_FALLBACK_LEVELS, O, 0u, nsh);
         return;
     }
     if (whole) {
@@ -636,7 +637,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         __syncthreads();
         SsSrcCand src;
         src.p = ck64;
-        ss_narrow_emit<BLK, SS_SCAN_FORM != 0>(src, mc, sc_[CL_S_KMIN], sc_[CL_S_KMAX], need, mc, CL_REFINE_LEVELS, O, above, nsh);
+        ss_narrow_emit<BLK, CL_COUNTED>(src, mc, sc_[CL_S_KMIN], sc_[CL_S_KMAX], need, mc, CL_REFINE_LEVELS, O, above, nsh);
     }
 }
 

@@ -327,63 +327,46 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
     const u32 total = __shfl_sync(GVR_FULL_MASK, incl, 31);
     const u32 after_lane = total - incl;  // count in bins owned by higher lanes
     const u32 targets[3] = {t0, t1, t2};
-    if constexpr (COUNTED) {
-        u32 after[8];  // after[j]: the count in every bin above bin 8·lane + j
-        {
-            u32 run = after_lane;
+    u32 after[8];  // after[j]: the count in every bin above bin 8·lane + j (the cursors)
+    const auto fill_after = [&] {
+        u32 run = after_lane;
 #pragma unroll
-            for (int j = 7; j >= 0; --j) {
-                after[j] = run;
-                run += h[j];
-            }
+        for (int j = 7; j >= 0; --j) {
+            after[j] = run;
+            run += h[j];
         }
+    };
+    if constexpr (COUNTED) fill_after();
 #pragma unroll
-        for (int i = 0; i < 3; ++i) {
-            const u32 t = targets[i];
-            if (t == 0u) {
-                if (lane == 0u) res[i].valid = 0u;
-                continue;
-            }
-            const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
-            if (owns) {
+    for (int i = 0; i < 3; ++i) {
+        const u32 t = targets[i];
+        if (t == 0u) {
+            if (lane == 0u) res[i].valid = 0u;
+            continue;
+        }
+        // Unique owner: after_lane is non-increasing in the lane index; lane 0
+        // also takes the fake crossing when total < t.
+        const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
+        if (owns) {
+            u32 bin, above, m;
+            if constexpr (COUNTED) {
                 u32 c = 0u;
 #pragma unroll
                 for (int j = 0; j < 8; ++j) c += after[j] + h[j] >= t ? 1u : 0u;
                 const u32 js = c > 0u ? c - 1u : 0u;
-                u32 above = after[0], m = h[0];
+                above = after[0];
+                m = h[0];
 #pragma unroll
                 for (int j = 1; j < 8; ++j) {
                     above = js == (u32)j ? after[j] : above;
                     m = js == (u32)j ? h[j] : m;
                 }
-                res[i].bin = lane * 8u + js;
-                res[i].above = above;
-                res[i].m = m;
-                res[i].valid = 1u;
-            }
-        }
-        if (mode == SS_SCAN_CURSOR) {
-            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(after[0], after[1], after[2], after[3]);
-            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(after[4], after[5], after[6], after[7]);
-        } else {
-            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
-            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
-        }
-        return total;
-    } else {
-#pragma unroll
-        for (int i = 0; i < 3; ++i) {
-            const u32 t = targets[i];
-            if (t == 0u) {
-                if (lane == 0u) res[i].valid = 0u;
-                continue;
-            }
-            // Unique owner: after_lane is non-increasing in the lane index; lane 0
-            // also takes the fake crossing when total < t.
-            const bool owns = after_lane < t && (t <= after_lane + span || lane == 0u);
-            if (owns) {
+                bin = lane * 8u + js;
+            } else {
                 u32 run = after_lane;
-                u32 bin = lane * 8u, above = run, m = h[0];
+                bin = lane * 8u;
+                above = run;
+                m = h[0];
                 bool found = false;
 #pragma unroll
                 for (int j = 7; j >= 0; --j) {
@@ -400,28 +383,22 @@ __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsC
                     above = run - h[0];
                     m = h[0];
                 }
-                res[i].bin = bin;
-                res[i].above = above;
-                res[i].m = m;
-                res[i].valid = 1u;
             }
+            res[i].bin = bin;
+            res[i].above = above;
+            res[i].m = m;
+            res[i].valid = 1u;
         }
-        if (mode == SS_SCAN_CURSOR) {
-            u32 run = after_lane;
-            u32 c[8];
-#pragma unroll
-            for (int j = 7; j >= 0; --j) {
-                c[j] = run;
-                run += h[j];
-            }
-            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(c[0], c[1], c[2], c[3]);
-            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(c[4], c[5], c[6], c[7]);
-        } else {
-            *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
-            *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
-        }
-        return total;
     }
+    if (mode == SS_SCAN_CURSOR) {
+        if constexpr (!COUNTED) fill_after();  // the walk's form needs them only here
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(after[0], after[1], after[2], after[3]);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(after[4], after[5], after[6], after[7]);
+    } else {
+        *reinterpret_cast<uint4*>(hist + lane * 8u) = make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(hist + lane * 8u + 4u) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    return total;
 }
 
 // Each warp's min / max to red[warp] / red[32 + warp], then a barrier.

@@ -563,7 +563,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     b3.bin = 0u;
     if (sok) {
         w = TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
-                              : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
+                 : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
         const float sc = __fdiv_rn(1.f, w);
         for (u32 j = t; j < pairs; j += BLK) {
             const float* unit = ss_sample_pair(X, j, rs.ss2, ush);
@@ -637,7 +637,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         float hi = fmaxf(s.lad_gmax, T);
         if (h_cap > T && h_cap < hi) hi = h_cap;
         float wd = TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
-                                     : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
+                        : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width

@@ -13,8 +13,9 @@
 #                                         # baseline + noise floor, then commit them
 #
 # Then an exactness soak: `certify --soak` on NIGHTLY_SOAK randomized batches
-# per K (default 300; 0 skips it) on the shipped self-sampling paths (an estimated ~45 s:
-# 16 ms per batch and arm on the H200, reports/h200/2026-12-05e) from a seed that changes every night
+# per K (default 300; 0 skips it) on the shipped self-sampling paths (an estimated
+# ~40 s: the 12-arm soak of reports/h200/2026-12-05e took 170 s for 1,071 cases per
+# arm, ~13 ms per case and arm with its kernel builds) from a seed that changes every night
 # (YYYYMMDD·1000, printed; NIGHTLY_SOAK_SEED overrides), so the nights
 # together cover new inputs; an inexact batch fails the gate (exit 1) and its
 # line names the seed that replays it.
