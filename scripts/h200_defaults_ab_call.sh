@@ -21,13 +21,14 @@ W="grid $G --arms ss,radix --sample ${SAMPLE:-3000}${BATCHES:+ --batches $BATCHE
 O="grid $G --batches 1,4,16,64,128 --sample 400 --arms ss-main,radix"
 M=GVR_SS_MAIN_DEFINES
 ALL=SS_SCAN_FORM=3,SS_THRESHOLD_TRIM=3
+# The A/B and its repeat first: a tight BUDGET_S skips the checks, not the second round.
 EXPERIMENTS="new|-|$W
 old|-|$W|$OLD_BIN
+old2|-|$W|$OLD_BIN
+new2|-|$W
 cert|-|certify --arms ss,ss-main,ss-clus --poison-pad $G --sample 30 --soak ${SOAK:-100} --soak-seed 7003
 o_all|$M=$ALL|$O
-o_split|-|$O
-old2|-|$W|$OLD_BIN
-new2|-|$W"
+o_split|-|$O"
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-430}" \
   bash scripts/h200_experiments.sh > /dev/null 2>&1
 grep -E "^== |rc=" /tmp/experiments/experiments.log | tr '\n' ' '
