@@ -403,7 +403,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 13] = [
+const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -417,6 +417,8 @@ const TUNABLE_DEFINES: [TuningKnob; 13] = [
     ("SS_HANDOFF_FENCE", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
+    ("SS_WAVE_STAGGER", 0, 200_000),
+    ("SS_WAVE_SMS", 1, 1_024),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and

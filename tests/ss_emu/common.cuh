@@ -135,6 +135,7 @@ inline unsigned long long probe_ticks = 0;
 inline unsigned long long gvr_probe_clock() { return ++emu::probe_ticks; }
 inline unsigned long long gvr_probe_gtimer() { return ++emu::probe_ticks; }
 inline void __threadfence() {}
+inline void __nanosleep(unsigned) {}  // a spin on gvr_probe_clock ends by its own ticks
 inline void fence_acq_rel_gpu() {}
 
 // ---------------------------------------------------------------- intrinsics
