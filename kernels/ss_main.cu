@@ -118,17 +118,23 @@
 #endif
 #define SS_ENTRY_BIT(KNOB, SPLIT) (((KNOB) & ((SPLIT) ? 2 : 1)) != 0)
 
-// Tuning only (GVR_SS_MAIN_DEFINES), 0 = off: in a one-CTA launch of more rows
-// than fit at once, the j-th CTA of each SM's first wave (rows j*SMS to
-// (j+1)*SMS - 1, assuming the block scheduler fills SMs breadth first) waits
-// j/per_sm of SS_WAVE_STAGGER SM cycles before it starts. Why: the CTAs of an
-// SM run in lockstep, so every wave's latency-bound fixed phases (sample,
-// histogram, threshold, emit: 16-26 % of a CTA's span at 65K-262K) leave DRAM
-// idle at once; staggered, one CTA's fixed phases overlap another's pass, and
-// the offset persists into the later waves (each CTA's successor starts when
-// it ends). SS_WAVE_SMS is the launch device's SM count (the H200's by default).
+// Wave stagger of the many-rows entries, in SM cycles (0 = off): in a launch of
+// at least ~1.9 waves, the j-th CTA of each SM's first wave (rows j*SMS to
+// (j+1)*SMS - 1, the block scheduler filling SMs breadth first) waits
+// j/per_sm of the stagger before it starts. Why: the CTAs of an SM run in
+// lockstep, so every wave's latency-bound fixed phases (sample, histogram,
+// threshold, emit: 16-26 % of a CTA's span at 65K-262K) leave DRAM idle at
+// once; staggered, one CTA's fixed phases overlap the other's pass, and the
+// offset persists into the later waves (each CTA's successor starts when it
+// ends). Measured (TUNING.md 2026-12-05f): BLK 512 +2.7 to +5.7 % at B 512-1,024;
+// BLK 256 at most +1.2 % and -5 % at 1.14 waves, so off there; launches of
+// fewer than 1.9 waves keep no stagger (the delay is not repaid). SS_WAVE_SMS
+// is the device's SM count (the host defines it; the H200's by default).
 #ifndef SS_WAVE_STAGGER
-#define SS_WAVE_STAGGER 0
+#define SS_WAVE_STAGGER 48000
+#endif
+#ifndef SS_WAVE_STAGGER_256
+#define SS_WAVE_STAGGER_256 0
 #endif
 #ifndef SS_WAVE_SMS
 #define SS_WAVE_SMS 132
@@ -479,8 +485,10 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
 template <u32 BLK>
 __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows) {
     constexpr u32 per_sm = 1024u / BLK;  // residency of the one-CTA entries' __launch_bounds__
-    if (per_sm < 2u || rows <= per_sm * SS_WAVE_SMS || row >= per_sm * SS_WAVE_SMS) return;
-    const unsigned long long wait = (unsigned long long)SS_WAVE_STAGGER * (row / SS_WAVE_SMS) / per_sm;
+    constexpr unsigned long long stagger = BLK == 512 ? SS_WAVE_STAGGER : BLK == 256 ? SS_WAVE_STAGGER_256 : 0;
+    constexpr u32 slots = per_sm * SS_WAVE_SMS;
+    if (stagger == 0 || (u64)rows * 10u < (u64)slots * 19u || row >= slots) return;
+    const unsigned long long wait = stagger * (row / SS_WAVE_SMS) / per_sm;
     const unsigned long long t0 = gvr_probe_clock();
     while (gvr_probe_clock() - t0 < wait) __nanosleep(200);
 }
@@ -495,7 +503,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SS_PROBE_SCOPE();
     const u32 t = threadIdx.x;
     const u32 row = blockIdx.y;
-    if (SS_WAVE_STAGGER > 0 && !SPLIT) ss_wave_stagger<BLK>(row, gridDim.y);
+    if (!SPLIT) ss_wave_stagger<BLK>(row, gridDim.y);
     const u32 part = SPLIT ? blockIdx.x : 0u;
     const u32 k = p.k;
     const u32 npad = p.npad;

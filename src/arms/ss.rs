@@ -215,6 +215,13 @@ pub fn kernel_defines(mode: Mode) -> Defines {
     }
 }
 
+/// The NVRTC defines `ss_main.cu` takes from the device it runs on: the SM
+/// count, with which the many-rows entries find their CTA's place in the first
+/// wave (the wave stagger, kernels/ss_main.cu `ss_wave_stagger`).
+pub fn device_defines(sms: u32) -> Defines {
+    vec![("SS_WAVE_SMS", sms.to_string())]
+}
+
 /// Split factor of the streaming block forced to main (§5.2 step 1 without
 /// the cluster rounding, as `route_streaming(..., force_main)`), with the
 /// device's SM count for 148 and the `MAXC` row cap of the workspace.
@@ -418,7 +425,7 @@ const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
     ("SS_WAVE_STAGGER", 0, 200_000),
-    ("SS_WAVE_SMS", 1, 1_024),
+    ("SS_WAVE_STAGGER_256", 0, 200_000),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -746,6 +753,7 @@ impl Arm for SsMain {
             ))
         })?;
         let mut defines = kernel_defines(self.mode);
+        defines.extend(device_defines(self.device.sms));
         defines.extend(self.tuning.iter().cloned());
         self.staged
             .load(&SS_MAIN, &defines, &plan.entry, plan.dyn_smem_bytes)?;

@@ -54,7 +54,12 @@ impl VarlenTopK {
         // the kernel's prefetch takes per-row lengths only): they run the
         // build without it, as `ss-reg` does for such launches.
         let (source, entry, smem, defines) = match &plan.launch {
-            FamilyLaunch::Main(p) => (SS_MAIN, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
+            FamilyLaunch::Main(p) => (
+                SS_MAIN,
+                p.entry.clone(),
+                p.dyn_smem_bytes,
+                crate::arms::ss::device_defines(gpu.facts.sms),
+            ),
             FamilyLaunch::Reg(p) => (
                 SS_REG,
                 p.entry.name(),
