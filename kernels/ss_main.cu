@@ -126,12 +126,13 @@
 // threshold, emit: 16-26 % of a CTA's span at 65K-262K) leave DRAM idle at
 // once; staggered, one CTA's fixed phases overlap the other's pass, and the
 // offset persists into the later waves (each CTA's successor starts when it
-// ends). Measured (TUNING.md 2026-12-05f): BLK 512 +2.7 to +5.7 % at B 512-1,024;
-// BLK 256 at most +1.2 % and -5 % at 1.14 waves, so off there; launches of
-// fewer than 1.9 waves keep no stagger (the delay is not repaid). SS_WAVE_SMS
+// ends). Measured on the H200 (TUNING.md 2026-12-05f): 36,000 on BLK 512 +0.6 %
+// at B 512, +6.6 % at B 600, +3.2 % at B 1,024 (48,000 lost 4 % on v32 65K x 512);
+// BLK 256 at most +1.2 % and -5 % at 1.14 waves (H100), so off there; launches
+// of fewer than 1.9 waves keep no stagger (the delay is not repaid). SS_WAVE_SMS
 // is the device's SM count (the host defines it; the H200's by default).
 #ifndef SS_WAVE_STAGGER
-#define SS_WAVE_STAGGER 48000
+#define SS_WAVE_STAGGER 36000
 #endif
 #ifndef SS_WAVE_STAGGER_256
 #define SS_WAVE_STAGGER_256 0
