@@ -854,3 +854,45 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
         }
     }
 }
+
+#[test]
+fn the_wave_stagger_changes_no_output() {
+    // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
+    // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
+    // waves of four CTAs (8 >= 1.9 waves), so rows 2 and 3 wait half the
+    // stagger; outputs and path bits must equal the build without it, and
+    // every row be exact.
+    let sms = "-DSS_WAVE_SMS=2".to_string();
+    let Some(on) = build_emulator(std::slice::from_ref(&sms)) else {
+        return;
+    };
+    let Some(off) = build_emulator(&[sms, "-DSS_WAVE_STAGGER=0".to_string()]) else {
+        return;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(0x57A6);
+    let mut launches = 0;
+    for g in row_generators().iter().take(4) {
+        let rows: Vec<Vec<f32>> = (0..8)
+            .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, 3_001))
+            .collect();
+        let b = batch(&rows, &[], 512);
+        let mut launch = EmuLaunch::planned(&b, b.rows);
+        launch.entry = 4; // ss_main_b512_u8
+        launch.block = 512;
+        launch.grid_x = 1;
+        launch.args.r = 1;
+        launch.args.scap = 2048;
+        launch.args.cmp = 512;
+        let label = format!("{} n=3001 k=512 BLK 512 x 8 rows", g.name);
+        emu_check(&on, &b, &launch, &label);
+        let words = launch_words(&b, &launch);
+        let a = ss_support::run_emulator(&on, &label, &words, &b);
+        let c = ss_support::run_emulator(&off, &label, &words, &b);
+        assert_eq!(
+            a, c,
+            "{label}: outputs or path bits differ with the stagger"
+        );
+        launches += 1;
+    }
+    assert_eq!(launches, 4);
+}
