@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The full campaign over as many device calls as it takes: each call runs this
+# same script on the (warm) machine; it finishes shard 0, then shard 1, each
+# with what is left of the call, and resumes an unfinished shard on the next
+# call (the run directories and `.done` marks live in /tmp of the machine, so a
+# fresh machine starts over). Results: $OUT/s0/campaign-0of2.tgz, $OUT/s1/...
+#
+#   OUT=$OUT GVR_BIN=devbin/x/gvr-bench [CALL_S=585] bash scripts/h200_campaign_calls.sh
+#
+# Merge and read them as scripts/h200_campaign.sh says (gvr-bench merge, report,
+# aa; scripts/issue4_targets.py).
+set -u
+: "${OUT:?set OUT}"
+T=${CALL_S:-585}
+B="${GVR_BIN:-target/release/gvr-bench}"
+case "$B" in /*) ;; *) B="$PWD/$B";; esac
+for s in 0 1; do
+  d=/tmp/gvr-campaign/run-${s}of2
+  [ -f "$d.done" ] && continue
+  left=$((T - SECONDS))
+  if [ "$left" -lt 200 ]; then echo "shard $s: not started ($left s left in this call)"; break; fi
+  mkdir -p "$OUT/s$s"
+  SHARD=$s/2 OUT="$OUT/s$s" GVR_BIN="$B" BUDGET_S=$left bash scripts/h200_campaign.sh > /dev/null 2>&1 && touch "$d.done"
+  echo "shard $s at ${SECONDS} s: $(grep -E 'grid rc' "$OUT/s$s/campaign.log" | tail -1)"
+  [ -f "$d.done" ] || break
+done
