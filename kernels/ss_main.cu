@@ -140,6 +140,17 @@
 #ifndef SS_WAVE_SMS
 #define SS_WAVE_SMS 132
 #endif
+// Tuning only (prepared for the next H200 sweep, TUNING.md 2026-12-05f): the
+// fewest waves, in tenths, that a launch staggers at (19 = 1.9), and cycles
+// added to an entry's stagger per 65,536 values of the planned row length
+// (the fixed phases grow with the row: the H200's best delay was longer at
+// 131K-262K than at 65K). An entry whose stagger is 0 stays off.
+#ifndef SS_WAVE_MIN_TENTHS
+#define SS_WAVE_MIN_TENTHS 19
+#endif
+#ifndef SS_WAVE_PER_64K
+#define SS_WAVE_PER_64K 0
+#endif
 
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
@@ -484,12 +495,14 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
 }
 
 template <u32 BLK>
-__device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows) {
+__device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
     constexpr u32 per_sm = 1024u / BLK;  // residency of the one-CTA entries' __launch_bounds__
     constexpr unsigned long long stagger = BLK == 512 ? SS_WAVE_STAGGER : BLK == 256 ? SS_WAVE_STAGGER_256 : 0;
     constexpr u32 slots = per_sm * SS_WAVE_SMS;
-    if (stagger == 0 || (u64)rows * 10u < (u64)slots * 19u || row >= slots) return;
-    const unsigned long long wait = stagger * (row / SS_WAVE_SMS) / per_sm;
+    if (stagger == 0 || (u64)rows * 10u < (u64)slots * SS_WAVE_MIN_TENTHS || row >= slots) return;
+    unsigned long long span = stagger;
+    if (SS_WAVE_PER_64K > 0) span += (unsigned long long)SS_WAVE_PER_64K * n_plan / 65536u;
+    const unsigned long long wait = span * (row / SS_WAVE_SMS) / per_sm;
     const unsigned long long t0 = gvr_probe_clock();
     while (gvr_probe_clock() - t0 < wait) __nanosleep(200);
 }
@@ -504,7 +517,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SS_PROBE_SCOPE();
     const u32 t = threadIdx.x;
     const u32 row = blockIdx.y;
-    if (!SPLIT) ss_wave_stagger<BLK>(row, gridDim.y);
+    if (!SPLIT) ss_wave_stagger<BLK>(row, gridDim.y, p.n_plan < p.npad ? p.n_plan : p.npad);
     const u32 part = SPLIT ? blockIdx.x : 0u;
     const u32 k = p.k;
     const u32 npad = p.npad;

@@ -4,6 +4,7 @@
 use gvr_bench::arms::ss;
 
 const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
+const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -47,15 +48,25 @@ fn specs(script: &str, env_var: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn defaults_ab_call_main_knobs_parse() {
-    let specs = specs(DEFAULTS_AB, "M");
-    assert!(!specs.is_empty(), "main knob lines found: {specs:?}");
+/// Every `$M=` line of `script` sets main knobs that the arm accepts.
+fn main_knobs_parse(script: &str, min_lines: usize) {
+    let specs = specs(script, "M");
+    assert!(specs.len() >= min_lines, "main knob lines found: {specs:?}");
     for spec in &specs {
         let knobs = ss::parse_tuning_defines(spec)
             .unwrap_or_else(|e| panic!("GVR_SS_MAIN_DEFINES={spec}: {e}"));
         assert!(!knobs.is_empty(), "{spec}");
     }
+}
+
+#[test]
+fn defaults_ab_call_main_knobs_parse() {
+    main_knobs_parse(DEFAULTS_AB, 1);
+}
+
+#[test]
+fn stagger_call_main_knobs_parse() {
+    main_knobs_parse(STAGGER, 9);
 }
 
 #[test]

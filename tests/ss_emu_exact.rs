@@ -860,39 +860,54 @@ fn the_wave_stagger_changes_no_output() {
     // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
     // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
     // waves of four CTAs (8 >= 1.9 waves), so rows 2 and 3 wait half the
-    // stagger; outputs and path bits must equal the build without it, and
-    // every row be exact.
+    // stagger; a 16-row launch of the BLK 256 entry (its stagger and the
+    // row-scaled delay switched on) is two waves of eight, rows 2-7 waiting.
+    // Outputs and path bits must equal the build without a stagger, and every
+    // row be exact.
     let sms = "-DSS_WAVE_SMS=2".to_string();
-    let Some(on) = build_emulator(std::slice::from_ref(&sms)) else {
+    let Some(off) = build_emulator(&[sms.clone(), "-DSS_WAVE_STAGGER=0".to_string()]) else {
         return;
     };
-    let Some(off) = build_emulator(&[sms, "-DSS_WAVE_STAGGER=0".to_string()]) else {
-        return;
-    };
+    let default_on = vec![sms.clone()];
+    let knobs_on = vec![
+        sms,
+        "-DSS_WAVE_STAGGER_256=24000".to_string(),
+        "-DSS_WAVE_PER_64K=12000".to_string(),
+    ];
+    // (defines, entry, BLK, rows)
+    let configs = [(&default_on, 4u32, 512u32, 8usize), (&knobs_on, 5, 256, 16)];
     let mut rng = ChaCha8Rng::seed_from_u64(0x57A6);
     let mut launches = 0;
-    for g in row_generators().iter().take(4) {
-        let rows: Vec<Vec<f32>> = (0..8)
-            .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, 3_001))
-            .collect();
-        let b = batch(&rows, &[], 512);
-        let mut launch = EmuLaunch::planned(&b, b.rows);
-        launch.entry = 4; // ss_main_b512_u8
-        launch.block = 512;
-        launch.grid_x = 1;
-        launch.args.r = 1;
-        launch.args.scap = 2048;
-        launch.args.cmp = 512;
-        let label = format!("{} n=3001 k=512 BLK 512 x 8 rows", g.name);
-        emu_check(&on, &b, &launch, &label);
-        let words = launch_words(&b, &launch);
-        let a = ss_support::run_emulator(&on, &label, &words, &b);
-        let c = ss_support::run_emulator(&off, &label, &words, &b);
-        assert_eq!(
-            a, c,
-            "{label}: outputs or path bits differ with the stagger"
-        );
-        launches += 1;
+    for (defines, entry, blk, rows) in configs {
+        let Some(on) = build_emulator(defines) else {
+            return;
+        };
+        for g in row_generators().iter().take(3) {
+            let logits: Vec<Vec<f32>> = (0..rows)
+                .map(|_| (g.generate)(&mut rng as &mut dyn RngCore, 3_001))
+                .collect();
+            let b = batch(&logits, &[], 512);
+            let mut launch = EmuLaunch::planned(&b, b.rows);
+            launch.entry = entry;
+            launch.block = blk;
+            launch.grid_x = 1;
+            launch.args.r = 1;
+            launch.args.scap = 2048;
+            launch.args.cmp = 512;
+            let label = format!(
+                "{} n=3001 k=512 BLK {blk} x {rows} rows {defines:?}",
+                g.name
+            );
+            emu_check(&on, &b, &launch, &label);
+            let words = launch_words(&b, &launch);
+            let a = ss_support::run_emulator(&on, &label, &words, &b);
+            let c = ss_support::run_emulator(&off, &label, &words, &b);
+            assert_eq!(
+                a, c,
+                "{label}: outputs or path bits differ with the stagger"
+            );
+            launches += 1;
+        }
     }
-    assert_eq!(launches, 4);
+    assert_eq!(launches, 6);
 }

@@ -410,7 +410,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 15] = [
+const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -426,6 +426,8 @@ const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_SCAN_FORM", 0, 3),
     ("SS_WAVE_STAGGER", 0, 200_000),
     ("SS_WAVE_STAGGER_256", 0, 200_000),
+    ("SS_WAVE_MIN_TENTHS", 10, 100),
+    ("SS_WAVE_PER_64K", 0, 100_000),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
