@@ -219,7 +219,7 @@ pub fn kernel_defines(mode: Mode) -> Defines {
 /// count, with which the many-rows entries find their CTA's place in the first
 /// wave (the wave stagger, kernels/ss_main.cu `ss_wave_stagger`).
 pub fn device_defines(sms: u32) -> Defines {
-    vec![("SS_WAVE_SMS", sms.to_string())]
+    vec![("SS_WAVE_SMS", sms.max(1).to_string())]
 }
 
 /// Split factor of the streaming block forced to main (§5.2 step 1 without
@@ -1052,6 +1052,21 @@ mod tests {
         assert!(main_switches(None, Some("SS_BINS=1"))
             .unwrap_err()
             .contains("not a tuning knob"));
+    }
+
+    #[test]
+    fn the_device_defines_name_the_sm_count_and_never_zero() {
+        assert_eq!(
+            device_defines(132),
+            vec![("SS_WAVE_SMS", "132".to_string())]
+        );
+        assert_eq!(device_defines(0), vec![("SS_WAVE_SMS", "1".to_string())]);
+        // A tuning switch cannot set it: the host owns it.
+        assert!(parse_tuning_defines("SS_WAVE_SMS=8").is_err());
+        // The kernel takes it as an #ifndef default, so the host's value wins.
+        assert!(SS_MAIN
+            .code
+            .contains("#ifndef SS_WAVE_SMS\n#define SS_WAVE_SMS "));
     }
 
     #[test]
