@@ -123,7 +123,7 @@
 // (j+1)*SMS - 1, the block scheduler filling SMs breadth first) waits
 // j/per_sm of the stagger before it starts. Why: the CTAs of an SM run in
 // lockstep, so every wave's latency-bound fixed phases (sample, histogram,
-// threshold, emit: 16-26 % of a CTA's span at 65K-262K) leave DRAM idle at
+// threshold, emit: 10-26 % of a CTA's span at 65K-262K) leave DRAM idle at
 // once; staggered, one CTA's fixed phases overlap the other's pass, and the
 // offset persists into the later waves (each CTA's successor starts when it
 // ends). Measured on the H200 (TUNING.md 2026-12-05f): 36,000 on BLK 512 +0.6 %
