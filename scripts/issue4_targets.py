@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Issue 4's performance targets from one run's records (results.jsonl or .gz).
 
-    scripts/issue4_targets.py RUN/results.jsonl[.gz] [--arm ss] [--base radix]
+    scripts/issue4_targets.py RUN/results.jsonl[.gz] [--arm ss] [--base radix] [--read-tbs 4.49]
 
 Prints, over the cases where both arms are exact: the geomean of base/arm (mean
 of the cold reps, as `gvr-bench report`), the share of cases where the arm is
 faster and the closest cases; the B = 1 median (median over cases of each
 case's median cold rep); the mean achieved read bandwidth (minimum traffic
-4·B·(N+K) bytes over the mean cold time) as a share of 4.49 TB/s for
+4·B·(N+K) bytes over the mean cold time) as a share of the read bandwidth
+(--read-tbs; default 4.49 TB/s, the H200's measured read; another GPU's run
+needs its own measured figure, or its share reads low) for
 B >= 256 & N >= 64K with its model × N × B table; the whole-grid mean of the
 same fraction (roofline); and the geomean per family (the variant's first word).
 """
@@ -18,7 +20,7 @@ import math
 import statistics
 from collections import defaultdict
 
-READ_BW = 4.49e12
+H200_READ_TBS = 4.49
 
 
 def load(path):
@@ -37,7 +39,12 @@ def main():
     ap.add_argument("results")
     ap.add_argument("--arm", default="ss")
     ap.add_argument("--base", default="radix")
+    ap.add_argument("--read-tbs", type=float, default=H200_READ_TBS,
+                    help="read bandwidth the shares are of, TB/s (default: the H200's 4.49)")
     a = ap.parse_args()
+    if not a.read_tbs > 0:
+        ap.error("--read-tbs must be a positive number of TB/s")
+    read_bw = a.read_tbs * 1e12
     arm, base, inexact = {}, {}, 0
     for r in load(a.results):
         if r["arm"] not in (a.arm, a.base):
@@ -59,10 +66,11 @@ def main():
         xs = [statistics.median(arm[c]["cold_us"]) for c in cases if arm[c]["b"] == 1 and arm[c]["model"] == model]
         print(f"  {model}: {statistics.median(xs):.2f} us")
 
-    frac = {c: arm[c]["bytes"] / (statistics.mean(arm[c]["cold_us"]) * 1e-6) / READ_BW for c in cases}
+    frac = {c: arm[c]["bytes"] / (statistics.mean(arm[c]["cold_us"]) * 1e-6) / read_bw for c in cases}
     big = [c for c in cases if arm[c]["b"] >= 256 and arm[c]["n"] >= 65536]
-    print(f"B >= 256 & N >= 64K mean read BW: {100 * statistics.mean(frac[c] for c in big):.1f} % "
-          f"of 4.49 TB/s ({len(big)} cases)")
+    big_frac = statistics.mean(frac[c] for c in big)
+    print(f"B >= 256 & N >= 64K mean read BW: {100 * big_frac:.1f} % "
+          f"of {a.read_tbs:g} TB/s = {big_frac * a.read_tbs:.2f} TB/s ({len(big)} cases)")
     table = defaultdict(list)
     for c in big:
         r = arm[c]

@@ -1,10 +1,11 @@
 //! The device call scripts' kernel knobs parse as the arms will parse them, so
 //! a typo in a knob name or value fails here instead of costing a device call.
 
-use gvr_bench::arms::ss;
+use gvr_bench::arms::{ss, ss_reg};
 
 const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
+const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -66,7 +67,18 @@ fn defaults_ab_call_main_knobs_parse() {
 
 #[test]
 fn stagger_call_main_knobs_parse() {
-    main_knobs_parse(STAGGER, 9);
+    main_knobs_parse(STAGGER, 8);
+}
+
+#[test]
+fn reg_drop_build_call_reg_knobs_parse() {
+    let specs = specs(REG_DROP_BUILD, "R");
+    assert_eq!(specs.len(), 2, "reg knob lines found: {specs:?}");
+    for spec in &specs {
+        let knobs = ss_reg::reg_knobs(Some(spec))
+            .unwrap_or_else(|e| panic!("GVR_SS_REG_DEFINES={spec}: {e}"));
+        assert!(!knobs.is_empty(), "{spec}");
+    }
 }
 
 #[test]
