@@ -5,7 +5,11 @@
 # call (the run directories and `.done` marks live in /tmp of the machine, so a
 # fresh machine starts over). Results: $OUT/s0/campaign-0of2.tgz, $OUT/s1/...
 #
-#   OUT=$OUT GVR_BIN=devbin/x/gvr-bench [CALL_S=585] bash scripts/h200_campaign_calls.sh
+#   OUT=$OUT GVR_BIN=devbin/x/gvr-bench [CALL_S=585] [THEN="a.sh b.sh"] bash scripts/h200_campaign_calls.sh
+#
+# THEN: experiment call scripts to run once both shards are done, in the same call if
+# time is left (each with OUT=$OUT/<script name> and an even share of what is left as
+# BUDGET_S; a script given under 60 s is skipped and says so).
 #
 # Merge and read them as scripts/h200_campaign.sh says (gvr-bench merge, report,
 # aa; scripts/issue4_targets.py).
@@ -23,4 +27,15 @@ for s in 0 1; do
   SHARD=$s/2 OUT="$OUT/s$s" GVR_BIN="$B" BUDGET_S=$left bash scripts/h200_campaign.sh > /dev/null 2>&1 && touch "$d.done"
   echo "shard $s at ${SECONDS} s: $(grep -E 'grid rc' "$OUT/s$s/campaign.log" | tail -1)"
   [ -f "$d.done" ] || break
+done
+[ -f /tmp/gvr-campaign/run-0of2.done ] && [ -f /tmp/gvr-campaign/run-1of2.done ] || exit 0
+set -- ${THEN:-}
+while [ $# -gt 0 ]; do
+  share=$(( (T - SECONDS - 10) / $# ))
+  name=$(basename "$1" .sh)
+  if [ "$share" -lt 60 ]; then echo "$name: skipped ($share s for it)"; shift; continue; fi
+  mkdir -p "$OUT/$name"
+  echo "$name: BUDGET_S=$share at ${SECONDS} s"
+  OUT="$OUT/$name" GVR_BIN="$B" BUDGET_S=$share bash "$1"; echo
+  shift
 done
