@@ -1,0 +1,77 @@
+//! scripts/issue4_targets.py turns a run's records into issue 4's target lines
+//! (the numbers of record are read with it): two cases of ss and radix, one of
+//! them B >= 256 & N >= 64K, so the ratio, the B = 1 median and the bandwidth
+//! share can be checked by hand, at the H200's default and at another GPU's
+//! `--read-tbs`. Needs python3 (standard library only); without it the test
+//! prints SKIPPED and returns.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn record(case: &str, arm: &str, b: u32, n: u32, bytes: u64, cold_us: &[f64]) -> String {
+    serde_json::json!({
+        "case": case, "arm": arm, "b": b, "n": n, "model": "v32", "bytes": bytes,
+        "variant": "main/blk512/r1", "cold_us": cold_us, "exact": {"status": "exact"},
+    })
+    .to_string()
+}
+
+fn run(results: &Path, extra: &[&str]) -> Output {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/issue4_targets.py");
+    Command::new("python3")
+        .arg(script)
+        .arg(results)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_targets_read_the_records_and_the_bandwidth_figure() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: python3 not available");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    // Big case: 4.49e6 bytes in 2 µs = 2.245 TB/s, half of 4.49. B = 1 case: 4 µs.
+    let lines = [
+        record("big@b256", "ss", 256, 65_551, 4_490_000, &[1.0, 3.0]),
+        record("big@b256", "radix", 256, 65_551, 4_490_000, &[8.0]),
+        record("one@b1", "ss", 1, 4_111, 32_000, &[4.0, 4.0]),
+        record("one@b1", "radix", 1, 4_111, 32_000, &[8.0]),
+    ];
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+
+    let out = run(&results, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // radix / ss: 8 / 2 and 8 / 4, geomean sqrt(8) = 2.828.
+    assert!(text.contains("geomean 2.828x, faster in 100.0 %"), "{text}");
+    assert!(
+        text.contains("B = 1 median: 4.00 us over 1 cases"),
+        "{text}"
+    );
+    assert!(
+        text.contains("mean read BW: 50.0 % of 4.49 TB/s = 2.25 TB/s (1 cases)"),
+        "{text}"
+    );
+
+    // The same records against a GPU of half the bandwidth: the share doubles.
+    let out = run(&results, &["--read-tbs", "2.245"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("mean read BW: 100.0 % of 2.245 TB/s = 2.25 TB/s"),
+        "{text}"
+    );
+
+    // A figure that is not a positive bandwidth is refused (argparse's exit 2).
+    let out = run(&results, &["--read-tbs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--read-tbs must be a positive"));
+}
