@@ -10,6 +10,8 @@
 # THEN: experiment call scripts to run once both shards are done, in the same call if
 # time is left (each with OUT=$OUT/<script name> and an even share of what is left as
 # BUDGET_S; a script given under 60 s is skipped and says so).
+# NEED_GPU: a substring of the GPU's name (e.g. H200); on any other card the campaign is
+# skipped (its numbers would not be comparable with the record) and THEN runs at once.
 #
 # Merge and read them as scripts/h200_campaign.sh says (gvr-bench merge, report,
 # aa; scripts/issue4_targets.py).
@@ -18,7 +20,13 @@ set -u
 T=${CALL_S:-585}
 B="${GVR_BIN:-target/release/gvr-bench}"
 case "$B" in /*) ;; *) B="$PWD/$B";; esac
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+CAMPAIGN=1
+if [ -n "${NEED_GPU:-}" ] && [[ "$GPU_NAME" != *"$NEED_GPU"* ]]; then
+  echo "campaign skipped: the GPU is '$GPU_NAME', not $NEED_GPU"; CAMPAIGN=0
+fi
 for s in 0 1; do
+  [ "$CAMPAIGN" = 1 ] || break
   d=/tmp/gvr-campaign/run-${s}of2
   [ -f "$d.done" ] && continue
   left=$((T - SECONDS))
@@ -28,7 +36,9 @@ for s in 0 1; do
   echo "shard $s at ${SECONDS} s: $(grep -E 'grid rc' "$OUT/s$s/campaign.log" | tail -1)"
   [ -f "$d.done" ] || break
 done
-[ -f /tmp/gvr-campaign/run-0of2.done ] && [ -f /tmp/gvr-campaign/run-1of2.done ] || exit 0
+if [ "$CAMPAIGN" = 1 ]; then
+  [ -f /tmp/gvr-campaign/run-0of2.done ] && [ -f /tmp/gvr-campaign/run-1of2.done ] || exit 0
+fi
 set -- ${THEN:-}
 while [ $# -gt 0 ]; do
   share=$(( (T - SECONDS - 10) / $# ))
