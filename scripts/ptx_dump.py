@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PTX of kernel sources through libnvrtc alone (no GPU), to check that a
-kernel refactor changes no code: dump before and after, then `cmp`.
+kernel refactor changes no code: dump before and after, then `cmp` (or, per
+entry with renames ignored, scripts/ptx_entries_diff.py OLD.ptx NEW.ptx).
 
     LD_LIBRARY_PATH=<dir of libnvrtc.so.13> scripts/ptx_dump.py OUT_DIR ss_main ss_reg ...
     LD_LIBRARY_PATH=... scripts/ptx_dump.py --text-sizes ss_reg ...
