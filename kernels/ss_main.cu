@@ -140,16 +140,19 @@
 #ifndef SS_WAVE_SMS
 #define SS_WAVE_SMS 132
 #endif
-// Tuning only (prepared for the next H200 sweep, TUNING.md 2026-12-05f): the
-// fewest waves, in tenths, that a launch staggers at (19 = 1.9), and cycles
-// added to an entry's stagger per 65,536 values of the planned row length
-// (the fixed phases grow with the row: the H200's best delay was longer at
-// 131K-262K than at 65K). An entry whose stagger is 0 stays off.
+// Rows shorter than SS_WAVE_FULL_N values wait in proportion to their planned
+// length (0: the whole stagger at every length). Why: the fixed phases that the
+// stagger overlaps shrink with the row, and a delay sized for 65K costs more
+// than it hides at 32K: v32 32,783 x B 512 lost 2.5 % to the flat 36,000 and
+// gained 3.4 % with half of it, B 1,024 +1.2 % against +4.9 % (H100, two
+// rounds, TUNING.md 2026-12-05h); longer rows keep the flat delay (a delay
+// growing past 65K tied at 131K and lost 1 % at 163K). SS_WAVE_MIN_TENTHS
+// (tuning only) is the fewest waves, in tenths, that a launch staggers at.
 #ifndef SS_WAVE_MIN_TENTHS
 #define SS_WAVE_MIN_TENTHS 19
 #endif
-#ifndef SS_WAVE_PER_64K
-#define SS_WAVE_PER_64K 0
+#ifndef SS_WAVE_FULL_N
+#define SS_WAVE_FULL_N 65536
 #endif
 
 
@@ -501,7 +504,7 @@ __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
     constexpr u32 slots = per_sm * SS_WAVE_SMS;
     if (stagger == 0 || (u64)rows * 10u < (u64)slots * SS_WAVE_MIN_TENTHS || row >= slots) return;
     unsigned long long span = stagger;
-    if (SS_WAVE_PER_64K > 0) span += (unsigned long long)SS_WAVE_PER_64K * n_plan / 65536u;
+    if (SS_WAVE_FULL_N > 0 && n_plan < SS_WAVE_FULL_N) span = stagger * n_plan / SS_WAVE_FULL_N;
     const unsigned long long wait = span * (row / SS_WAVE_SMS) / per_sm;
     const unsigned long long t0 = gvr_probe_clock();
     while (gvr_probe_clock() - t0 < wait) __nanosleep(200);

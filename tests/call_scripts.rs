@@ -67,7 +67,7 @@ fn defaults_ab_call_main_knobs_parse() {
 
 #[test]
 fn stagger_call_main_knobs_parse() {
-    main_knobs_parse(STAGGER, 8);
+    main_knobs_parse(STAGGER, 4);
 }
 
 #[test]

@@ -860,8 +860,9 @@ fn the_wave_stagger_changes_no_output() {
     // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
     // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
     // waves of four CTAs (8 >= 1.9 waves), so rows 2 and 3 wait half the
-    // stagger; a 16-row launch of the BLK 256 entry (its stagger and the
-    // row-scaled delay switched on) is two waves of eight, rows 2-7 waiting.
+    // stagger (scaled down for rows shorter than SS_WAVE_FULL_N); a 16-row
+    // launch of the BLK 256 entry (its stagger on, flat at every length) is
+    // two waves of eight, rows 2-7 waiting.
     // Outputs and path bits must equal the build without a stagger, and every
     // row be exact.
     let sms = "-DSS_WAVE_SMS=2".to_string();
@@ -872,7 +873,7 @@ fn the_wave_stagger_changes_no_output() {
     let knobs_on = vec![
         sms,
         "-DSS_WAVE_STAGGER_256=24000".to_string(),
-        "-DSS_WAVE_PER_64K=12000".to_string(),
+        "-DSS_WAVE_FULL_N=0".to_string(),
     ];
     // (defines, entry, BLK, rows)
     let configs = [(&default_on, 4u32, 512u32, 8usize), (&knobs_on, 5, 256, 16)];

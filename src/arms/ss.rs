@@ -427,7 +427,7 @@ const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_WAVE_STAGGER", 0, 200_000),
     ("SS_WAVE_STAGGER_256", 0, 200_000),
     ("SS_WAVE_MIN_TENTHS", 10, 100),
-    ("SS_WAVE_PER_64K", 0, 100_000),
+    ("SS_WAVE_FULL_N", 0, 1 << 20),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and

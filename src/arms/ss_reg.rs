@@ -797,7 +797,7 @@ pub fn plan_reg_with(
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
         switches: RegSwitches::default(),
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
-        drop_few_fits: reg_drop_few(b, n, shape.k, dev),
+        drop_few_fits: reg_drop_few(b, n, shape.k, (entry.blk, entry.vpt, entry.img), dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
                 * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
@@ -1122,10 +1122,15 @@ mod tests {
         let big = plan_reg(&shape(512, 1027, 1024), &dev).unwrap();
         assert!(!big.drop_few());
         assert_eq!(drop_defines(&big), std::slice::from_ref(&off));
-        // Rows longer than k + REG_DROP_MAX: built without the code.
-        let long = plan_reg(&shape(8, 4099, 1024), &dev).unwrap();
+        // Rows longer than k + REG_DROP_MAX: built without the code, but on
+        // the 1024/1 entry, which runs faster with it (route::dispatch).
+        let long = plan_reg(&shape(8, 8195, 1024), &dev).unwrap();
+        assert_ne!((long.entry.blk, long.entry.vpt), (1024, 1));
         assert!(long.entry.drops_few() && !long.drop_few());
         assert_eq!(drop_defines(&long), std::slice::from_ref(&off));
+        let quarter = plan_reg(&shape(8, 4099, 1024), &dev).unwrap();
+        assert_eq!((quarter.entry.blk, quarter.entry.vpt), (1024, 1));
+        assert!(quarter.drop_few() && drop_defines(&quarter).is_empty());
         let wide = plan_reg(&shape(8, 2052, 2048), &dev).unwrap();
         assert_eq!((wide.entry.blk, wide.entry.vpt), (512, 1));
         assert!(!wide.entry.drops_few() && !wide.drop_few());

@@ -225,15 +225,31 @@ pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool
 /// but their n − k smallest (pro's 1,027 values at K = 1,024).
 pub const REG_DROP_MAX: usize = 4;
 
-/// Whether a reg launch of `b` rows of at most `n` values builds the
-/// drop-few path: its longest row is within [`REG_DROP_MAX`] of k (a launch
-/// of longer rows is built without the code, so it runs as before; its
-/// shorter rows near k take the chain) and B ≤ 2·SMs. Measured on the H200
-/// (reports/h200/2026-12-04h, 256/1 at 1,027 × K 1,024, same binary, two
-/// rounds, radix-normalised): +3 to +5 % at B 1–128, +8 % at B 256; 1.5 %
-/// and 3.6 % slower at B 512 / 1,024, where eight CTAs share an SM.
-pub fn reg_drop_few(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
-    n > k && n - k <= REG_DROP_MAX && b <= 2 * dev.sms as usize
+/// Whether a reg launch of `b` rows of at most `n` values on an entry of
+/// `blk` threads and `vpt` float4 per thread (`img`: the row-image entry)
+/// builds the drop-few path, at B ≤ 2·SMs: where its longest row is within
+/// [`REG_DROP_MAX`] of k (a launch of longer rows is built without the code,
+/// so it runs as before; its shorter rows near k take the chain), and always
+/// on the 1024/1 entry (not the image one: not measured).
+/// Measured on the H200 (reports/h200/2026-12-04h, 256/1 at 1,027 × K 1,024,
+/// same binary, two rounds, radix-normalised): +3 to +5 % at B 1–128, +8 %
+/// at B 256; 1.5 % and 3.6 % slower at B 512 / 1,024, where eight CTAs share
+/// an SM. The 1024/1 entry runs faster with the code built in even though
+/// its rows (N ≈ 4K) never take the path: 0.989–0.993 without it (H200
+/// 2026-12-04h and H100 2026-12-05g, against b3724ed, whose build had it),
+/// and built in against the length rule +0.9 % on the entry, +0.4 to +1.7 %
+/// at every B 1–128 in two rounds (H100, reports/h100/2026-12-05h); same
+/// registers (32, no stack frame), so code layout, not a spill.
+pub fn reg_drop_few(
+    b: usize,
+    n: usize,
+    k: usize,
+    (blk, vpt, img): (u32, u32, bool),
+    dev: &DeviceProfile,
+) -> bool {
+    let near_k = n > k && n - k <= REG_DROP_MAX;
+    let layout_gain = blk == 1024 && vpt == 1 && !img;
+    (near_k || layout_gain) && b <= 2 * dev.sms as usize
 }
 
 /// Whether a slots-form reg launch gathers its emitted indices in shared
@@ -653,6 +669,33 @@ mod tests {
         assert!(!reg_row_ahead(1, 4, false, &h));
         assert!(
             !reg_row_ahead(1, 1, true, &h),
+            "the image entry: not measured"
+        );
+    }
+
+    #[test]
+    fn the_drop_few_code_is_built_near_k_and_on_the_1024_1_entry_up_to_two_waves() {
+        let h = DeviceProfile::h200();
+        let (e256, e1024, img) = ((256, 1, false), (1024, 1, false), (1024, 1, true));
+        assert!(reg_drop_few(8, 1027, 1024, e256, &h));
+        assert!(reg_drop_few(8, 1024 + REG_DROP_MAX, 1024, e256, &h));
+        assert!(!reg_drop_few(8, 1025 + REG_DROP_MAX, 1024, e256, &h));
+        assert!(
+            !reg_drop_few(8, 1024, 1024, e256, &h),
+            "n = k: nothing to drop"
+        );
+        assert!(
+            !reg_drop_few(265, 1027, 1024, e256, &h),
+            "1.5-3.6 % slower at B 512 / 1,024"
+        );
+        assert!(
+            reg_drop_few(8, 4099, 1024, e1024, &h),
+            "1024/1 runs faster with the code built in"
+        );
+        assert!(reg_drop_few(264, 4099, 2048, e1024, &h));
+        assert!(!reg_drop_few(265, 4099, 2048, e1024, &h));
+        assert!(
+            !reg_drop_few(8, 4099, 1024, img, &h),
             "the image entry: not measured"
         );
     }
