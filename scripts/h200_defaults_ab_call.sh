@@ -26,7 +26,7 @@ EXPERIMENTS="new|-|$W
 old|-|$W|$OLD_BIN
 old2|-|$W|$OLD_BIN
 new2|-|$W
-cert|-|certify --arms ss,ss-main,ss-clus --poison-pad $G --sample 30 --soak ${SOAK:-100} --soak-seed 7003
+cert|-|certify --arms ss,ss-main,ss-reg,ss-clus --poison-pad $G --sample 30 --soak ${SOAK:-100} --soak-seed 7003
 o_all|$M=$ALL|$O
 o_split|-|$O"
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-430}" \
