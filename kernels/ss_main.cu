@@ -102,6 +102,20 @@
 #define SS_HANDOFF_FENCE 1
 #endif
 
+// SPLIT arrival order (tuning; 0 the default): 0 a part reserves its slab
+// range (atomic on the row's offset), writes it, and then arrives (fence +
+// atomic on the row's count): the last arriver learns it is last two
+// dependent L2 round trips and a fence after its pass. 1 a part arrives
+// first, one atomic on the count word that returns both its slab offset
+// (the earlier parts' survivors) and its arrival rank; the others then write
+// and publish (`red.release` on a finished-parts word, the offset array's
+// slot); the last arriver writes its own range and waits for the others'
+// publications, which cannot deadlock: every part has arrived, so every part
+// is resident and owes only its writes.
+#ifndef SS_HANDOFF_EARLY
+#define SS_HANDOFF_EARLY 0
+#endif
+
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
 // division) and the barrier between reading the scan's result and writing the
@@ -746,7 +760,16 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         u32* g_off = reinterpret_cast<u32*>(workspace + SS_WS_OFF_OFFSET);
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         const u32 myn = s.count;
-        if (t == 0u) s.slab_base = atomicAdd(g_off + row, myn);
+        if (t == 0u) {
+            if (SS_HANDOFF_EARLY) {
+                const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
+                                              (1ull << 32) + (unsigned long long)myn);
+                s.slab_base = (u32)arrived;
+                s.don_old = arrived;
+            } else {
+                s.slab_base = atomicAdd(g_off + row, myn);
+            }
+        }
         __syncthreads();
         const u32 base = s.slab_base;
         if (myn <= p.scap) {
@@ -782,23 +805,42 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
             }
         }
-        if (SS_HANDOFF_FENCE == 0) __threadfence();  // release this CTA's slab writes (every writer fences)
-        __syncthreads();
-        if (t == 0u) {
-            if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();  // cumulative over the barrier above
-            const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
-                                          (1ull << 32) + (unsigned long long)myn);
-            if (SS_HANDOFF_FENCE == 1 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
-            s.don_old = arrived;
-        }
-        __syncthreads();
-        const u64 old = s.don_old;
-        if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
-        SS_PROBE(SS_MARK_HANDOFF);
-        if (SS_HANDOFF_FENCE == 0) __threadfence();  // acquire the other parts' slab writes
-        if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
-            g_off[row] = 0u;
-            g_don[row] = 0ull;
+        u64 old;
+        if (SS_HANDOFF_EARLY) {
+            old = s.don_old;  // read before the barrier below: nothing rewrites it after
+            const bool last = (u32)(old >> 32) == parts - 1u;
+            __syncthreads();  // this CTA's slab writes, before its publication or the others' reads
+            if (!last) {
+                if (t == 0u) red_release_gpu_add(g_off + row, 1u);  // cumulative over the barrier above
+                return;
+            }
+            if (t == 0u) {
+                while (ld_acquire_gpu(g_off + row) != parts - 1u) {
+                }
+                g_off[row] = 0u;  // zero-restore: the slab is reusable without a memset
+                g_don[row] = 0ull;
+            }
+            __syncthreads();
+            SS_PROBE(SS_MARK_HANDOFF);
+        } else {
+            if (SS_HANDOFF_FENCE == 0) __threadfence();  // release this CTA's slab writes (every writer fences)
+            __syncthreads();
+            if (t == 0u) {
+                if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();  // cumulative over the barrier above
+                const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
+                                              (1ull << 32) + (unsigned long long)myn);
+                if (SS_HANDOFF_FENCE == 1 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
+                s.don_old = arrived;
+            }
+            __syncthreads();
+            old = s.don_old;
+            if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
+            SS_PROBE(SS_MARK_HANDOFF);
+            if (SS_HANDOFF_FENCE == 0) __threadfence();  // acquire the other parts' slab writes
+            if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
+                g_off[row] = 0u;
+                g_don[row] = 0ull;
+            }
         }
         const u32 total = (u32)(old & 0xffffffffull) + myn;
         if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);

@@ -410,7 +410,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 17] = [
+const TUNABLE_DEFINES: [TuningKnob; 18] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -422,6 +422,7 @@ const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_ABLATE", 0, 3),
     ("SS_MAIN_STAGE_OUT", 0, 2),
     ("SS_HANDOFF_FENCE", 0, 1),
+    ("SS_HANDOFF_EARLY", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
     ("SS_WAVE_STAGGER", 0, 200_000),
