@@ -102,18 +102,21 @@
 #define SS_HANDOFF_FENCE 1
 #endif
 
-// SPLIT arrival order (tuning; 0 the default): 0 a part reserves its slab
-// range (atomic on the row's offset), writes it, and then arrives (fence +
-// atomic on the row's count): the last arriver learns it is last two
-// dependent L2 round trips and a fence after its pass. 1 a part arrives
-// first, one atomic on the count word that returns both its slab offset
-// (the earlier parts' survivors) and its arrival rank; the others then write
-// and publish (`red.release` on a finished-parts word, the offset array's
+// SPLIT arrival order. 1 (default): a part arrives first, with one atomic on
+// the row's count word that returns both its slab offset (the earlier parts'
+// survivors) and its arrival rank; the others then write their range and
+// publish it (`red.release` on a finished-parts word, the offset array's
 // slot); the last arriver writes its own range and waits for the others'
-// publications, which cannot deadlock: every part has arrived, so every part
-// is resident and owes only its writes.
+// publications. That wait cannot deadlock: every part has arrived, so every
+// part is resident and owes only its writes. 0: a part reserves its range
+// (atomic on the row's offset), writes it, and then arrives (fence + atomic
+// on the count): the last arriver learns it is last two dependent L2 round
+// trips and a fence after its pass. Measured on the H100 (TUNING.md
+// 2026-12-05h, two rounds): 1 is +3.1 / +3.2 % on SPLIT launches (B 1-32,
+// N >= 100K; +1.5 % at B 32 to +5 % at B 1-2), the last arriver's hand-off
+// phase 1.85 -> 1.55 us. SS_HANDOFF_FENCE applies to form 0 only.
 #ifndef SS_HANDOFF_EARLY
-#define SS_HANDOFF_EARLY 0
+#define SS_HANDOFF_EARLY 1
 #endif
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample

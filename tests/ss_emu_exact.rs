@@ -450,14 +450,15 @@ fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
 
 #[test]
 fn the_early_arrival_hand_off_gives_the_same_outputs_bit_for_bit() {
-    // SS_HANDOFF_EARLY (kernels/ss_main.cu): a SPLIT part arrives before it
-    // writes its slab range, with one atomic that returns its offset and its
-    // rank; the last arriver waits for the others' publications. The
-    // emulator runs the parts one at a time in a shuffled order, the same
-    // for both builds, so the slab holds the same pairs in the same order:
-    // outputs and path bits equal the default build's on every launch, and
-    // the workspace is back to zero after each (main.cpp checks).
-    same_outputs_as_the_default_build("SS_HANDOFF_EARLY=1");
+    // SS_HANDOFF_EARLY (kernels/ss_main.cu; 1 the default): a SPLIT part
+    // arrives before it writes its slab range, with one atomic that returns
+    // its offset and its rank; the last arriver waits for the others'
+    // publications. Form 0 reserves, writes, then arrives. The emulator runs
+    // the parts one at a time in a shuffled order, the same for both builds,
+    // so the slab holds the same pairs in the same order: outputs and path
+    // bits are equal on every launch, and the workspace is back to zero after
+    // each (main.cpp checks). A planted zero offset in form 1 fails it.
+    same_outputs_as_the_default_build("SS_HANDOFF_EARLY=0");
 }
 
 /// The emulator built with `define` (`NAME=V[,NAME=V…]`) against the default build on the small-CTA
