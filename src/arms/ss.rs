@@ -44,7 +44,10 @@ pub const MAX_ROWS: usize = 65_535;
 pub const SPLIT_MAX_ROWS: usize = 160;
 /// Workspace of SPLIT launches (§7): `g_don[160]` u64 | `g_off[160]` u32 |
 /// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
-/// match `SS_WS_*` in `kernels/ss_main.cu`.
+/// match `SS_WS_*` in `kernels/ss_main.cu`. With the early-arrival hand-off
+/// (`SS_HANDOFF_EARLY`, the default) `g_don`'s low word is also the slab
+/// cursor and `g_off` counts the parts that have published; the last arriver
+/// zeroes both either way.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
 /// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
