@@ -225,6 +225,16 @@ impl Arm for GpuBaselineArm {
             .map(|p| p.describe())
     }
 
+    fn builds(&self, shape: &Shape) -> Vec<crate::gpu::KernelBuild> {
+        match self.admits(shape) {
+            Ok(()) => vec![crate::gpu::KernelBuild {
+                source: self.kernel.source(),
+                defines: self.kernel.defines(),
+            }],
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let shape = Shape::of(batch);
         self.admits(&shape).map_err(|reason| {

@@ -14,6 +14,7 @@ pub mod ss_varlen;
 pub mod staged;
 
 use crate::error::Result;
+use crate::gpu::KernelBuild;
 use crate::grid::Batch;
 
 /// Where an arm executes; decides which timer measures it.
@@ -64,6 +65,14 @@ pub trait Arm: Send {
     /// (recorded with the result; e.g. the `ss` route decision).
     fn variant(&self, _shape: &Shape) -> Option<String> {
         None
+    }
+
+    /// The kernel builds `stage` loads for this shape (none for CPU arms), so
+    /// a run can compile them in parallel before its first case
+    /// ([`crate::gpu::Gpu::prebuild`]). A build missing here is compiled when
+    /// it is staged, as before; one listed but not loaded costs compile time.
+    fn builds(&self, _shape: &Shape) -> Vec<KernelBuild> {
+        Vec::new()
     }
 
     /// Take a batch (outside any timed window). Inputs are copied as given.

@@ -247,6 +247,9 @@ impl Arm for Renamed {
     fn variant(&self, shape: &Shape) -> Option<String> {
         self.inner.variant(shape)
     }
+    fn builds(&self, shape: &Shape) -> Vec<crate::gpu::KernelBuild> {
+        self.inner.builds(shape)
+    }
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         self.inner.stage(batch)
     }

@@ -28,7 +28,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKern
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, FLUSH, SS_MAIN};
-use crate::gpu::{Gpu, Workspace};
+use crate::gpu::{Gpu, KernelBuild, Workspace};
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_floor_coef, aim_min, SPLIT_SLAB_CAP};
 use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
@@ -715,6 +715,14 @@ impl SsMain {
     fn arm_name(&self) -> &'static str {
         mode_arm_name(self.mode)
     }
+
+    /// The defines of this arm's one `ss_main.cu` build (every entry).
+    fn build_defines(&self) -> Defines {
+        let mut defines = kernel_defines(self.mode);
+        defines.extend(device_defines(self.device.sms));
+        defines.extend(self.tuning.iter().cloned());
+        defines
+    }
 }
 
 /// The arm name each mode is registered as.
@@ -750,6 +758,16 @@ impl Arm for SsMain {
         })
     }
 
+    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
+        match self.plan(shape) {
+            Ok(_) => vec![KernelBuild {
+                source: SS_MAIN,
+                defines: self.build_defines(),
+            }],
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn stage(&mut self, batch: &Batch) -> Result<()> {
         let shape = Shape::of(batch);
         let plan = self.plan(&shape).map_err(|reason| {
@@ -758,11 +776,12 @@ impl Arm for SsMain {
                 self.arm_name()
             ))
         })?;
-        let mut defines = kernel_defines(self.mode);
-        defines.extend(device_defines(self.device.sms));
-        defines.extend(self.tuning.iter().cloned());
-        self.staged
-            .load(&SS_MAIN, &defines, &plan.entry, plan.dyn_smem_bytes)?;
+        self.staged.load(
+            &SS_MAIN,
+            &self.build_defines(),
+            &plan.entry,
+            plan.dyn_smem_bytes,
+        )?;
         if self.slowdown.is_none() {
             self.slowdown = Slowdown::from_env(self.staged.gpu())?;
         }

@@ -19,7 +19,7 @@ use super::ss::admits as ss_admits;
 use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::SS_CLUS;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, KernelBuild};
 use crate::grid::Batch;
 use crate::route::{reg_clus_float4s, route, DeviceProfile, Family};
 
@@ -232,6 +232,16 @@ impl Arm for SsRegClus {
 
     fn variant(&self, shape: &Shape) -> Option<String> {
         self.plan(shape).ok().map(|p| p.variant())
+    }
+
+    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
+        match self.plan(shape) {
+            Ok(_) => vec![KernelBuild {
+                source: SS_CLUS,
+                defines: Vec::new(),
+            }],
+            Err(_) => Vec::new(),
+        }
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {

@@ -24,7 +24,7 @@ use super::ss::admits as ss_admits;
 use super::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_CLUS_STREAM};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, KernelBuild};
 use crate::grid::Batch;
 use crate::route::params::{aim_base, aim_min};
 use crate::route::{clus_params, route, DeviceProfile, Family, MainParams};
@@ -394,6 +394,16 @@ impl Arm for SsClusStream {
                 &self.sample,
             )
         })
+    }
+
+    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
+        match plan_clus_stream_forced(shape, &self.device) {
+            Ok(_) => vec![KernelBuild {
+                source: SS_CLUS_STREAM,
+                defines: self.tuning.clone(),
+            }],
+            Err(_) => Vec::new(),
+        }
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {

@@ -20,7 +20,7 @@ use crate::arms::ss::admits as ss_admits;
 use crate::arms::{to_u32, Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, SS_REG};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, KernelBuild};
 use crate::grid::Batch;
 use crate::route::dispatch::{
     reg_drop_few, reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out,
@@ -962,6 +962,26 @@ impl Arm for SsReg {
 
     fn variant(&self, shape: &Shape) -> Option<String> {
         self.plan(shape).ok().map(|p| p.variant())
+    }
+
+    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
+        let Ok(plan) = self.plan(shape) else {
+            return Vec::new();
+        };
+        // The prefetch build only where `stage` may load it (its distance
+        // comes from the occupancy of the first build, known once loaded).
+        let prefetch: &[bool] = if plan.switches.next_wave {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        prefetch
+            .iter()
+            .map(|&on| KernelBuild {
+                source: SS_REG,
+                defines: plan.build_defines(on),
+            })
+            .collect()
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {

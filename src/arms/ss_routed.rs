@@ -16,7 +16,7 @@ use crate::arms::ss_clus_stream::{self, SsClusStream};
 use crate::arms::ss_reg::{self, RegSource, SsReg};
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, KernelBuild};
 use crate::grid::Batch;
 use crate::route::{route, DeviceProfile, Family};
 
@@ -118,6 +118,15 @@ impl Arm for SsRouted {
             Delegate::Reg => self.reg.variant(shape),
             Delegate::Clus => self.clus.variant(shape),
             Delegate::RegClus => self.regclus.variant(shape),
+        }
+    }
+
+    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
+        match delegate_for(shape, &self.device) {
+            Delegate::Main => self.main.builds(shape),
+            Delegate::Reg => self.reg.builds(shape),
+            Delegate::Clus => self.clus.builds(shape),
+            Delegate::RegClus => self.regclus.builds(shape),
         }
     }
 

@@ -103,6 +103,11 @@ impl DiskCache {
         }
     }
 
+    /// Whether a non-empty entry for `key` exists (without reading it).
+    pub fn contains(&self, key: &str) -> bool {
+        std::fs::metadata(self.path_for(key)).is_ok_and(|m| m.len() > 0)
+    }
+
     /// Store a CUBIN atomically (write to a temp file, then rename) so
     /// concurrent processes on one host never read a half-written file.
     pub fn put(&self, key: &str, cubin: &[u8]) -> Result<()> {

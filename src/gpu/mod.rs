@@ -80,6 +80,38 @@ pub struct CompileStats {
     pub memo_hits: usize,
 }
 
+/// Environment switch: how many NVRTC compiles run at once before the first
+/// case (unset: one per available core; `0`: no prebuild, every build is
+/// compiled when first staged).
+pub const PREBUILD_THREADS_ENV: &str = "GVR_PREBUILD_THREADS";
+
+/// Compile threads from [`PREBUILD_THREADS_ENV`]'s value (`None`: unset) and
+/// the host's core count.
+pub fn prebuild_threads(value: Option<&str>, cores: usize) -> Result<usize> {
+    match value {
+        None => Ok(cores.max(1)),
+        Some(v) => v.trim().parse::<usize>().map_err(|_| {
+            GvrError::Usage(format!(
+                "{PREBUILD_THREADS_ENV}={v}: a whole number of threads (0 turns the prebuild off)"
+            ))
+        }),
+    }
+}
+
+/// [`prebuild_threads`] for this process: the environment and the host's cores.
+pub fn prebuild_threads_from_env() -> Result<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    prebuild_threads(std::env::var(PREBUILD_THREADS_ENV).ok().as_deref(), cores)
+}
+
+/// One module build: a source and the defines it is compiled with (what
+/// [`Gpu::module`] takes), as an arm plans it for a shape ([`crate::arms::Arm::builds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelBuild {
+    pub source: KernelSource,
+    pub defines: sources::Defines,
+}
+
 /// An open device: one context, one stream, a module cache.
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -345,21 +377,84 @@ impl Gpu {
         Ok(out)
     }
 
+    /// The disk cache key of `source` built with `options`.
+    fn build_key(&self, source: &KernelSource, options: &[String]) -> Result<String> {
+        Ok(cache_key(&CacheKeyInputs {
+            source_name: source.name,
+            source_code: source.code,
+            headers: sources::HEADERS,
+            options,
+            arch: &self.facts.arch,
+            nvrtc_version: nvrtc::nvrtc_version()?,
+            driver_version: self.facts.driver_version,
+        }))
+    }
+
+    /// Compile, `threads` at a time, every build in `builds` that is neither
+    /// loaded nor in the disk cache, and load it, so the arms' later
+    /// [`Gpu::module`] calls find it in memory. Returns how many it compiled.
+    /// A build that fails to compile is left to `module`, which reports the
+    /// error where the arm needs it. Phase-probe runs build their own
+    /// variants and skip this.
+    pub fn prebuild(&self, builds: &[KernelBuild], threads: usize) -> Result<usize> {
+        if self.phase_probe.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
+        let mut keys = std::collections::HashSet::new();
+        let mut jobs = Vec::new();
+        let mut job_keys = Vec::new();
+        {
+            let memo = self
+                .modules
+                .lock()
+                .map_err(|_| GvrError::Other(anyhow::anyhow!("module memo lock poisoned")))?;
+            for build in builds {
+                let options = nvrtc::compile_options(&self.facts.arch, &build.defines);
+                let key = self.build_key(&build.source, &options)?;
+                let cached = memo.contains_key(&key) || self.disk_cache.contains(&key);
+                if !cached && keys.insert(key.clone()) {
+                    jobs.push((build.source, options));
+                    job_keys.push(key);
+                }
+            }
+        }
+        let results = nvrtc::compile_all(&jobs, threads);
+        let mut compiled = 0;
+        for (((source, options), key), result) in jobs.iter().zip(job_keys).zip(results) {
+            let cubin = match result {
+                Ok(c) => c.cubin,
+                Err(e) => {
+                    tracing::warn!("prebuild of {} {options:?} failed: {e}", source.name);
+                    continue;
+                }
+            };
+            if let Err(e) = self.disk_cache.put(&key, &cubin) {
+                tracing::warn!("kernel cache not written: {e}");
+            }
+            let module = self
+                .ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                .map_err(|e| GvrError::Kernel {
+                    name: source.name.to_string(),
+                    message: format!("cuModuleLoadData: {e:?}"),
+                })?;
+            self.modules
+                .lock()
+                .map_err(|_| GvrError::Other(anyhow::anyhow!("module memo lock poisoned")))?
+                .insert(key, module);
+            self.compiled.fetch_add(1, Ordering::Relaxed);
+            compiled += 1;
+        }
+        Ok(compiled)
+    }
+
     fn module_built(
         &self,
         source: &KernelSource,
         defines: &[(&str, String)],
     ) -> Result<Arc<CudaModule>> {
         let options = nvrtc::compile_options(&self.facts.arch, defines);
-        let key = cache_key(&CacheKeyInputs {
-            source_name: source.name,
-            source_code: source.code,
-            headers: sources::HEADERS,
-            options: &options,
-            arch: &self.facts.arch,
-            nvrtc_version: nvrtc::nvrtc_version()?,
-            driver_version: self.facts.driver_version,
-        });
+        let key = self.build_key(source, &options)?;
         let mut memo = self
             .modules
             .lock()
@@ -559,6 +654,16 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prebuild_thread_count_follows_the_switch() {
+        assert_eq!(prebuild_threads(None, 16).unwrap(), 16);
+        assert_eq!(prebuild_threads(None, 0).unwrap(), 1);
+        assert_eq!(prebuild_threads(Some("0"), 16).unwrap(), 0);
+        assert_eq!(prebuild_threads(Some(" 4 "), 16).unwrap(), 4);
+        let err = prebuild_threads(Some("many"), 16).unwrap_err().to_string();
+        assert!(err.contains(PREBUILD_THREADS_ENV), "{err}");
+    }
 
     #[test]
     fn open_never_panics_and_errs_without_a_device() {

@@ -195,6 +195,41 @@ pub fn compile_cubin(source: &KernelSource, options: &[String]) -> Result<Compil
     Ok(Compiled { cubin, log })
 }
 
+/// Compile every `(source, options)` job with up to `threads` NVRTC programs
+/// at once (one per thread; NVRTC compiles separate programs concurrently),
+/// results in job order. What it saves: ptxas runs single-threaded per
+/// program, and a campaign's first cases compile a dozen or more builds one
+/// after another (~100 s on the device host, TUNING.md 2026-12-05h).
+pub fn compile_all(jobs: &[(KernelSource, Vec<String>)], threads: usize) -> Vec<Result<Compiled>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Compiled>>>> =
+        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((source, options)) = jobs.get(i) else {
+                    break;
+                };
+                let compiled = compile_cubin(source, options);
+                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|slot| {
+            slot.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(|| {
+                    Err(GvrError::Other(anyhow::anyhow!(
+                        "a compile thread ended without a result"
+                    )))
+                })
+        })
+        .collect()
+}
+
 fn program_log(program: &Program, name: &str) -> Result<String> {
     let mut size = 0usize;
     // SAFETY: valid program, valid out-pointer.

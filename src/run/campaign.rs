@@ -625,13 +625,23 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
 
+    let mut phases = PhaseTimes::default();
+    if let Some(gpu) = &gpu {
+        phases.time(Phase::Prebuild, || {
+            super::prebuild::prebuild_for_cases(gpu, &arms, &cases, &captures)
+        })?;
+    }
     let checkers = CheckerPool::start(ResultsWriter::open(run_dir)?, checker_threads());
     let (cells, loader) = spawn_loader(captures, group_by_cell(cases));
     let mut skipped = 0usize;
     let mut interrupted = false;
     let mut case_index = 0usize;
-    let mut phases = PhaseTimes::default();
-    phases.add(Phase::Setup, run_started.elapsed());
+    phases.add(
+        Phase::Setup,
+        run_started
+            .elapsed()
+            .saturating_sub(phases.get(Phase::Prebuild)),
+    );
     let mut case_arms = 0usize;
     let loop_result: Result<()> = (|| {
         loop {

@@ -168,6 +168,9 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         })
         .collect();
 
+    if let Some(gpu) = &gpu {
+        super::prebuild::prebuild_for_cases(gpu, &arms, &cases, &captures)?;
+    }
     let ks: BTreeSet<usize> = cases.iter().map(|c| c.cell.k as usize).collect();
     for group in group_by_cell(cases) {
         let Some(entry) = captures.cell(&group[0].cell.id) else {

@@ -11,6 +11,7 @@ pub mod jsonl;
 pub mod merge;
 pub mod peer;
 pub mod phases;
+pub mod prebuild;
 pub mod record;
 pub mod results;
 

@@ -30,6 +30,9 @@ pub enum Phase {
     /// Each arm's own `stage` (device copy of the shared inputs, plans,
     /// first-time kernel compilation).
     Stage,
+    /// Before the case loop: the planned kernel builds compiled in parallel
+    /// (`run::prebuild`).
+    Prebuild,
     /// Poisoning outputs / zeroing scratch.
     Poison,
     /// Enqueuing (GPU) or running (CPU) the untimed warm-up calls.
@@ -57,6 +60,7 @@ impl Phase {
             Phase::BuildBatch => "build batch",
             Phase::StageShared => "stage (shared upload)",
             Phase::Stage => "stage (per arm)",
+            Phase::Prebuild => "kernel prebuild (parallel)",
             Phase::Poison => "poison",
             Phase::Warmup => "warm-up",
             Phase::TimedReps => "timed reps",
