@@ -90,6 +90,16 @@ impl SsRouted {
         }
     }
 
+    /// The delegate the route picks for `shape`.
+    fn routed(&self, shape: &Shape) -> &dyn Arm {
+        match delegate_for(shape, &self.device) {
+            Delegate::Main => &self.main,
+            Delegate::Reg => &self.reg,
+            Delegate::Clus => &self.clus,
+            Delegate::RegClus => &self.regclus,
+        }
+    }
+
     fn staged(&mut self) -> Result<&mut dyn Arm> {
         let which = self
             .active
@@ -113,21 +123,11 @@ impl Arm for SsRouted {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        match delegate_for(shape, &self.device) {
-            Delegate::Main => self.main.variant(shape),
-            Delegate::Reg => self.reg.variant(shape),
-            Delegate::Clus => self.clus.variant(shape),
-            Delegate::RegClus => self.regclus.variant(shape),
-        }
+        self.routed(shape).variant(shape)
     }
 
     fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
-        match delegate_for(shape, &self.device) {
-            Delegate::Main => self.main.builds(shape),
-            Delegate::Reg => self.reg.builds(shape),
-            Delegate::Clus => self.clus.builds(shape),
-            Delegate::RegClus => self.regclus.builds(shape),
-        }
+        self.routed(shape).builds(shape)
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
