@@ -262,25 +262,11 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
 // h_r[j] into `mrg`; the crossing (bin, above, m) and the cluster total go
 // to res[0..4). A total < k pins bin 0 (fake crossing; callers check the
 // total). The caller barriers before other warps read `res` or `mrg`.
-__device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs, u32 k, u32* res) {
+//
+// cl_scan_merged is its scan half: lane L holds the cluster totals `tot` and
+// the lower-rank sums `low` of bins [8L, 8L+8).
+__device__ __forceinline__ void cl_scan_merged(const u32* tot, const u32* low, u32* mrg, u32 k, u32* res) {
     const u32 lane = lane_id();
-    u32 tot[8], low[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        tot[j] = 0u;
-        low[j] = 0u;
-    }
-    for (u32 r = 0; r < cs; ++r) {
-        const uint4 a = *cluster_map_ptr(reinterpret_cast<uint4*>(hist + lane * 8u), r);
-        const uint4 b = *cluster_map_ptr(reinterpret_cast<uint4*>(hist + lane * 8u + 4u), r);
-        const u32 h[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-        const bool lower = r < rank;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            tot[j] += h[j];
-            low[j] += lower ? h[j] : 0u;
-        }
-    }
     u32 span = 0;
 #pragma unroll
     for (int j = 0; j < 8; ++j) span += tot[j];
@@ -319,6 +305,83 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
     *reinterpret_cast<uint4*>(mrg + lane * 8u) = make_uint4(c[0], c[1], c[2], c[3]);
     *reinterpret_cast<uint4*>(mrg + lane * 8u + 4u) = make_uint4(c[4], c[5], c[6], c[7]);
 }
+
+__device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs, u32 k, u32* res) {
+    const u32 lane = lane_id();
+    u32 tot[8], low[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        tot[j] = 0u;
+        low[j] = 0u;
+    }
+    for (u32 r = 0; r < cs; ++r) {
+        const uint4 a = *cluster_map_ptr(reinterpret_cast<uint4*>(hist + lane * 8u), r);
+        const uint4 b = *cluster_map_ptr(reinterpret_cast<uint4*>(hist + lane * 8u + 4u), r);
+        const u32 h[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        const bool lower = r < rank;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            tot[j] += h[j];
+            low[j] += lower ? h[j] : 0u;
+        }
+    }
+    cl_scan_merged(tot, low, mrg, k, res);
+}
+
+// CL_MERGE_WARPS (tuning; 0 the default): the merge's bin reads spread over
+// the CTA. Why: in warp 0 a cluster of 8 waits on four dependent DSMEM round
+// trips (ptxas issues two ranks' 16-byte loads, adds them, then the next two;
+// grouping four ranks made it delay loads further under the 64-register cap).
+// 1: each of the first 256 threads loads its bin from every rank (one 4-byte
+// load per rank, all independent: one round trip), keeps the lower-rank sum
+// in a register and writes the total to `mrg`; warp 0 scans the totals as
+// before, writing after(j); then each owner adds its lower-rank sum. Two more
+// CTA barriers than the default.
+#ifndef CL_MERGE_WARPS
+#define CL_MERGE_WARPS 0
+#endif
+#if CL_MERGE_WARPS
+__device__ __noinline__ void cl_merge_scan_totals(u32* mrg, u32 k, u32* res) {
+    const u32 lane = lane_id();
+    u32 tot[8];
+    const u32 low[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int j = 0; j < 8; ++j) tot[j] = mrg[lane * 8u + (u32)j];
+    __syncwarp();  // every lane's totals read before any lane writes its cursors
+    cl_scan_merged(tot, low, mrg, k, res);
+}
+
+template <int BLK>
+__device__ __forceinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u32 cs, u32 k, u32* res) {
+    constexpr u32 PER = (SS_BINS + (u32)BLK - 1u) / (u32)BLK;
+    u32 low[PER];
+#pragma unroll
+    for (u32 q = 0; q < PER; ++q) {
+        const u32 b = threadIdx.x + q * (u32)BLK;
+        low[q] = 0u;
+        if (b < SS_BINS) {
+            u32 c[8];
+#pragma unroll
+            for (u32 r = 0; r < 8u; ++r) c[r] = r < cs ? *cluster_map_ptr(hist + b, r) : 0u;
+            u32 tot = 0u;
+#pragma unroll
+            for (u32 r = 0; r < 8u; ++r) {
+                tot += c[r];
+                low[q] += r < rank ? c[r] : 0u;
+            }
+            mrg[b] = tot;
+        }
+    }
+    __syncthreads();
+    if (warp_id() == 0u) cl_merge_scan_totals(mrg, k, res);
+    __syncthreads();
+#pragma unroll
+    for (u32 q = 0; q < PER; ++q) {
+        const u32 b = threadIdx.x + q * (u32)BLK;
+        if (b < SS_BINS) mrg[b] += low[q];
+    }
+}
+#endif
 
 // §3.7 emit of one admitted element with the merged, rank-biased cursors:
 // winners (and the whole crossing bin when needed whole) straight to the
@@ -537,9 +600,14 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         SS_PROBE(SS_MARK_PASS);
         cluster_sync();  // every rank's histogram is complete
         SS_PROBE(SS_MARK_HANDOFF);
+#if CL_MERGE_WARPS
+        cl_merge_spread<BLK>(hist, mrg, sc_[CL_S_FIRST] / (u32)(BLK * U), sc_[CL_S_STEP] / (u32)(BLK * U), k,
+                             sc_ + CL_S_MBIN);
+#else
         if (warp_id() == 0u)
             cl_merge_scan(hist, mrg, sc_[CL_S_FIRST] / (u32)(BLK * U), sc_[CL_S_STEP] / (u32)(BLK * U), k,
                           sc_ + CL_S_MBIN);
+#endif
         __syncthreads();
         SS_PROBE(SS_MARK_VERIFY);
         const u32 myn = sc_[CL_S_COUNT];

@@ -1,13 +1,14 @@
 //! The device call scripts' kernel knobs parse as the arms will parse them, so
 //! a typo in a knob name or value fails here instead of costing a device call.
 
-use gvr_bench::arms::{ss, ss_reg};
+use gvr_bench::arms::{ss, ss_clus_stream, ss_reg};
 
 const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const HANDOFF_EARLY: &str = include_str!("../scripts/h200_handoff_early_call.sh");
 const SPLIT_R2: &str = include_str!("../scripts/h200_split_r2_call.sh");
+const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -89,6 +90,17 @@ fn split_r2_call_r_overrides_parse() {
             .unwrap_or_else(|e| panic!("GVR_SS_MAIN_R={value}: {e}"));
         assert_eq!(r, Some(2));
         assert!(defines.is_empty());
+    }
+}
+
+#[test]
+fn clus_merge_call_clus_knobs_parse() {
+    let specs = specs(CLUS_MERGE, "C");
+    assert_eq!(specs.len(), 3, "clus knob lines found: {specs:?}");
+    for spec in &specs {
+        let knobs = ss_clus_stream::clus_switches(Some(spec))
+            .unwrap_or_else(|e| panic!("GVR_SS_CLUS_DEFINES={spec}: {e}"));
+        assert!(!knobs.is_empty(), "{spec}");
     }
 }
 

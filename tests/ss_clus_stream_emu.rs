@@ -571,6 +571,15 @@ fn the_parallel_crossing_scan_build_stays_exact() {
     knob_build_takes_the_default_paths("SS_SCAN_FORM=0", 5678);
 }
 
+#[test]
+fn the_spread_merge_build_stays_exact() {
+    // CL_MERGE_WARPS=1 (kernels/ss_clus_stream.cu `cl_merge_spread`): every
+    // thread of the first 256 reads its bin from every rank, warp 0 scans the
+    // totals, the owners add their lower-rank sums; the small CTAs own two to
+    // four bins each. Same paths as the default build, random launches exact.
+    knob_build_takes_the_default_paths("CL_MERGE_WARPS=1", 8765);
+}
+
 /// The emulator built with `define`: the constructed ladder rows take the
 /// same paths as in the default build (exact, same path bits), then twelve
 /// random launches from `seed` are exact.
