@@ -93,26 +93,35 @@ fn split_r2_call_r_overrides_parse() {
     }
 }
 
-#[test]
-fn clus_merge_call_clus_knobs_parse() {
-    let specs = specs(CLUS_MERGE, "C");
-    assert_eq!(specs.len(), 3, "clus knob lines found: {specs:?}");
+/// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
+/// accepts with at least one knob (`env` names the variable in messages).
+fn family_knobs_parse<T, E: std::fmt::Display>(
+    script: &str,
+    var: &str,
+    env: &str,
+    lines: usize,
+    parse: impl Fn(&str) -> Result<Vec<T>, E>,
+) {
+    let specs = specs(script, var);
+    assert_eq!(specs.len(), lines, "{env} lines found: {specs:?}");
     for spec in &specs {
-        let knobs = ss_clus_stream::clus_switches(Some(spec))
-            .unwrap_or_else(|e| panic!("GVR_SS_CLUS_DEFINES={spec}: {e}"));
+        let knobs = parse(spec).unwrap_or_else(|e| panic!("{env}={spec}: {e}"));
         assert!(!knobs.is_empty(), "{spec}");
     }
 }
 
 #[test]
+fn clus_merge_call_clus_knobs_parse() {
+    family_knobs_parse(CLUS_MERGE, "C", "GVR_SS_CLUS_DEFINES", 3, |spec| {
+        ss_clus_stream::clus_switches(Some(spec))
+    });
+}
+
+#[test]
 fn reg_drop_build_call_reg_knobs_parse() {
-    let specs = specs(REG_DROP_BUILD, "R");
-    assert_eq!(specs.len(), 2, "reg knob lines found: {specs:?}");
-    for spec in &specs {
-        let knobs = ss_reg::reg_knobs(Some(spec))
-            .unwrap_or_else(|e| panic!("GVR_SS_REG_DEFINES={spec}: {e}"));
-        assert!(!knobs.is_empty(), "{spec}");
-    }
+    family_knobs_parse(REG_DROP_BUILD, "R", "GVR_SS_REG_DEFINES", 2, |spec| {
+        ss_reg::reg_knobs(Some(spec))
+    });
 }
 
 #[test]
