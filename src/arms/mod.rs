@@ -31,7 +31,7 @@ pub(crate) fn to_u32(value: usize, what: &str) -> std::result::Result<u32, Strin
 }
 
 /// The shape facts an arm needs to decide admissibility and its variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Shape {
     pub rows: usize,
     /// Largest valid row length in the batch.

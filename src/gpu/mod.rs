@@ -400,50 +400,46 @@ impl Gpu {
         if self.phase_probe.load(Ordering::Relaxed) {
             return Ok(0);
         }
+        let lock_err = || GvrError::Other(anyhow::anyhow!("module memo lock poisoned"));
         let mut keys = std::collections::HashSet::new();
+        let mut missing = Vec::new(); // (build, key)
         let mut jobs = Vec::new();
-        let mut job_keys = Vec::new();
         {
-            let memo = self
-                .modules
-                .lock()
-                .map_err(|_| GvrError::Other(anyhow::anyhow!("module memo lock poisoned")))?;
+            let memo = self.modules.lock().map_err(|_| lock_err())?;
             for build in builds {
                 let options = nvrtc::compile_options(&self.facts.arch, &build.defines);
                 let key = self.build_key(&build.source, &options)?;
                 let cached = memo.contains_key(&key) || self.disk_cache.contains(&key);
                 if !cached && keys.insert(key.clone()) {
                     jobs.push((build.source, options));
-                    job_keys.push(key);
+                    missing.push((build, key));
                 }
             }
         }
+        let started = Instant::now();
         let results = nvrtc::compile_all(&jobs, threads);
+        let elapsed = started.elapsed();
+        let mut memo = self.modules.lock().map_err(|_| lock_err())?;
         let mut compiled = 0;
-        for (((source, options), key), result) in jobs.iter().zip(job_keys).zip(results) {
-            let cubin = match result {
-                Ok(c) => c.cubin,
-                Err(e) => {
-                    tracing::warn!("prebuild of {} {options:?} failed: {e}", source.name);
-                    continue;
+        for ((build, key), result) in missing.into_iter().zip(results) {
+            match result {
+                Ok(c) => {
+                    self.install_compiled(
+                        &build.source,
+                        &build.defines,
+                        key,
+                        c,
+                        elapsed,
+                        &mut memo,
+                    )?;
+                    compiled += 1;
                 }
-            };
-            if let Err(e) = self.disk_cache.put(&key, &cubin) {
-                tracing::warn!("kernel cache not written: {e}");
+                Err(e) => tracing::warn!(
+                    "prebuild of {} {:?} failed: {e}",
+                    build.source.name,
+                    build.defines
+                ),
             }
-            let module = self
-                .ctx
-                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                .map_err(|e| GvrError::Kernel {
-                    name: source.name.to_string(),
-                    message: format!("cuModuleLoadData: {e:?}"),
-                })?;
-            self.modules
-                .lock()
-                .map_err(|_| GvrError::Other(anyhow::anyhow!("module memo lock poisoned")))?
-                .insert(key, module);
-            self.compiled.fetch_add(1, Ordering::Relaxed);
-            compiled += 1;
         }
         Ok(compiled)
     }
@@ -485,6 +481,20 @@ impl Gpu {
         let elapsed = started.elapsed();
         self.compile_ns
             .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+        self.install_compiled(source, defines, key, compiled, elapsed, &mut memo)
+    }
+
+    /// Report a fresh NVRTC build (warnings, hot-entry spills), count it,
+    /// write it to the disk cache, load it and keep it in the memo.
+    fn install_compiled(
+        &self,
+        source: &KernelSource,
+        defines: &[(&str, String)],
+        key: String,
+        compiled: nvrtc::Compiled,
+        elapsed: std::time::Duration,
+        memo: &mut HashMap<String, Arc<CudaModule>>,
+    ) -> Result<Arc<CudaModule>> {
         for line in compiled.log.lines().filter(|l| l.contains("warning")) {
             tracing::warn!("kernel {}: {line}", source.name);
         }

@@ -237,7 +237,7 @@ pub const REG_DROP_MAX: usize = 4;
 /// an SM. The 1024/1 entry runs faster with the code built in even though
 /// its rows (N ≈ 4K) never take the path: 0.989–0.993 without it (H200
 /// 2026-12-04h and H100 2026-12-05g, against b3724ed, whose build had it),
-/// and built in against the length rule +0.9 % on the entry, +0.4 to +1.7 %
+/// and built in against the length rule +0.9 % on the entry, +0.5 to +1.5 %
 /// at every B 1–128 in two rounds (H100, reports/h100/2026-12-05h); same
 /// registers (32, no stack frame), so code layout, not a spill.
 pub fn reg_drop_few(

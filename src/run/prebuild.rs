@@ -30,13 +30,12 @@ pub fn case_shape(case: &Case, captures: &CaptureSet) -> Option<Shape> {
 
 /// Every distinct build the arms plan for the shapes, in first-seen order.
 pub fn planned_builds(arms: &[Box<dyn Arm>], shapes: &[Shape]) -> Vec<KernelBuild> {
-    let mut seen_shapes: Vec<&Shape> = Vec::new();
+    let mut seen_shapes = std::collections::HashSet::new();
     let mut builds: Vec<KernelBuild> = Vec::new();
     for shape in shapes {
-        if seen_shapes.contains(&shape) {
+        if !seen_shapes.insert(*shape) {
             continue;
         }
-        seen_shapes.push(shape);
         for arm in arms {
             for build in arm.builds(shape) {
                 if !builds.contains(&build) {
