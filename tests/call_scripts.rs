@@ -7,7 +7,6 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const HANDOFF_EARLY: &str = include_str!("../scripts/h200_handoff_early_call.sh");
-const SPLIT_R2: &str = include_str!("../scripts/h200_split_r2_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
@@ -78,21 +77,6 @@ fn handoff_early_call_main_knobs_parse() {
     main_knobs_parse(HANDOFF_EARLY, 3);
 }
 
-#[test]
-fn split_r2_call_r_overrides_parse() {
-    let values: Vec<&str> = SPLIT_R2
-        .lines()
-        .filter_map(|line| line.split_once("|GVR_SS_MAIN_R=")?.1.split('|').next())
-        .collect();
-    assert_eq!(values.len(), 2, "R override lines found: {values:?}");
-    for value in values {
-        let (r, defines) = ss::main_switches(Some(value), None)
-            .unwrap_or_else(|e| panic!("GVR_SS_MAIN_R={value}: {e}"));
-        assert_eq!(r, Some(2));
-        assert!(defines.is_empty());
-    }
-}
-
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
 /// accepts with at least one knob (`env` names the variable in messages).
 fn family_knobs_parse<T, E: std::fmt::Display>(
@@ -112,7 +96,7 @@ fn family_knobs_parse<T, E: std::fmt::Display>(
 
 #[test]
 fn clus_merge_call_clus_knobs_parse() {
-    family_knobs_parse(CLUS_MERGE, "C", "GVR_SS_CLUS_DEFINES", 3, |spec| {
+    family_knobs_parse(CLUS_MERGE, "C", "GVR_SS_CLUS_DEFINES", 4, |spec| {
         ss_clus_stream::clus_switches(Some(spec))
     });
 }

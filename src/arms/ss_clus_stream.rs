@@ -269,7 +269,7 @@ pub const CLUS_DEFINES_ENV: &str = "GVR_SS_CLUS_DEFINES";
 /// The knobs [`CLUS_DEFINES_ENV`] may set, with their admitted value ranges.
 const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 6] = [
     ("CL_L2_NEXT", 0, 1),
-    ("CL_MERGE_WARPS", 0, 1),
+    ("CL_MERGE_SPREAD_FROM", 2, 16),
     ("CL_L2_FIRST", 0, 1),
     ("CL_SAMPLE_AHEAD", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 1),
