@@ -328,7 +328,7 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
     cl_scan_merged(tot, low, mrg, k, res);
 }
 
-// CL_MERGE_SPREAD_FROM (tuning; 8 the default): clusters of at least this
+// CL_MERGE_SPREAD_FROM (tuning; 4 the default): clusters of at least this
 // many CTAs spread the merge's bin reads over the CTA (2: every cluster; 16:
 // none, the portable maximum being 8). Why: in warp 0 a cluster of 8 waits on
 // four dependent DSMEM round trips (ptxas issues two ranks' 16-byte loads,
@@ -338,10 +338,10 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
 // one round trip), keeps the lower-rank sum in a register and writes the total
 // to `mrg`; warp 0 scans the totals as before, writing after(j); then each
 // owner adds its lower-rank sum. Two more CTA barriers, which the one round
-// trip repays only at 8 ranks (H100, 2026-12-05i: cl8 +6 to +8 %, cl4 −1.3 to
-// +0.7 %, cl2 −1 to −2.5 %).
+// trip repays from 4 ranks (H100, 2026-12-05i, against no spread: cl8 +6.6 to
+// +8.7 %, cl4 +0.6 to +1.4 %, cl2 −0.2 to −0.8 %).
 #ifndef CL_MERGE_SPREAD_FROM
-#define CL_MERGE_SPREAD_FROM 8
+#define CL_MERGE_SPREAD_FROM 4
 #endif
 __device__ __noinline__ void cl_merge_scan_totals(u32* mrg, u32 k, u32* res) {
     const u32 lane = lane_id();

@@ -576,7 +576,7 @@ fn the_merge_forms_stay_exact_at_every_cluster_size() {
     // CL_MERGE_SPREAD_FROM (kernels/ss_clus_stream.cu `cl_merge_spread`):
     // spread, every thread of the first 256 reads its bin from every rank,
     // warp 0 scans the totals, the owners add their lower-rank sums (the
-    // small CTAs own two to four bins each). The default spreads from 8 ranks;
+    // small CTAs own two to four bins each). The default spreads from 4 ranks;
     // 2 spreads every cluster, 16 none: same paths, random launches exact.
     knob_build_takes_the_default_paths("CL_MERGE_SPREAD_FROM=2", 8765);
     knob_build_takes_the_default_paths("CL_MERGE_SPREAD_FROM=16", 8766);
