@@ -264,11 +264,6 @@ __device__ __forceinline__ void red_release_gpu_add(u32* p, u32 v) {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// Release / acquire fence at GPU scope. `__threadfence()` is `fence.sc.gpu`
-// (sequentially consistent); a message-passing hand-off (writes, fence,
-// relaxed atomic; atomic, fence, reads) needs only acquire-release.
-__device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-
 // Masked float4 row load: float4 number `i4` of a row with `nvec` = ceil(n/4)
 // float4s. Out-of-range vectors are redirected to float4 `nvec - 1` (inside
 // the row, so the address is always legal) and every lane is then masked by

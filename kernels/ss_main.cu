@@ -91,33 +91,19 @@
 #define SS_MAIN_SAMPLE_AHEAD 1
 #endif
 
-// SPLIT hand-off fences (§3.6): 1 one fence.acq_rel.gpu by the arriving
-// thread after the CTA barrier (the barrier orders the CTA's slab writes
-// before it) and one after its atomic in the last arriver, before the barrier
-// that releases the CTA (all a message-passing hand-off needs); 0 every
-// thread `__threadfence()` (fence.sc.gpu) before the arrival and in the last
-// arriver. 1 was measured as "2" in kernels/TUNING.md 2026-12-05c/e (+0.7 %
-// over 0 on SPLIT launches); every thread's fence.acq_rel tied 0 and is gone.
-#ifndef SS_HANDOFF_FENCE
-#define SS_HANDOFF_FENCE 1
-#endif
-
-// SPLIT arrival order. 1 (default): a part arrives first, with one atomic on
-// the row's count word that returns both its slab offset (the earlier parts'
+// SPLIT arrival order: a part arrives first, with one atomic on the row's
+// count word that returns both its slab offset (the earlier parts'
 // survivors) and its arrival rank; the others then write their range and
 // publish it (`red.release` on a finished-parts word, the offset array's
 // slot); the last arriver writes its own range and waits for the others'
 // publications. That wait cannot deadlock: every part has arrived, so every
-// part is resident and owes only its writes. 0: a part reserves its range
-// (atomic on the row's offset), writes it, and then arrives (fence + atomic
-// on the count): the last arriver learns it is last two dependent L2 round
-// trips and a fence after its pass. Measured on the H100 (TUNING.md
-// 2026-12-05h, two rounds): 1 is +3.1 / +3.2 % on SPLIT launches (B 1-32,
-// N >= 100K; +1.5 % at B 32 to +5 % at B 1-2), the last arriver's hand-off
-// phase 1.85 -> 1.55 us. SS_HANDOFF_FENCE applies to form 0 only.
-#ifndef SS_HANDOFF_EARLY
-#define SS_HANDOFF_EARLY 1
-#endif
+// part is resident and owes only its writes. The spec's order (reserve a
+// range with an atomic on the row's offset, write it, then arrive with a
+// fence and an atomic on the count) makes the last arriver learn it is last
+// two dependent L2 round trips and a fence after its pass: measured on three
+// H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
+// +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
+// hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
@@ -764,14 +750,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         const u32 myn = s.count;
         if (t == 0u) {
-            if (SS_HANDOFF_EARLY) {
-                const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
-                                              (1ull << 32) + (unsigned long long)myn);
-                s.slab_base = (u32)arrived;
-                s.don_old = arrived;
-            } else {
-                s.slab_base = atomicAdd(g_off + row, myn);
-            }
+            const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
+                                          (1ull << 32) + (unsigned long long)myn);
+            s.slab_base = (u32)arrived;
+            s.don_old = arrived;
         }
         __syncthreads();
         const u32 base = s.slab_base;
@@ -808,43 +790,21 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
             }
         }
-        u64 old;
-        if (SS_HANDOFF_EARLY) {
-            old = s.don_old;  // read before the barrier below: nothing rewrites it after
-            const bool last = (u32)(old >> 32) == parts - 1u;
-            __syncthreads();  // this CTA's slab writes, before its publication or the others' reads
-            if (!last) {
-                if (t == 0u) red_release_gpu_add(g_off + row, 1u);  // cumulative over the barrier above
-                return;
-            }
-            if (t == 0u) {
-                while (ld_acquire_gpu(g_off + row) != parts - 1u) {
-                }
-                g_off[row] = 0u;  // zero-restore: the slab is reusable without a memset
-                g_don[row] = 0ull;
-            }
-            __syncthreads();
-            SS_PROBE(SS_MARK_HANDOFF);
-        } else {
-            if (SS_HANDOFF_FENCE == 0) __threadfence();  // release this CTA's slab writes (every writer fences)
-            __syncthreads();
-            if (t == 0u) {
-                if (SS_HANDOFF_FENCE == 1) fence_acq_rel_gpu();  // cumulative over the barrier above
-                const u64 arrived = atomicAdd(reinterpret_cast<unsigned long long*>(g_don + row),
-                                              (1ull << 32) + (unsigned long long)myn);
-                if (SS_HANDOFF_FENCE == 1 && (u32)(arrived >> 32) == parts - 1u) fence_acq_rel_gpu();
-                s.don_old = arrived;
-            }
-            __syncthreads();
-            old = s.don_old;
-            if ((u32)(old >> 32) != parts - 1u) return;  // not last: no spinning, just leave
-            SS_PROBE(SS_MARK_HANDOFF);
-            if (SS_HANDOFF_FENCE == 0) __threadfence();  // acquire the other parts' slab writes
-            if (t == 0u) {                              // zero-restore: the slab is reusable without a memset
-                g_off[row] = 0u;
-                g_don[row] = 0ull;
-            }
+        const u64 old = s.don_old;  // read before the barrier below: nothing rewrites it after
+        const bool last = (u32)(old >> 32) == parts - 1u;
+        __syncthreads();  // this CTA's slab writes, before its publication or the others' reads
+        if (!last) {
+            if (t == 0u) red_release_gpu_add(g_off + row, 1u);  // cumulative over the barrier above
+            return;
         }
+        if (t == 0u) {
+            while (ld_acquire_gpu(g_off + row) != parts - 1u) {
+            }
+            g_off[row] = 0u;  // zero-restore: the slab is reusable without a memset
+            g_don[row] = 0ull;
+        }
+        __syncthreads();
+        SS_PROBE(SS_MARK_HANDOFF);
         const u32 total = (u32)(old & 0xffffffffull) + myn;
         if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
         if (total <= SS_GCAP) {

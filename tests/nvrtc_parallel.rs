@@ -60,7 +60,7 @@ fn two_large_sources_compile_concurrently_to_the_same_cubins() {
         (SS_MAIN, compile_options(DEFAULT_ARCH, &[])),
         (
             SS_MAIN,
-            compile_options(DEFAULT_ARCH, &[("SS_HANDOFF_EARLY", "0".to_string())]),
+            compile_options(DEFAULT_ARCH, &[("SS_SCAN_FORM", "0".to_string())]),
         ),
     ];
     let started = std::time::Instant::now();

@@ -413,18 +413,12 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
-fn the_handoff_fence_and_threshold_trim_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: the SPLIT hand-off with every thread's full fence
-    // and the threshold phase with its middle barrier (the forms before
-    // 2026-12-05e), and the trimmed threshold phase on the one-CTA entries
-    // too. The emulator's fences are no-ops, so this checks the restructured
-    // arrival and the barrier count; the memory ordering itself is the PTX
-    // model's (kernels/ss_main.cu).
+fn the_threshold_trim_variants_stay_exact() {
+    // GVR_SS_MAIN_DEFINES: the threshold phase with its middle barrier (the
+    // form before 2026-12-05e), and the trimmed threshold phase on the
+    // one-CTA entries too.
     for defines in [
-        vec![
-            "-DSS_HANDOFF_FENCE=0".to_string(),
-            "-DSS_THRESHOLD_TRIM=0".to_string(),
-        ],
+        vec!["-DSS_THRESHOLD_TRIM=0".to_string()],
         vec!["-DSS_THRESHOLD_TRIM=3".to_string()],
     ] {
         let Some(exe) = build_emulator(&defines) else {
@@ -446,19 +440,6 @@ fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
     // on the constructed paths.
     same_outputs_as_the_default_build("SS_SCAN_FORM=0");
     same_outputs_as_the_default_build("SS_SCAN_FORM=3");
-}
-
-#[test]
-fn the_early_arrival_hand_off_gives_the_same_outputs_bit_for_bit() {
-    // SS_HANDOFF_EARLY (kernels/ss_main.cu; 1 the default): a SPLIT part
-    // arrives before it writes its slab range, with one atomic that returns
-    // its offset and its rank; the last arriver waits for the others'
-    // publications. Form 0 reserves, writes, then arrives. The emulator runs
-    // the parts one at a time in a shuffled order, the same for both builds,
-    // so the slab holds the same pairs in the same order: outputs and path
-    // bits are equal on every launch, and the workspace is back to zero after
-    // each (main.cpp checks). A planted zero offset in form 1 fails it.
-    same_outputs_as_the_default_build("SS_HANDOFF_EARLY=0");
 }
 
 /// The emulator built with `define` (`NAME=V[,NAME=V…]`) against the default build on the small-CTA

@@ -44,10 +44,9 @@ pub const MAX_ROWS: usize = 65_535;
 pub const SPLIT_MAX_ROWS: usize = 160;
 /// Workspace of SPLIT launches (§7): `g_don[160]` u64 | `g_off[160]` u32 |
 /// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
-/// match `SS_WS_*` in `kernels/ss_main.cu`. With the early-arrival hand-off
-/// (`SS_HANDOFF_EARLY`, the default) `g_don`'s low word is also the slab
-/// cursor and `g_off` counts the parts that have published; the last arriver
-/// zeroes both either way.
+/// match `SS_WS_*` in `kernels/ss_main.cu`. A part arrives first, so
+/// `g_don`'s low word is also the slab cursor, and `g_off` counts the parts
+/// that have published; the last arriver zeroes both.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
 /// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
@@ -413,7 +412,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 18] = [
+const TUNABLE_DEFINES: [TuningKnob; 16] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -424,8 +423,6 @@ const TUNABLE_DEFINES: [TuningKnob; 18] = [
     ("SS_ROW_U", 1, 8),
     ("SS_ABLATE", 0, 3),
     ("SS_MAIN_STAGE_OUT", 0, 2),
-    ("SS_HANDOFF_FENCE", 0, 1),
-    ("SS_HANDOFF_EARLY", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
     ("SS_WAVE_STAGGER", 0, 200_000),

@@ -136,7 +136,6 @@ inline unsigned long long gvr_probe_clock() { return ++emu::probe_ticks; }
 inline unsigned long long gvr_probe_gtimer() { return ++emu::probe_ticks; }
 inline void __threadfence() {}
 inline void __nanosleep(unsigned) {}  // a spin on gvr_probe_clock ends by its own ticks
-inline void fence_acq_rel_gpu() {}
 // One CTA runs at a time, so a load sees every earlier CTA's writes; a spin on
 // a word that never reaches its value would hang the test (a kernel bug).
 inline u32 ld_acquire_gpu(const u32* p) { return *(const volatile u32*)p; }
