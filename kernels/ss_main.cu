@@ -187,8 +187,9 @@ struct SsMainParams {
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
-// << 32 | survivors), g_off[160] u32 at 1280 (slab fill cursor), slabs of
-// GCAP (value, index) pairs per row from byte 2048.
+// << 32 | survivors; the low word is the slab fill cursor), g_off[160] u32 at
+// 1280 (parts that have published their range), slabs of GCAP (value, index)
+// pairs per row from byte 2048.
 #define SS_MAXC 160u
 #define SS_GCAP 16384u
 #define SS_WS_OFF_OFFSET 1280u
