@@ -19,6 +19,7 @@ import gzip
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 
@@ -85,4 +86,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # A reader that stops early (`| head`) ends the script quietly, as it would a shell tool.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main(sys.argv)

@@ -17,6 +17,7 @@ import gzip
 import json
 import math
 import os
+import signal
 import statistics
 import sys
 
@@ -117,4 +118,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # A reader that stops early (`| head`) ends the script quietly, as it would a shell tool.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

@@ -17,6 +17,7 @@ import argparse
 import gzip
 import json
 import math
+import signal
 import statistics
 from collections import defaultdict
 
@@ -89,4 +90,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # A reader that stops early (`| head`) ends the script quietly, as it would a shell tool.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

@@ -17,6 +17,7 @@ enter; the others are counted at the end.
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 
@@ -93,4 +94,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # A reader that stops early (`| head`) ends the script quietly, as it would a shell tool.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()

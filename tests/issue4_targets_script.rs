@@ -75,3 +75,38 @@ fn the_targets_read_the_records_and_the_bandwidth_figure() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--read-tbs must be a positive"));
 }
+
+#[test]
+fn a_reader_that_stops_early_gets_no_traceback() {
+    // `issue4_targets.py RUN | head -3` (NOTES' campaign recipe): the script
+    // must die of SIGPIPE like a shell tool, not print a BrokenPipeError.
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: python3 not available");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let lines: Vec<String> = (0..2_000)
+        .flat_map(|i| {
+            let case = format!("c{i}@b1");
+            [
+                record(&case, "ss", 1, 4_111, 32_000, &[4.0]),
+                record(&case, "radix", 1, 4_111, 32_000, &[8.0]),
+            ]
+        })
+        .collect();
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/issue4_targets.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .arg(&results)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader is gone before the first line
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Traceback"), "{stderr}");
+    assert!(!out.status.success(), "a closed stdout cannot be a success");
+}
