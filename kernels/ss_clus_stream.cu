@@ -328,21 +328,23 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
     cl_scan_merged(tot, low, mrg, k, res);
 }
 
-// CL_MERGE_SPREAD_FROM (tuning; 4 the default): clusters of at least this
-// many CTAs spread the merge's bin reads over the CTA (2: every cluster; 16:
-// none, the portable maximum being 8). Why: in warp 0 a cluster of 8 waits on
-// four dependent DSMEM round trips (ptxas issues two ranks' 16-byte loads,
-// adds them, then the next two; grouping four ranks made it delay loads
-// further under the 64-register cap). Spread, each of the first 256 threads
-// loads its bin from every rank (one 4-byte load per rank, all independent:
-// one round trip), keeps the lower-rank sum in a register and writes the total
-// to `mrg`; warp 0 scans the totals as before, writing after(j); then each
-// owner adds its lower-rank sum. Two more CTA barriers, which the one round
-// trip repays from 4 ranks (H100, 2026-12-05i, against no spread: cl8 +6.6 to
-// +8.7 %, cl4 +0.6 to +1.4 %, cl2 −0.2 to −0.8 %).
-#ifndef CL_MERGE_SPREAD_FROM
-#define CL_MERGE_SPREAD_FROM 4
+// CL_MERGE_SPREAD (the host sets 1 for clusters of 8, `ss_clus_stream.rs`
+// MERGE_SPREAD_FROM_CS; 0 otherwise): the merge's bin reads spread over the
+// CTA. Why: in warp 0 a cluster of 8 waits on four dependent DSMEM round
+// trips (ptxas issues two ranks' 16-byte loads, adds them, then the next two;
+// grouping four ranks made it delay loads further under the 64-register cap).
+// Spread, each of the first 256 threads loads its bin from every rank (one
+// 4-byte load per rank, all independent: one round trip), keeps the
+// lower-rank sum in a register and writes the total to `mrg`; warp 0 scans
+// the totals as before, writing after(j); then each owner adds its lower-rank
+// sum. Two more CTA barriers. A compile-time choice: both forms in one
+// kernel, picked by the cluster size at run time, made every cluster size
+// 2-3 % slower than the kernel without the spread (H100, kernels/TUNING.md
+// 2026-12-05i).
+#ifndef CL_MERGE_SPREAD
+#define CL_MERGE_SPREAD 0
 #endif
+#if CL_MERGE_SPREAD
 __device__ __noinline__ void cl_merge_scan_totals(u32* mrg, u32 k, u32* res) {
     const u32 lane = lane_id();
     u32 tot[8];
@@ -354,7 +356,7 @@ __device__ __noinline__ void cl_merge_scan_totals(u32* mrg, u32 k, u32* res) {
 }
 
 template <int BLK>
-__device__ __noinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u32 cs, u32 k, u32* res) {
+__device__ __forceinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u32 cs, u32 k, u32* res) {
     constexpr u32 PER = (SS_BINS + (u32)BLK - 1u) / (u32)BLK;
     u32 low[PER];
 #pragma unroll
@@ -383,6 +385,7 @@ __device__ __noinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u32 
         if (b < SS_BINS) mrg[b] += low[q];
     }
 }
+#endif
 
 // §3.7 emit of one admitted element with the merged, rank-biased cursors:
 // winners (and the whole crossing bin when needed whole) straight to the
@@ -601,13 +604,14 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         SS_PROBE(SS_MARK_PASS);
         cluster_sync();  // every rank's histogram is complete
         SS_PROBE(SS_MARK_HANDOFF);
-        {
-            const u32 rank_ = sc_[CL_S_FIRST] / (u32)(BLK * U), cs_ = sc_[CL_S_STEP] / (u32)(BLK * U);
-            if (cs_ >= (u32)CL_MERGE_SPREAD_FROM)
-                cl_merge_spread<BLK>(hist, mrg, rank_, cs_, k, sc_ + CL_S_MBIN);
-            else if (warp_id() == 0u)
-                cl_merge_scan(hist, mrg, rank_, cs_, k, sc_ + CL_S_MBIN);
-        }
+#if CL_MERGE_SPREAD
+        cl_merge_spread<BLK>(hist, mrg, sc_[CL_S_FIRST] / (u32)(BLK * U), sc_[CL_S_STEP] / (u32)(BLK * U), k,
+                             sc_ + CL_S_MBIN);
+#else
+        if (warp_id() == 0u)
+            cl_merge_scan(hist, mrg, sc_[CL_S_FIRST] / (u32)(BLK * U), sc_[CL_S_STEP] / (u32)(BLK * U), k,
+                          sc_ + CL_S_MBIN);
+#endif
         __syncthreads();
         SS_PROBE(SS_MARK_VERIFY);
         const u32 myn = sc_[CL_S_COUNT];

@@ -572,14 +572,13 @@ fn the_parallel_crossing_scan_build_stays_exact() {
 }
 
 #[test]
-fn the_merge_forms_stay_exact_at_every_cluster_size() {
-    // CL_MERGE_SPREAD_FROM (kernels/ss_clus_stream.cu `cl_merge_spread`):
-    // spread, every thread of the first 256 reads its bin from every rank,
-    // warp 0 scans the totals, the owners add their lower-rank sums (the
-    // small CTAs own two to four bins each). The default spreads from 4 ranks;
-    // 2 spreads every cluster, 16 none: same paths, random launches exact.
-    knob_build_takes_the_default_paths("CL_MERGE_SPREAD_FROM=2", 8765);
-    knob_build_takes_the_default_paths("CL_MERGE_SPREAD_FROM=16", 8766);
+fn the_spread_merge_build_stays_exact() {
+    // CL_MERGE_SPREAD=1 (kernels/ss_clus_stream.cu `cl_merge_spread`; the host
+    // builds it for clusters of 8): every thread of the first 256 reads its
+    // bin from every rank, warp 0 scans the totals, the owners add their
+    // lower-rank sums; the small CTAs own two to four bins each. Same paths
+    // as the warp-0 build, random launches (clusters of 2, 4 and 8) exact.
+    knob_build_takes_the_default_paths("CL_MERGE_SPREAD=1", 8765);
 }
 
 /// The emulator built with `define`: the constructed ladder rows take the

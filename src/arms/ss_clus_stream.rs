@@ -87,7 +87,28 @@ pub struct ClusStreamLaunch {
     pub args: ClusStreamArgs,
 }
 
+/// Clusters of at least this many CTAs merge their histograms with every
+/// thread's DSMEM loads instead of warp 0's (kernels/ss_clus_stream.cu
+/// `CL_MERGE_SPREAD`; H100: cl8 +6 to +8 %, cl4 −1.3 to +0.7 %, cl2 −2 %).
+pub const MERGE_SPREAD_FROM_CS: u32 = 8;
+
+/// The kernel define that picks the spread merge.
+const MERGE_SPREAD_DEFINE: &str = "CL_MERGE_SPREAD";
+
 impl ClusStreamLaunch {
+    /// The defines this launch's module is built with: the merge form for its
+    /// cluster size, then `tuning` (the [`CLUS_DEFINES_ENV`] knobs; one that
+    /// sets the merge form overrides the cluster size's).
+    pub fn build_defines(&self, tuning: &Defines) -> Defines {
+        let mut defines = Defines::new();
+        let tuned = tuning.iter().any(|(name, _)| *name == MERGE_SPREAD_DEFINE);
+        if self.cluster >= MERGE_SPREAD_FROM_CS && !tuned {
+            defines.push((MERGE_SPREAD_DEFINE, "1".to_string()));
+        }
+        defines.extend(tuning.iter().cloned());
+        defines
+    }
+
     /// Recorded variant, e.g. `clus/cl4/u8`.
     pub fn variant(&self) -> String {
         format!(
@@ -269,7 +290,7 @@ pub const CLUS_DEFINES_ENV: &str = "GVR_SS_CLUS_DEFINES";
 /// The knobs [`CLUS_DEFINES_ENV`] may set, with their admitted value ranges.
 const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 6] = [
     ("CL_L2_NEXT", 0, 1),
-    ("CL_MERGE_SPREAD_FROM", 2, 16),
+    ("CL_MERGE_SPREAD", 0, 1),
     ("CL_L2_FIRST", 0, 1),
     ("CL_SAMPLE_AHEAD", 0, 1),
     ("SS_THRESHOLD_TRIM", 0, 1),
@@ -399,9 +420,9 @@ impl Arm for SsClusStream {
 
     fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
         match plan_clus_stream_forced(shape, &self.device) {
-            Ok(_) => vec![KernelBuild {
+            Ok(plan) => vec![KernelBuild {
                 source: SS_CLUS_STREAM,
-                defines: self.tuning.clone(),
+                defines: plan.build_defines(&self.tuning),
             }],
             Err(_) => Vec::new(),
         }
@@ -415,7 +436,7 @@ impl Arm for SsClusStream {
         plan.args = with_clus_sample_knobs(plan.args, &self.sample);
         self.staged.load(
             &SS_CLUS_STREAM,
-            &self.tuning,
+            &plan.build_defines(&self.tuning),
             &plan.entry,
             plan.dyn_smem_bytes,
         )?;
@@ -681,6 +702,28 @@ mod tests {
             let err = clus_switches(Some(bad)).unwrap_err();
             assert!(err.starts_with(CLUS_DEFINES_ENV), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn clusters_of_eight_build_the_spread_merge_unless_a_knob_says_otherwise() {
+        let dev = DeviceProfile::h200();
+        let eight = plan_clus_stream_forced(&shape(8, 131_072, 512), &dev).unwrap();
+        let two = plan_clus_stream_forced(&shape(256, 131_072, 512), &dev).unwrap();
+        assert_eq!((eight.cluster, two.cluster), (8, 2));
+        let spread = vec![("CL_MERGE_SPREAD", "1".to_string())];
+        assert_eq!(eight.build_defines(&vec![]), spread);
+        assert_eq!(two.build_defines(&vec![]), vec![]);
+        // A knob of the env switch replaces the cluster size's choice, in both directions.
+        let off = vec![("CL_MERGE_SPREAD", "0".to_string())];
+        assert_eq!(eight.build_defines(&off), off);
+        assert_eq!(two.build_defines(&spread), spread);
+        // Other knobs keep it.
+        let l2 = vec![("CL_L2_NEXT", "0".to_string())];
+        assert_eq!(
+            eight.build_defines(&l2),
+            vec![spread[0].clone(), l2[0].clone()]
+        );
+        assert_eq!(two.build_defines(&l2), l2);
     }
 
     #[test]

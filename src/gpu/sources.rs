@@ -99,6 +99,7 @@ pub fn variants() -> Vec<(KernelSource, Defines)> {
     // Specialisations go here, one push per define list an arm compiles, e.g.
     // `table.push((RADIX, vec![("TOPK_K", "2048".into())]));`
     table.push((SS_MAIN, vec![("SS_PIPELINE", "0".into())])); // arm ss-main-base
+    table.push((SS_CLUS_STREAM, vec![("CL_MERGE_SPREAD", "1".into())])); // clusters of 8
     table
 }
 

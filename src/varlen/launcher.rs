@@ -70,7 +70,7 @@ impl VarlenTopK {
                 SS_CLUS_STREAM,
                 p.entry.clone(),
                 p.dyn_smem_bytes,
-                Vec::new(),
+                p.build_defines(&Vec::new()),
             ),
             FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
         };
