@@ -337,10 +337,11 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
 // 4-byte load per rank, all independent: one round trip), keeps the
 // lower-rank sum in a register and writes the total to `mrg`; warp 0 scans
 // the totals as before, writing after(j); then each owner adds its lower-rank
-// sum. Two more CTA barriers. A compile-time choice: both forms in one
-// kernel, picked by the cluster size at run time, made every cluster size
-// 2-3 % slower than the kernel without the spread (H100, kernels/TUNING.md
-// 2026-12-05i).
+// sum. Two more CTA barriers. Against warp 0 on the H100 (kernels/TUNING.md
+// 2026-12-05i): cl8 +5.8 to +8.1 %, cl4 -1.3 to +0.7 %, cl2 -1.5 to -2.7 %.
+// A build-time choice: both forms in one kernel, picked by the cluster size
+// at run time, cost every cluster size ~2.5 % (cl2 / cl4 0.7 to 3.7 % below
+// the warp-0 kernel, cl8 +3.5 to +6.1 % only).
 #ifndef CL_MERGE_SPREAD
 #define CL_MERGE_SPREAD 0
 #endif
