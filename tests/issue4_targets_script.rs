@@ -16,20 +16,30 @@ fn record(case: &str, arm: &str, b: u32, n: u32, bytes: u64, cold_us: &[f64]) ->
     .to_string()
 }
 
-fn run(results: &Path, extra: &[&str]) -> Output {
+/// `python3 scripts/issue4_targets.py RESULTS`, not started yet.
+fn targets_command(results: &Path) -> Command {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/issue4_targets.py");
-    Command::new("python3")
-        .arg(script)
-        .arg(results)
-        .args(extra)
-        .output()
-        .unwrap()
+    let mut command = Command::new("python3");
+    command.arg(script).arg(results);
+    command
+}
+
+fn run(results: &Path, extra: &[&str]) -> Output {
+    targets_command(results).args(extra).output().unwrap()
+}
+
+/// Whether python3 runs here; says SKIPPED when it does not.
+fn python3_or_skip() -> bool {
+    let found = Command::new("python3").arg("--version").output().is_ok();
+    if !found {
+        eprintln!("SKIPPED: python3 not available");
+    }
+    found
 }
 
 #[test]
 fn the_targets_read_the_records_and_the_bandwidth_figure() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: python3 not available");
+    if !python3_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -80,8 +90,7 @@ fn the_targets_read_the_records_and_the_bandwidth_figure() {
 fn a_reader_that_stops_early_gets_no_traceback() {
     // `issue4_targets.py RUN | head -3` (NOTES' campaign recipe): the script
     // must die of SIGPIPE like a shell tool, not print a BrokenPipeError.
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: python3 not available");
+    if !python3_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -96,10 +105,7 @@ fn a_reader_that_stops_early_gets_no_traceback() {
         })
         .collect();
     std::fs::write(&results, lines.join("\n") + "\n").unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/issue4_targets.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .arg(&results)
+    let mut child = targets_command(&results)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
