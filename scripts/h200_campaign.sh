@@ -28,7 +28,9 @@
 # sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
 # BUDGET_S (whole-script seconds; default 570 with SHARD, to fit a 10-minute
 # device call, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
-# after 90 s for report and packing, or 1500 without a budget).
+# after 50 s for report and packing, or 1500 without a budget: on the H100 of
+# 2026-12-05i they took ~10 s in all, while a 100 s reserve stopped shard 1's
+# grid at 217 s of the ~250 it needed: its torch peer took a second call).
 set -u
 OUT="${OUT:-$PWD/h200_out}"; mkdir -p "$OUT"
 BIN="${GVR_BIN:-target/release/gvr-bench}"
@@ -73,15 +75,15 @@ else
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"
 if [ -n "${GRID_TIMEOUT:-}" ]; then GRID_LIMIT="$GRID_TIMEOUT"
-elif [ "$BUDGET_S" -gt 0 ]; then GRID_LIMIT=$(( BUDGET_S - SECONDS - 100 )); [ "$GRID_LIMIT" -lt 30 ] && GRID_LIMIT=30
+elif [ "$BUDGET_S" -gt 0 ]; then GRID_LIMIT=$(( BUDGET_S - SECONDS - 50 )); [ "$GRID_LIMIT" -lt 30 ] && GRID_LIMIT=30
 else GRID_LIMIT=1500; fi
 step grid "$GRID_LIMIT" "${GRID_CMD[@]}"
 GRID_RC=$?
 
 if [ -s "$RUN/results.jsonl" ]; then
-  step report 45 "$BIN" report "$RUN" --out "$RUN/report"
-  [ -n "$PEER" ] && step report-vs-torch 20 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots
-  [ -n "$AA_ARM" ] && step aa 15 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
+  step report 15 "$BIN" report "$RUN" --out "$RUN/report"
+  [ -n "$PEER" ] && step report-vs-torch 8 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots
+  [ -n "$AA_ARM" ] && step aa 5 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
 fi
 {
   date -u +%FT%TZ; nvidia-smi; nvcc --version 2>/dev/null
