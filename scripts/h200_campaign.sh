@@ -29,7 +29,7 @@
 # BUDGET_S (whole-script seconds; default 570 with SHARD, to fit a 10-minute
 # device call, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
 # after 50 s for report and packing, or 1500 without a budget: on the H100 of
-# 2026-12-05i they took ~10 s in all, while a 100 s reserve stopped shard 1's
+# 2026-12-05i they took ~6 s in all, while a 100 s reserve stopped shard 1's
 # grid at 217 s of the ~250 it needed: its torch peer took a second call).
 set -u
 OUT="${OUT:-$PWD/h200_out}"; mkdir -p "$OUT"

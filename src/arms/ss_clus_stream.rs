@@ -91,7 +91,7 @@ pub struct ClusStreamLaunch {
 /// thread's DSMEM loads instead of warp 0's (kernels/ss_clus_stream.cu
 /// `CL_MERGE_SPREAD`; H100: cl8 +5.8 to +8.1 %, cl4 −1.3 to +0.7 %, cl2 −1.5
 /// to −2.7 %). A build-time define, so each launch's module has one form.
-pub const MERGE_SPREAD_FROM_CS: u32 = 8;
+const MERGE_SPREAD_FROM_CS: u32 = 8;
 
 /// The kernel define that picks the spread merge.
 const MERGE_SPREAD_DEFINE: &str = "CL_MERGE_SPREAD";
