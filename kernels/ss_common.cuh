@@ -289,7 +289,38 @@ __device__ __forceinline__ u64 ld_cg_u64(const u64* p) {
     asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
+// Slab words of the spin hand-off (ss_main.cu SS_HANDOFF_SPIN): each word is
+// its own flag, so its store and load are morally strong (no data race in
+// the PTX memory model) and 64-bit single-copy atomic.
+__device__ __forceinline__ u64 ld_relaxed_gpu_u64(const u64* p) {
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_relaxed_gpu_u64(u64* p, u64 v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// Waits until a slab word is written (non-zero) and returns it. Cannot
+// deadlock where the writer has already arrived: it is resident and owes
+// only this store.
+__device__ __forceinline__ u64 ss_slab_wait(const u64* w) {
+    u64 v;
+    while ((v = ld_relaxed_gpu_u64(w)) == 0ull) {
+    }
+    return v;
+}
 #endif
+
+// SPLIT hand-off form (ss_main.cu says why): 0 = publication count, 1 = the
+// finisher spins on the slab words themselves. Here because SsSrcSlab
+// decodes the words.
+#ifndef SS_HANDOFF_SPIN
+#define SS_HANDOFF_SPIN 0
+#endif
+// A written word of the spin hand-off's slab: the pair with bit 63 set (an
+// index is below 2^31), so a word is never zero once written and zero means
+// "not yet". The slab is zero between launches (the finisher restores it).
+#define SS_SLAB_WRITTEN (1ull << 63)
 
 // Staged (value, index) pair: value bits in the low word, index in the high
 // word (the SPLIT slab layout of spec §7, used for shared staging too).
@@ -565,7 +596,7 @@ struct SsSrcSlab {  // global SPLIT slab written by other CTAs: L2-coherent read
     __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
         u64 v = ld_cg_u64(p + i);
         *x = __uint_as_float((u32)v);
-        *idx = (u32)(v >> 32);
+        *idx = SS_HANDOFF_SPIN ? (u32)(v >> 32) & 0x7fffffffu : (u32)(v >> 32);  // SS_SLAB_WRITTEN off
     }
 };
 

@@ -104,6 +104,12 @@
 // H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
 // +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
 // hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
+// SS_HANDOFF_SPIN (ss_common.cuh, off until measured; kernels/README.md step
+// 4): no publication at all. Each slab word is its own flag (bit 63 set when
+// written, zero between launches); the others write and leave, the last
+// arriver reads their words as they land and restores them to zero, and keeps
+// its own survivors in staging. Off its path: the others' release fences and
+// its poll of the count word.
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
@@ -188,8 +194,9 @@ struct SsMainParams {
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
 // << 32 | survivors; the low word is the slab fill cursor), g_off[160] u32 at
-// 1280 (parts that have published their range), slabs of GCAP (value, index)
-// pairs per row from byte 2048.
+// 1280 (parts that have published their range; unused by SS_HANDOFF_SPIN),
+// slabs of GCAP (value, index) pairs per row from byte 2048 (with
+// SS_HANDOFF_SPIN: flagged words, zero between launches).
 #define SS_MAXC 160u
 #define SS_GCAP 16384u
 #define SS_WS_OFF_OFFSET 1280u
@@ -514,6 +521,70 @@ __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
     while (gvr_probe_clock() - t0 < wait) __nanosleep(200);
 }
 
+// Stores one word of a SPLIT part's slab range: a plain store, or with
+// SS_HANDOFF_SPIN a flagged relaxed store (the word is its own flag). The
+// pair comes first so it is computed before the address, as in the store
+// this replaced (same PTX).
+__device__ __forceinline__ void ss_slab_put(u64 pair, u64* w) {
+#if SS_HANDOFF_SPIN
+    st_relaxed_gpu_u64(w, pair | SS_SLAB_WRITTEN);
+#else
+    *w = pair;
+#endif
+}
+
+// The slab range of a part whose pass overflowed staging: its float4 slice
+// [c0, c1) (+ the row's scalar tail past n4 float4 when `tail`) re-read with
+// the pass's own test, so exactly the words the pass counted.
+template <int BLK>
+__device__ __forceinline__ void ss_slab_resweep_part(const float* X, u32 c0, u32 c1, u32 n4, bool tail, float TF,
+                                                     u64* slab, u32 base, SsShared& s) {
+    const u32 t = threadIdx.x;
+    SS_TRACE(SS_TR_PART_RESWEEP);
+    __syncthreads();
+    if (t == 0u) s.count = 0u;
+    __syncthreads();
+    const u32 e_end = 4u * c1;
+    for (u32 e0 = 4u * c0; e0 < e_end; e0 += BLK) {
+        const u32 e = e0 + t;
+        float x = 0.f;
+        bool admit = false;
+        if (e < e_end) {
+            x = ldg_nc_f(X + e);
+            admit = x >= TF;
+        }
+        const u32 slot = warp_reserve(admit, &s.count);
+        if (admit && base + slot < SS_GCAP) ss_slab_put(ss_pack(x, e), slab + (base + slot));
+    }
+    if (tail) {
+        const u32 e = 4u * n4 + t;
+        float x = 0.f;
+        bool admit = false;
+        if (e < s.row_len) {
+            x = ldg_nc_f(X + e);
+            admit = x >= TF;
+        }
+        const u32 slot = warp_reserve(admit, &s.count);
+        if (admit && base + slot < SS_GCAP) ss_slab_put(ss_pack(x, e), slab + (base + slot));
+    }
+}
+
+// A SPLIT part's survivors into its slab range [base, base + myn) (words
+// past GCAP are dropped: the finisher sees the overflow in the total):
+// copied from staging, or re-swept where the pass overflowed it.
+template <int BLK>
+__device__ __forceinline__ void ss_slab_write_part(const float* X, u32 c0, u32 c1, u32 n4, bool tail, float TF,
+                                                   u32 myn, u32 scap, const u64* stage, u64* slab, u32 base,
+                                                   SsShared& s) {
+    const u32 t = threadIdx.x;
+    if (myn <= scap) {
+        for (u32 i = t; i < myn; i += BLK)
+            if (base + i < SS_GCAP) ss_slab_put(stage[i], slab + (base + i));
+    } else {
+        ss_slab_resweep_part<BLK>(X, c0, c1, n4, tail, TF, slab, base, s);
+    }
+}
+
 template <int BLK, int U, bool SPLIT>
 __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, const i32* __restrict__ row_n,
                                              const i32* __restrict__ hints, i32* __restrict__ out,
@@ -744,10 +815,15 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         SS_TRACE(SS_TR_RETRY);
     }
 
+#if SS_HANDOFF_SPIN
+    u32 slab_restore = 0u;  // slab words the finisher zeroes once the list has been read from them
+#endif
     if (SPLIT) {
         // ---- §3.6 hand-off through the global slab; the last arriver finishes ----
         u64* g_don = reinterpret_cast<u64*>(workspace);
+#if !SS_HANDOFF_SPIN
         u32* g_off = reinterpret_cast<u32*>(workspace + SS_WS_OFF_OFFSET);
+#endif
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         const u32 myn = s.count;
         if (t == 0u) {
@@ -758,39 +834,60 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         __syncthreads();
         const u32 base = s.slab_base;
-        if (myn <= p.scap) {
-            for (u32 i = t; i < myn; i += BLK)
-                if (base + i < SS_GCAP) slab[base + i] = stage[i];
-        } else {
-            // Local staging overflowed: re-sweep this CTA's slice straight into the slab.
-            SS_TRACE(SS_TR_PART_RESWEEP);
-            __syncthreads();
-            if (t == 0u) s.count = 0u;
-            __syncthreads();
-            const u32 e_end = 4u * c1;
-            for (u32 e0 = 4u * c0; e0 < e_end; e0 += BLK) {
-                const u32 e = e0 + t;
-                float x = 0.f;
-                bool admit = false;
-                if (e < e_end) {
-                    x = ldg_nc_f(X + e);
-                    admit = x >= TF;
-                }
-                const u32 slot = warp_reserve(admit, &s.count);
-                if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
+#if SS_HANDOFF_SPIN
+        const u64 old = s.don_old;
+        const bool last = (u32)(old >> 32) == parts - 1u;
+        const u32 total = base + myn;  // the last arriver's base is every other part's survivors
+        // The last arriver keeps its survivors in staging unless the list is read
+        // from the slab (more than staging holds) or abandoned (slab overflow).
+        if (!last || (total > p.scap && total <= SS_GCAP)) {
+            ss_slab_write_part<BLK>(X, c0, c1, n4, part == 0u, TF, myn, p.scap, stage, slab, base, s);
+            if (myn > p.scap) __syncthreads();  // the finisher reads its own re-swept words below
+        }
+        if (!last) return;  // nothing to publish: every slab word is its own flag
+        if (t == 0u) g_don[row] = 0ull;  // every part has arrived: the count is restored
+        SS_PROBE(SS_MARK_HANDOFF);
+        // The other parts' words [0, base) are read as they land: a zero word is
+        // not written yet. No deadlock: every part has arrived, so each is
+        // resident and owes only its stores.
+        const u32 others = base < SS_GCAP ? base : SS_GCAP;
+        if (total > SS_GCAP) {
+            SS_TRACE(SS_TR_SLAB_OVERFLOW);
+            for (u32 i = t; i < others; i += BLK) {  // wait for each word, then restore it
+                ss_slab_wait(slab + i);
+                st_relaxed_gpu_u64(slab + i, 0ull);
             }
-            if (part == 0u) {
-                const u32 e = 4u * n4 + t;
-                float x = 0.f;
-                bool admit = false;
-                if (e < s.row_len) {
-                    x = ldg_nc_f(X + e);
-                    admit = x >= TF;
+        } else {
+            from_slab = total > p.scap;
+            if (from_slab) slab_restore = total;
+            for (u32 i = t; i < myn; i += BLK) {
+                const u64 v = myn <= p.scap ? stage[i] : ld_cg_u64(slab + base + i) & ~SS_SLAB_WRITTEN;
+                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+            }
+            for (u32 i = t; i < others; i += BLK) {
+                const u64 v = ss_slab_wait(slab + i) & ~SS_SLAB_WRITTEN;
+                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+                if (!from_slab) {
+                    stage[myn + i] = v;  // the list: own survivors first, then the others'
+                    st_relaxed_gpu_u64(slab + i, 0ull);
                 }
-                const u32 slot = warp_reserve(admit, &s.count);
-                if (admit && base + slot < SS_GCAP) slab[base + slot] = ss_pack(x, e);
+            }
+            __syncthreads();
+            if (warp_id() == 0u) {
+                const u32 tot = ss_scan256<COUNTED>(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
+                if (lane_id() == 0u) s.total = tot;
+            }
+            __syncthreads();
+            SS_PROBE(SS_MARK_VERIFY);
+            if (s.total >= k) {
+                cr = s.cross[0];
+                valid = true;
+                complete = true;
+                list_n = total;
             }
         }
+#else
+        ss_slab_write_part<BLK>(X, c0, c1, n4, part == 0u, TF, myn, p.scap, stage, slab, base, s);
         const u64 old = s.don_old;  // read before the barrier below: nothing rewrites it after
         const bool last = (u32)(old >> 32) == parts - 1u;
         __syncthreads();  // this CTA's slab writes, before its publication or the others' reads
@@ -829,6 +926,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 list_n = total;
             }
         }
+#endif
     }
 
     // ---- §3.7 classification, §3.8 refinement, §3.9 fallbacks ----
@@ -916,6 +1014,13 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         src.row = X;
         ss_narrow_emit<BLK, COUNTED>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);
     }
+#if SS_HANDOFF_SPIN
+    if (SPLIT && slab_restore != 0u) {
+        __syncthreads();  // every read of the list's slab words is done
+        u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
+        for (u32 i = t; i < slab_restore; i += BLK) st_relaxed_gpu_u64(slab + i, 0ull);
+    }
+#endif
 }
 
 // Tuning only (GVR_SS_MAIN_DEFINES): the float4 per thread and tile of the

@@ -430,6 +430,24 @@ fn the_threshold_trim_variants_stay_exact() {
 }
 
 #[test]
+fn the_spin_handoff_stays_exact_and_restores_the_slab() {
+    // GVR_SS_MAIN_DEFINES=SS_HANDOFF_SPIN=1: the SPLIT finisher reads the other
+    // parts' slab words as they land and keeps its own survivors in staging.
+    // Every SPLIT launch below checks the whole slab is zero afterwards
+    // (main.cpp) and aborts where the finisher would wait on a word no part
+    // writes; the constructed paths hold a part's staging overflow (its
+    // words re-swept into the slab, the list read from it) and a slab
+    // overflow (words waited for and restored, the row's fallback).
+    let defines = vec!["-DSS_HANDOFF_SPIN=1".to_string()];
+    let Some(exe) = build_emulator(&defines) else {
+        return;
+    };
+    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    constructed_paths_follow_the_model(&exe, &defines.join(" "));
+    soak_hazard_rounds(&exe, ss_support::soak_seeds(4, 0x50A4_0002));
+}
+
+#[test]
 fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
     // SS_SCAN_FORM (kernels/ss_common.cuh `ss_scan256`): the crossing of
     // each target found by counting instead of a walk; the default build

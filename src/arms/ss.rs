@@ -46,7 +46,10 @@ pub const SPLIT_MAX_ROWS: usize = 160;
 /// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
 /// match `SS_WS_*` in `kernels/ss_main.cu`. A part arrives first, so
 /// `g_don`'s low word is also the slab cursor, and `g_off` counts the parts
-/// that have published; the last arriver zeroes both.
+/// that have published; the last arriver zeroes both (with the
+/// `SS_HANDOFF_SPIN` knob it also zeroes every slab word it read: the words
+/// are their own flags). Zeroed once when allocated, and again outside timing
+/// after an aborted launch.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
 /// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
@@ -412,7 +415,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 16] = [
+const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -429,6 +432,7 @@ const TUNABLE_DEFINES: [TuningKnob; 16] = [
     ("SS_WAVE_STAGGER_256", 0, 200_000),
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
+    ("SS_HANDOFF_SPIN", 0, 1),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and

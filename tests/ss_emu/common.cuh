@@ -333,6 +333,17 @@ inline float4 ldg_nc_f4_ahead(const float* p) {
 inline float ldg_nc_f_ahead(const float* p) { return emu::ahead_value(p, 0); }
 inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
+inline void st_relaxed_gpu_u64(u64* p, u64 v) { *p = v; }
+// One CTA runs at a time, so every other part of the row has finished before
+// the finisher waits: a word still zero is one no part will ever write, and
+// on the GPU the wait would never end.
+inline u64 ss_slab_wait(const u64* w) {
+    if (*w == 0ull) {
+        std::fprintf(stderr, "EMU: waiting on a slab word no part wrote (the GPU would hang)\n");
+        std::abort();
+    }
+    return *w;
+}
 
 // Path trace (see SS_TRACE in ss_main.cu): OR of the bits each row reported.
 namespace emu {
