@@ -872,19 +872,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                     st_relaxed_gpu_u64(slab + i, 0ull);
                 }
             }
-            __syncthreads();
-            if (warp_id() == 0u) {
-                const u32 tot = ss_scan256<COUNTED>(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
-                if (lane_id() == 0u) s.total = tot;
-            }
-            __syncthreads();
-            SS_PROBE(SS_MARK_VERIFY);
-            if (s.total >= k) {
-                cr = s.cross[0];
-                valid = true;
-                complete = true;
-                list_n = total;
-            }
         }
 #else
         ss_slab_write_part<BLK>(X, c0, c1, n4, part == 0u, TF, myn, p.scap, stage, slab, base, s);
@@ -912,6 +899,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
                 if (!from_slab) stage[i] = v;
             }
+        }
+#endif
+        if (total <= SS_GCAP) {  // the list's histogram is complete: verify the crossing
             __syncthreads();
             if (warp_id() == 0u) {
                 const u32 tot = ss_scan256<COUNTED>(s.hist, k, 0u, 0u, s.cross, SS_SCAN_CURSOR);
@@ -926,7 +916,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 list_n = total;
             }
         }
-#endif
     }
 
     // ---- §3.7 classification, §3.8 refinement, §3.9 fallbacks ----
