@@ -33,6 +33,9 @@ use gvr_bench::route::MainParams;
 use ss_support::{batch, model_row, path_cases, planned, spread};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u64 ss_dyn[];";
+/// The kernel's static shared memory: one object per CTA, which the
+/// concurrent-parts emulator must keep apart.
+const STATIC_SMEM_DECL: &str = "__shared__ __align__(16) SsShared s;";
 
 /// The emulator of the kernel as the `ss` / `ss-main` arms build it.
 fn emulator() -> Option<&'static Path> {
@@ -75,6 +78,38 @@ fn build_emulator(defines: &[String]) -> Option<PathBuf> {
         ("main.cpp", include_str!("ss_emu/main.cpp")),
         defines,
     )
+}
+
+/// The emulator with the parts of a SPLIT row scheduled together
+/// (`EMU_CONCURRENT_PARTS`, main.cpp) and extra g++ `-D` flags: each part's
+/// shared memory (the kernel's two declarations) lives in its own region.
+fn build_concurrent_emulator(defines: &[String]) -> Option<PathBuf> {
+    if !ss_support::gxx_available("ss_main.cu") {
+        return None;
+    }
+    for decl in [DYN_SMEM_DECL, STATIC_SMEM_DECL] {
+        assert_eq!(
+            SS_MAIN.code.matches(decl).count(),
+            1,
+            "ss_main.cu: `{decl}` moved"
+        );
+    }
+    let code = SS_MAIN
+        .code
+        .replace(DYN_SMEM_DECL, "#define ss_dyn emu_cta_dyn()")
+        .replace(
+            STATIC_SMEM_DECL,
+            "SsShared& s = *emu_cta_static<SsShared>();",
+        );
+    let mut flags = vec!["-DEMU_CONCURRENT_PARTS".to_string()];
+    flags.extend_from_slice(defines);
+    Some(ss_support::kernel_emulator(
+        "ss-emu-parts",
+        true,
+        ("ss_main.cu", code.as_str()),
+        ("main.cpp", include_str!("ss_emu/main.cpp")),
+        &flags,
+    ))
 }
 
 /// Entry id of a (BLK, U, SPLIT) shape in main.cpp's table.
@@ -445,6 +480,30 @@ fn the_spin_handoff_stays_exact_and_restores_the_slab() {
     small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
     constructed_paths_follow_the_model(&exe, &defines.join(" "));
     soak_hazard_rounds(&exe, ss_support::soak_seeds(4, 0x50A4_0002));
+}
+
+#[test]
+fn split_parts_running_together_stay_exact_in_both_hand_offs() {
+    // A row's SPLIT parts interleaved at every barrier and spin (the order of
+    // the parts reshuffled every pass): parts arrive while others are still
+    // passing or writing, and the finisher's wait (the publication count, or
+    // with SS_HANDOFF_SPIN=1 each slab word) must end, with an exact row and
+    // a zero workspace after every launch. The SPLIT launches of the
+    // small-CTA table, the constructed paths (staging and slab overflow
+    // among them) and soak rounds.
+    let split_launches: Vec<_> = SMALL_CTA_LAUNCHES
+        .into_iter()
+        .filter(|&(_, grid_x, _, _)| grid_x > 1)
+        .collect();
+    assert!(split_launches.len() >= 3, "{split_launches:?}");
+    for defines in [vec![], vec!["-DSS_HANDOFF_SPIN=1".to_string()]] {
+        let Some(exe) = build_concurrent_emulator(&defines) else {
+            return;
+        };
+        small_cta_sweep(&exe, &split_launches);
+        constructed_paths_follow_the_model(&exe, &format!("concurrent parts {defines:?}"));
+        soak_hazard_rounds(&exe, ss_support::soak_seeds(2, 0x50A4_0003));
+    }
 }
 
 #[test]

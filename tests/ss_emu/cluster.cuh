@@ -14,7 +14,9 @@
 // memory, bounds-checked, and never into a CTA that has exited), emu_cluster_smem() (this CTA's dynamic shared
 // memory; kernels use it instead of `extern __shared__`), and
 // emu::cl::run_cluster(), the scheduler. Deadlock (a full pass with no
-// barrier progress) exits with status 4.
+// barrier progress) exits with status 4. main.cpp's EMU_CONCURRENT_PARTS build
+// runs the R parts of a SPLIT row with the same scheduler (no cluster there:
+// only the interleaving of CTAs that share a row's workspace).
 #pragma once
 
 #include "common.cuh"
@@ -44,7 +46,13 @@ inline u32 cluster_arrived = 0;
 inline u32 cluster_live = 0;  // live threads of the whole cluster
 inline char* stacks = nullptr;  // malloc'd, so untouched stack pages are never committed
 inline size_t stacks_bytes = 0;
-inline const size_t STACK_BYTES = 48 * 1024;
+#ifndef EMU_CLUSTER_STACK_BYTES
+#define EMU_CLUSTER_STACK_BYTES (48 * 1024)
+#endif
+inline const size_t STACK_BYTES = EMU_CLUSTER_STACK_BYTES;
+#ifndef EMU_CLUSTER_SMEM_BYTES
+#define EMU_CLUSTER_SMEM_BYTES (256 * 1024)  // each CTA's shared memory (smem_bytes at most)
+#endif
 inline void (*body)() = nullptr;
 
 inline void save(u32 c) {
@@ -122,7 +130,7 @@ inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::
     }
     fibers.assign(total, Fiber{});
     ctas.assign(ncs, CtaState{});
-    while (smem.size() < ncs) smem.push_back((unsigned char*)std::aligned_alloc(64, 256 * 1024));
+    while (smem.size() < ncs) smem.push_back((unsigned char*)std::aligned_alloc(64, EMU_CLUSTER_SMEM_BYTES));
     for (u32 c = 0; c < ncs; ++c) {
         std::memset(smem[c], fill, smem_bytes);  // stale shared memory
         ctas[c].live = nblock;
@@ -163,7 +171,7 @@ inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::
             }
         }
         if (ran && events == before) {
-            std::fprintf(stderr, "EMU: deadlock in cluster (%u.., %u): %u threads wait forever\n", x0, y,
+            std::fprintf(stderr, "EMU: deadlock in the CTAs run together (%u.., %u): %u threads wait forever\n", x0, y,
                          cluster_live);
             std::exit(4);
         }

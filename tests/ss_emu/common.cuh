@@ -138,7 +138,15 @@ inline void __threadfence() {}
 inline void __nanosleep(unsigned) {}  // a spin on gvr_probe_clock ends by its own ticks
 // One CTA runs at a time, so a load sees every earlier CTA's writes; a spin on
 // a word that never reaches its value would hang the test (a kernel bug).
-inline u32 ld_acquire_gpu(const u32* p) { return *(const volatile u32*)p; }
+// With EMU_CONCURRENT_PARTS (main.cpp: a row's SPLIT parts scheduled together)
+// the load first lets the other fibers run, so a spin ends once a part writes;
+// the scheduler reports a spin that never ends as a deadlock.
+inline u32 ld_acquire_gpu(const u32* p) {
+#ifdef EMU_CONCURRENT_PARTS
+    emu::yield();
+#endif
+    return *(const volatile u32*)p;
+}
 inline void red_release_gpu_add(u32* p, u32 v) { *p += v; }
 
 // ---------------------------------------------------------------- intrinsics
@@ -336,11 +344,16 @@ inline u64 ld_cg_u64(const u64* p) { return *p; }
 inline void st_relaxed_gpu_u64(u64* p, u64 v) { *p = v; }
 // One CTA runs at a time, so every other part of the row has finished before
 // the finisher waits: a word still zero is one no part will ever write, and
-// on the GPU the wait would never end.
+// on the GPU the wait would never end. With EMU_CONCURRENT_PARTS the waiting
+// fiber yields until a part writes the word (a deadlock if none ever does).
 inline u64 ss_slab_wait(const u64* w) {
-    if (*w == 0ull) {
+    while (*(const volatile u64*)w == 0ull) {
+#ifdef EMU_CONCURRENT_PARTS
+        emu::yield();
+#else
         std::fprintf(stderr, "EMU: waiting on a slab word no part wrote (the GPU would hang)\n");
         std::abort();
+#endif
     }
     return *w;
 }

@@ -8,6 +8,25 @@
 // path-trace bits (SS_TR_* in ss_main.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a
 // workspace left non-zero.
+//
+// Built with EMU_CONCURRENT_PARTS, the R parts of a SPLIT row run together
+// (cluster.cuh's scheduler: a fiber per thread of every part, CTA order
+// shuffled every pass), so a part can arrive, or the finisher wait, while the
+// others are still between barriers; the hand-off's spins yield
+// (common.cuh). The test build then moves the kernel's two shared-memory
+// declarations into each CTA's own region: [SsShared | dynamic].
+#ifdef EMU_CONCURRENT_PARTS
+#define EMU_CLUSTER_STACK_BYTES (64 * 1024)
+#define EMU_CLUSTER_SMEM_BYTES (320 * 1024)
+#include "cluster.cuh"
+static const size_t EMU_STATIC_SMEM = 4096;
+template <class T>
+inline T* emu_cta_static() {
+    static_assert(sizeof(T) <= EMU_STATIC_SMEM, "SsShared outgrew the emulator's static region");
+    return (T*)emu_cluster_smem();
+}
+inline u64* emu_cta_dyn() { return (u64*)((unsigned char*)emu_cluster_smem() + EMU_STATIC_SMEM); }
+#endif
 #include "ss_main.cu"
 
 #include "driver.cuh"
@@ -84,13 +103,35 @@ int main(int argc, char** argv) {
     // writes past the dynamic allocation (checked after every CTA).
     const size_t dyn_words = (smem + 7) / 8 + 2, guard_words = 4096;
     std::vector<u64> dyn(dyn_words + guard_words);
+#ifndef EMU_CONCURRENT_PARTS
     ss_dyn = dyn.data();
+#endif
     std::vector<i32> row_len;
     emu::guard_loads(a, npad, p.next_n, p.cr_shift, row_len);
     g_launch = Launch{entry, a.logits.data(), a.n.data(), a.hints.data(), out.data(), p, workspace.data()};
     emu::grid_dim = dim3e{gx, gy, 1u};
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(12345u + rows * 7u + gx);
+#ifdef EMU_CONCURRENT_PARTS
+    emu::cl::smem_bytes = EMU_STATIC_SMEM + dyn.size() * 8;
+    if (emu::cl::smem_bytes > EMU_CLUSTER_SMEM_BYTES) {
+        std::fprintf(stderr, "EMU: %u B of dynamic shared memory do not fit the emulator's CTA\n", smem);
+        return 2;
+    }
+    for (u32 y = 0; y < emu_rows; ++y) {
+        emu::cl::run_cluster(0, y, gx, block, run_kernel, rng, 0xAB);  // stale shared memory
+        for (u32 c = 0; c < gx; ++c) {
+            const u64* cta_dyn = (const u64*)(emu::cl::smem[c] + EMU_STATIC_SMEM);
+            for (size_t i = dyn_words; i < dyn.size(); ++i) {
+                if (cta_dyn[i] != 0xABABABABABABABABull) {
+                    std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
+                                 (i - dyn_words) * 8, smem, y);
+                    return 6;
+                }
+            }
+        }
+    }
+#else
     std::vector<u32> parts(gx);
     for (u32 y = 0; y < emu_rows; ++y) {
         for (u32 x = 0; x < gx; ++x) parts[x] = x;
@@ -107,6 +148,7 @@ int main(int argc, char** argv) {
             }
         }
     }
+#endif
     // The SPLIT workspace must be back to zero (self-restoring, §7): the
     // counters, and with the spin hand-off every slab word too (a word left
     // written would pass for a part's survivor in the next launch).
