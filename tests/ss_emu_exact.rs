@@ -490,7 +490,8 @@ fn split_parts_running_together_stay_exact_in_both_hand_offs() {
     // with SS_HANDOFF_SPIN=1 each slab word) must end, with an exact row and
     // a zero workspace after every launch. The SPLIT launches of the
     // small-CTA table, the constructed paths (staging and slab overflow
-    // among them) and soak rounds.
+    // among them), soak rounds and varlen launches (rows every part leaves
+    // at once among them).
     let split_launches: Vec<_> = SMALL_CTA_LAUNCHES
         .into_iter()
         .filter(|&(_, grid_x, _, _)| grid_x > 1)
@@ -503,6 +504,7 @@ fn split_parts_running_together_stay_exact_in_both_hand_offs() {
         small_cta_sweep(&exe, &split_launches);
         constructed_paths_follow_the_model(&exe, &format!("concurrent parts {defines:?}"));
         soak_hazard_rounds(&exe, ss_support::soak_seeds(2, 0x50A4_0003));
+        production_varlen_calls(&exe);
     }
 }
 
@@ -895,6 +897,13 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // hints; zero-window, short and long requests in one launch, SPLIT and
     // one CTA per row.
     let Some(exe) = emulator() else { return };
+    production_varlen_calls(exe);
+}
+
+/// Varlen launches of each (next_n, compress ratio) with zero-window, short
+/// and long requests, on the planned SPLIT launch and on one small CTA per
+/// row; every row exact.
+fn production_varlen_calls(exe: &Path) {
     let k = 512;
     for (next_n, cr) in [(1u32, 1u32), (2, 1), (3, 4), (4, 4)] {
         let widths = [
