@@ -11,7 +11,8 @@
 # time is left (each with OUT=$OUT/<script name> and an even share of what is left as
 # BUDGET_S; a script given under 60 s is skipped and says so).
 # NEED_GPU: a substring of the GPU's name (e.g. H200); on any other card the campaign is
-# skipped (its numbers would not be comparable with the record) and THEN runs at once.
+# skipped (its numbers would not be comparable with the record) and THEN runs at once —
+# or THEN_ELSE instead, when given (experiments worth a call on any card).
 #
 # Merge and read them as scripts/h200_campaign.sh says (gvr-bench merge, report,
 # aa; scripts/issue4_targets.py).
@@ -24,6 +25,7 @@ GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 CAMPAIGN=1
 if [ -n "${NEED_GPU:-}" ] && [[ "$GPU_NAME" != *"$NEED_GPU"* ]]; then
   echo "campaign skipped: the GPU is '$GPU_NAME', not $NEED_GPU"; CAMPAIGN=0
+  THEN=${THEN_ELSE:-${THEN:-}}
 fi
 for s in 0 1; do
   [ "$CAMPAIGN" = 1 ] || break

@@ -115,3 +115,47 @@ fn a_misspelt_knob_is_caught() {
     assert_eq!(spec, "SS_SCAN_FROM=1");
     assert!(ss::parse_tuning_defines(spec).is_err());
 }
+
+/// `scripts/h200_campaign_calls.sh` on a card other than `NEED_GPU` skips
+/// the campaign and runs `THEN_ELSE` (or `THEN` without it) at once, each
+/// script with its own `OUT` and a budget.
+#[test]
+fn campaign_calls_run_then_else_on_another_card() {
+    let dir = std::env::temp_dir().join(format!("gvr-campaign-calls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let script = |name: &str| {
+        let path = dir.join(format!("{name}.sh"));
+        std::fs::write(
+            &path,
+            format!("echo \"{name} ran, budget $BUDGET_S\" > \"$OUT/ran\"\n"),
+        )
+        .expect("write script");
+        path
+    };
+    let (then, then_else) = (script("then_call"), script("else_call"));
+    let run = |with_else: bool| {
+        let out = dir.join(if with_else { "out_else" } else { "out_then" });
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/h200_campaign_calls.sh"
+        ))
+        .env("OUT", &out)
+        .env("NEED_GPU", "no-such-gpu")
+        .env("CALL_S", "200")
+        .env("THEN", &then);
+        if with_else {
+            cmd.env("THEN_ELSE", &then_else);
+        }
+        let status = cmd.status().expect("run bash");
+        assert!(status.success(), "{status}");
+        out
+    };
+    let out = run(true);
+    let ran = std::fs::read_to_string(out.join("else_call/ran")).expect("THEN_ELSE ran");
+    assert!(ran.starts_with("else_call ran, budget 1"), "{ran}");
+    assert!(!out.join("then_call").exists(), "THEN ran too");
+    let out = run(false);
+    assert!(out.join("then_call/ran").exists(), "THEN did not run");
+    std::fs::remove_dir_all(&dir).ok();
+}
