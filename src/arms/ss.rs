@@ -880,15 +880,8 @@ mod tests {
     #[test]
     fn kernel_params_struct_lists_the_fields_in_order() {
         // Field order of SsMainParams in the kernel must equal SsMainArgs.
-        let code = SS_MAIN.code;
-        let body = &code[code.find("struct SsMainParams {").expect("struct present")..];
-        let body = &body[..body.find("};").expect("struct end")];
-        let fields: Vec<&str> = body
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.trim().strip_prefix("u32 "))
-            .map(|l| l.split(';').next().unwrap_or("").trim())
-            .collect();
+        let fields =
+            crate::gpu::sources::u32_struct_fields(SS_MAIN.code, "SsMainParams").expect("all u32");
         assert_eq!(
             fields,
             [

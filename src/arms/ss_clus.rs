@@ -302,14 +302,8 @@ mod tests {
     #[test]
     fn args_struct_matches_the_kernel_params() {
         assert_eq!(std::mem::size_of::<RegClusArgs>(), 20);
-        let code = SS_CLUS.code;
-        let body = &code[code.find("struct RcParams {").expect("struct present")..];
-        let body = &body[..body.find("};").expect("struct end")];
-        let fields: Vec<&str> = body
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("u32 "))
-            .map(|l| l.split(';').next().unwrap_or("").trim())
-            .collect();
+        let fields =
+            crate::gpu::sources::u32_struct_fields(SS_CLUS.code, "RcParams").expect("all u32");
         assert_eq!(fields, ["npad", "k", "hint_free", "next_n", "cr_shift"]);
     }
 

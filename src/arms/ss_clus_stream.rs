@@ -491,14 +491,8 @@ mod tests {
     #[test]
     fn args_struct_matches_the_kernel_params() {
         assert_eq!(std::mem::size_of::<ClusStreamArgs>(), 56);
-        let code = SS_CLUS_STREAM.code;
-        let body = &code[code.find("struct SsClusParams {").expect("struct present")..];
-        let body = &body[..body.find("};").expect("struct end")];
-        let fields: Vec<&str> = body
-            .lines()
-            .filter_map(|l| l.trim().strip_prefix("u32 "))
-            .map(|l| l.split(';').next().unwrap_or("").trim())
-            .collect();
+        let fields = crate::gpu::sources::u32_struct_fields(SS_CLUS_STREAM.code, "SsClusParams")
+            .expect("all u32");
         assert_eq!(
             fields,
             [
@@ -506,7 +500,9 @@ mod tests {
                 "amin", "sfac", "next_n", "cr_shift"
             ]
         );
-        assert!(code.contains(&format!("#define CL_PRELUDE {}u", CLUS_PRELUDE_BYTES / 4)));
+        assert!(SS_CLUS_STREAM
+            .code
+            .contains(&format!("#define CL_PRELUDE {}u", CLUS_PRELUDE_BYTES / 4)));
     }
 
     #[test]

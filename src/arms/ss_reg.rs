@@ -1336,15 +1336,8 @@ mod tests {
     #[test]
     fn args_struct_is_ten_packed_u32_in_kernel_order() {
         assert_eq!(std::mem::size_of::<SsRegArgs>(), 40);
-        let code = SS_REG.code;
-        let body = &code[code.find("struct SsRegParams {").expect("struct present")..];
-        let body = &body[..body.find("};").expect("struct end")];
-        let fields: Vec<&str> = body
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.trim().strip_prefix("u32 "))
-            .map(|l| l.split(';').next().unwrap_or("").trim())
-            .collect();
+        let fields =
+            crate::gpu::sources::u32_struct_fields(SS_REG.code, "SsRegParams").expect("all u32");
         assert_eq!(
             fields,
             [

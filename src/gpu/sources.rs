@@ -114,6 +114,36 @@ pub fn is_hot_entry(entry: &str) -> bool {
     !entry.starts_with("flush")
 }
 
+/// Member names, in order, of `struct NAME { ... };` in `code`, whose members
+/// must all be `u32` (the host passes the struct as that many packed u32: see
+/// the args structs of the arms). `Err` names what does not fit: a missing
+/// struct, or a member line of another type. Comment and blank lines are skipped.
+pub fn u32_struct_fields<'a>(
+    code: &'a str,
+    name: &str,
+) -> std::result::Result<Vec<&'a str>, String> {
+    let open = format!("struct {name} {{");
+    let start = code
+        .find(&open)
+        .ok_or_else(|| format!("`{open}` not found"))?;
+    let body = &code[start + open.len()..];
+    let body = &body[..body.find("};").ok_or_else(|| format!("{name}: no `}};`"))?];
+    let mut fields = Vec::new();
+    for line in body.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        let field = line
+            .strip_prefix("u32 ")
+            .and_then(|rest| rest.split(';').next())
+            .map(str::trim)
+            .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .ok_or_else(|| format!("{name}: `{line}` is not a u32 member"))?;
+        fields.push(field);
+    }
+    Ok(fields)
+}
+
 /// Names of the `extern "C" __global__` entry points declared in `code`
 /// (a plain text scan; enough for our self-contained sources).
 pub fn declared_entries(code: &str) -> Vec<String> {
@@ -168,6 +198,17 @@ fn entry_name_after_global(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn u32_struct_fields_lists_members_and_refuses_other_types() {
+        let code = "struct P {\n    u32 a;  // note\n    // comment\n\n    u32 b_2;\n};\n";
+        assert_eq!(u32_struct_fields(code, "P"), Ok(vec!["a", "b_2"]));
+        assert!(u32_struct_fields(code, "Q").is_err());
+        let mixed = "struct P {\n    u32 a;\n    float b;\n};";
+        let err = u32_struct_fields(mixed, "P").unwrap_err();
+        assert!(err.contains("float b;"), "{err}");
+        assert!(u32_struct_fields("struct P {\n    u32 a, b;\n};", "P").is_err());
+    }
+
     use super::*;
 
     #[test]
