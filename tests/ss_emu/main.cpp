@@ -81,6 +81,19 @@ static void run_kernel() {
     g_launch.entry(g_launch.logits, g_launch.n, g_launch.hints, g_launch.out, g_launch.p, g_launch.workspace);
 }
 
+// The 0xAB guard words [used, total) of a CTA's dynamic shared memory are
+// untouched: nothing was written past the launch's `smem` bytes.
+static bool guard_intact(const u64* dyn, size_t used, size_t total, u32 smem, u32 row) {
+    for (size_t i = used; i < total; ++i) {
+        if (dyn[i] != 0xABABABABABABABABull) {
+            std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
+                         (i - used) * 8, smem, row);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char** argv) {
     u32 h[10];
     FILE* in = emu::open_input(argc, argv, 0x55EE0001u, h, 10);
@@ -122,13 +135,7 @@ int main(int argc, char** argv) {
         emu::cl::run_cluster(0, y, gx, block, run_kernel, rng, 0xAB);  // stale shared memory
         for (u32 c = 0; c < gx; ++c) {
             const u64* cta_dyn = (const u64*)(emu::cl::smem[c] + EMU_STATIC_SMEM);
-            for (size_t i = dyn_words; i < dyn.size(); ++i) {
-                if (cta_dyn[i] != 0xABABABABABABABABull) {
-                    std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
-                                 (i - dyn_words) * 8, smem, y);
-                    return 6;
-                }
-            }
+            if (!guard_intact(cta_dyn, dyn_words, dyn.size(), smem, y)) return 6;
         }
     }
 #else
@@ -139,13 +146,7 @@ int main(int argc, char** argv) {
         for (u32 x : parts) {
             std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
             emu::run_cta(x, y, block, run_kernel);
-            for (size_t i = dyn_words; i < dyn.size(); ++i) {
-                if (dyn[i] != 0xABABABABABABABABull) {
-                    std::fprintf(stderr, "EMU: shared memory written %zu B past the launch's %u B (row %u)\n",
-                                 (i - dyn_words) * 8, smem, y);
-                    return 6;
-                }
-            }
+            if (!guard_intact(dyn.data(), dyn_words, dyn.size(), smem, y)) return 6;
         }
     }
 #endif
