@@ -600,7 +600,9 @@ struct SsSrcStage {  // shared staging buffer of packed pairs
 struct SsSrcSlab {  // global SPLIT slab written by other CTAs: L2-coherent reads
     const u64* p;
     __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
-        u64 v = ld_cg_u64(p + i);
+        // Spin form: the words are the others' relaxed stores themselves (no
+        // release to acquire), so they are read with strong loads too.
+        u64 v = SS_HANDOFF_SPIN ? ld_relaxed_gpu_u64(p + i) : ld_cg_u64(p + i);
         *x = __uint_as_float((u32)v);
         *idx = SS_HANDOFF_SPIN ? (u32)(v >> 32) & 0x7fffffffu : (u32)(v >> 32);  // SS_SLAB_WRITTEN off
     }

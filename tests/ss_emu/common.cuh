@@ -341,6 +341,7 @@ inline float4 ldg_nc_f4_ahead(const float* p) {
 inline float ldg_nc_f_ahead(const float* p) { return emu::ahead_value(p, 0); }
 inline i32 ldg_nc_i32(const i32* p) { return *p; }  // hint rows: not bounds-registered
 inline u64 ld_cg_u64(const u64* p) { return *p; }
+inline u64 ld_relaxed_gpu_u64(const u64* p) { return *(const volatile u64*)p; }
 inline void st_relaxed_gpu_u64(u64* p, u64 v) { *p = v; }
 // One CTA runs at a time, so every other part of the row has finished before
 // the finisher waits: a word still zero is one no part will ever write, and
