@@ -11,7 +11,9 @@
 # The knob's off build is the default's PTX (scripts/ptx_entries_diff.py: every entry
 # `same`), so the default is the old kernel. ss-main against radix on every SPLIT cell,
 # twice each; the phases of both (B 1-8); a certify of the spin build (poisoned pads,
-# soak). Packed into $OUT/experiments.tgz.
+# soak). Packed into $OUT/experiments.tgz. Then compute-sanitizer memcheck / racecheck /
+# synccheck of the spin build on two SPLIT cases (K 2,048 and K 512, B 2) into
+# $OUT/sanitize.log (each case takes seconds).
 #
 # Usage (device): OUT=$OUT GVR_BIN=devbin/x/gvr-bench [BUDGET_S=300] bash scripts/h200_handoff_spin_call.sh
 # Locally: scripts/ab_compare.py --by k,b DIR/runs pub:spin,pub2,spin2:ss-main
@@ -37,3 +39,13 @@ cert|$M=$SPIN|certify --arms ss-main --poison-pad $G --batches 1,2,4,8,16,32 --n
 EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-300}" \
   bash scripts/h200_experiments.sh > /dev/null 2>&1
 grep -E "^== |rc=" /tmp/experiments/experiments.log | tr '\n' ' '
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for cell in v32_128k_L00 v4_flash_512k_L02; do
+  for tool in memcheck racecheck synccheck; do
+    echo "== $tool $cell" >> "$OUT/sanitize.log"
+    env "$M=$SPIN" timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" certify \
+      --captures "${CAPS:-/tmp/gvr-caps}" --cells "$cell" --batches 2 --arms ss-main --no-adversarial \
+      >> "$OUT/sanitize.log" 2>&1
+    echo "   rc=$?" | tee -a "$OUT/sanitize.log"
+  done
+done
