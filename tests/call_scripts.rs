@@ -159,3 +159,55 @@ fn campaign_calls_run_then_else_on_another_card() {
     assert!(out.join("then_call/ran").exists(), "THEN did not run");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Cell names written out in the device call scripts (`--cells NAME`, and
+/// `for cell in A B; do` lists) are cells of grids/dsa886.csv: a typo would
+/// cost a device call.
+#[test]
+fn cells_named_in_call_scripts_exist() {
+    let grid = include_str!("../grids/dsa886.csv");
+    let cells: std::collections::HashSet<&str> = grid
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split(',').next())
+        .collect();
+    assert!(cells.len() > 800, "{} cells", cells.len());
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts");
+    let mut named = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("scripts dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "sh") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read script");
+        for line in text.lines() {
+            let mut words = line.split_whitespace().peekable();
+            while let Some(word) = words.next() {
+                if word == "--cells" {
+                    if let Some(next) = words.peek() {
+                        named.push((path.clone(), next.to_string()));
+                    }
+                }
+            }
+            if let Some(list) = line.trim().strip_prefix("for cell in ") {
+                let list = list.split(';').next().unwrap_or("");
+                named.extend(
+                    list.split_whitespace()
+                        .map(|c| (path.clone(), c.to_string())),
+                );
+            }
+        }
+    }
+    let literal: Vec<_> = named
+        .iter()
+        .filter(|(_, cell)| !cell.starts_with(['$', '"']))
+        .collect();
+    assert!(literal.len() >= 3, "{named:?}");
+    for (path, cell) in literal {
+        assert!(
+            cells.contains(cell.as_str()),
+            "{}: cell `{cell}` is not in grids/dsa886.csv",
+            path.display()
+        );
+    }
+}
