@@ -13,7 +13,7 @@
 # twice each; the phases of both (B 1-8); a certify of the spin build (poisoned pads,
 # soak). Packed into $OUT/experiments.tgz. Then compute-sanitizer memcheck / racecheck /
 # synccheck of the spin build on two SPLIT cases (K 2,048 and K 512, B 2) into
-# $OUT/sanitize.log (each case takes seconds).
+# $OUT/sanitize.log (each case takes seconds; SAN_S of the budget is kept for them).
 #
 # Usage (device): OUT=$OUT GVR_BIN=devbin/x/gvr-bench [BUDGET_S=300] bash scripts/h200_handoff_spin_call.sh
 # Locally: scripts/ab_compare.py --by k,b DIR/runs pub:spin,pub2,spin2:ss-main
@@ -36,14 +36,17 @@ spin2|$M=$SPIN|$S
 ph_pub|-|$PH --out /tmp/experiments/runs/ph_pub
 ph_spin|$M=$SPIN|$PH --out /tmp/experiments/runs/ph_spin
 cert|$M=$SPIN|certify --arms ss-main --poison-pad $G --batches 1,2,4,8,16,32 --n-min 100000 --sample 60 --soak ${SOAK:-60} --soak-seed 7401"
-EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S="${BUDGET_S:-300}" \
+TOTAL_S=${BUDGET_S:-300}
+SAN_S=${SAN_S:-60}  # kept for the sanitizer runs (seconds each on B 2; 20 s cap per run)
+EXPERIMENTS="$EXPERIMENTS" OUT="$OUT" GVR_BIN="$B" BUDGET_S=$((TOTAL_S - SAN_S)) \
   bash scripts/h200_experiments.sh > /dev/null 2>&1
 grep -E "^== |rc=" /tmp/experiments/experiments.log | tr '\n' ' '
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 for cell in v32_128k_L00 v4_flash_512k_L02; do
   for tool in memcheck racecheck synccheck; do
+    if [ $((TOTAL_S - SECONDS)) -lt 20 ]; then echo "== $tool $cell: skipped (time)" | tee -a "$OUT/sanitize.log"; continue; fi
     echo "== $tool $cell" >> "$OUT/sanitize.log"
-    env "$M=$SPIN" timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" certify \
+    env "$M=$SPIN" timeout 20 compute-sanitizer --tool "$tool" --error-exitcode 9 "$B" certify \
       --captures "${CAPS:-/tmp/gvr-caps}" --cells "$cell" --batches 2 --arms ss-main --no-adversarial \
       >> "$OUT/sanitize.log" 2>&1
     echo "   rc=$?" | tee -a "$OUT/sanitize.log"
