@@ -114,11 +114,7 @@ int main(int argc, char** argv) {
     std::vector<unsigned char> workspace(2048 + (size_t)160 * 16384 * 8, 0);
     // A guard of 0xAB words past the launch's bytes catches shared-memory
     // writes past the dynamic allocation (checked after every CTA).
-    const size_t dyn_words = (smem + 7) / 8 + 2, guard_words = 4096;
-    std::vector<u64> dyn(dyn_words + guard_words);
-#ifndef EMU_CONCURRENT_PARTS
-    ss_dyn = dyn.data();
-#endif
+    const size_t dyn_words = (smem + 7) / 8 + 2, guard_words = 4096, dyn_total = dyn_words + guard_words;
     std::vector<i32> row_len;
     emu::guard_loads(a, npad, p.next_n, p.cr_shift, row_len);
     g_launch = Launch{entry, a.logits.data(), a.n.data(), a.hints.data(), out.data(), p, workspace.data()};
@@ -126,7 +122,7 @@ int main(int argc, char** argv) {
     emu::trace.assign(rows, 0u);
     std::mt19937 rng(12345u + rows * 7u + gx);
 #ifdef EMU_CONCURRENT_PARTS
-    emu::cl::smem_bytes = EMU_STATIC_SMEM + dyn.size() * 8;
+    emu::cl::smem_bytes = EMU_STATIC_SMEM + dyn_total * 8;
     if (emu::cl::smem_bytes > EMU_CLUSTER_SMEM_BYTES) {
         std::fprintf(stderr, "EMU: %u B of dynamic shared memory do not fit the emulator's CTA\n", smem);
         return 2;
@@ -135,18 +131,20 @@ int main(int argc, char** argv) {
         emu::cl::run_cluster(0, y, gx, block, run_kernel, rng, 0xAB);  // stale shared memory
         for (u32 c = 0; c < gx; ++c) {
             const u64* cta_dyn = (const u64*)(emu::cl::smem[c] + EMU_STATIC_SMEM);
-            if (!guard_intact(cta_dyn, dyn_words, dyn.size(), smem, y)) return 6;
+            if (!guard_intact(cta_dyn, dyn_words, dyn_total, smem, y)) return 6;
         }
     }
 #else
+    std::vector<u64> dyn(dyn_total);
+    ss_dyn = dyn.data();
     std::vector<u32> parts(gx);
     for (u32 y = 0; y < emu_rows; ++y) {
         for (u32 x = 0; x < gx; ++x) parts[x] = x;
         std::shuffle(parts.begin(), parts.end(), rng);  // arrival order must not matter
         for (u32 x : parts) {
-            std::memset(dyn.data(), 0xAB, dyn.size() * 8);  // stale shared memory
+            std::memset(dyn.data(), 0xAB, dyn_total * 8);  // stale shared memory
             emu::run_cta(x, y, block, run_kernel);
-            if (!guard_intact(dyn.data(), dyn_words, dyn.size(), smem, y)) return 6;
+            if (!guard_intact(dyn.data(), dyn_words, dyn_total, smem, y)) return 6;
         }
     }
 #endif
