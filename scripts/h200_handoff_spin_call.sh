@@ -7,7 +7,8 @@
 # parts write and leave, and the finisher reads the words as they land — the poll and the
 # others' release fences leave the chain — keeping its own survivors in staging.
 # Prediction: +3 to +6 % on SPLIT launches (B 1-32, N >= 100K; the hand-off phase was
-# 1.55 us of ~10 us on the H100, about half of it the publication wait), most at B 1-2.
+# 1.55 us of ~10 us on the H100; how much of it is the publication wait was never
+# measured: the phases of both forms answer it), most at B 1-2.
 # The knob's off build is 2d322ae's kernel (nvdisasm of both sm_90a cubins: the same SASS,
 # reports/cpu/2026-12-05-spin-handoff), so the default runs are the old kernel. ss-main against radix on every SPLIT cell,
 # twice each; the phases of both (B 1-8); a certify of the spin build (poisoned pads,
