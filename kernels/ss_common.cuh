@@ -317,11 +317,12 @@ __device__ __forceinline__ u64 ss_slab_wait(const u64* w) {
 }
 #endif
 
-// SPLIT hand-off form (ss_main.cu says why): 0 = publication count, 1 = the
-// finisher spins on the slab words themselves. Here because SsSrcSlab
+// SPLIT hand-off form (ss_main.cu says why): 1 (default since 2026-12-05j) =
+// the finisher spins on the slab words themselves, 0 = the publication count
+// it replaced (kept for the H200 confirmation). Here because SsSrcSlab
 // decodes the words.
 #ifndef SS_HANDOFF_SPIN
-#define SS_HANDOFF_SPIN 0
+#define SS_HANDOFF_SPIN 1
 #endif
 // A written word of the spin hand-off's slab: the pair with bit 63 set (an
 // index is below 2^31), so a word is never zero once written and zero means

@@ -104,12 +104,14 @@
 // H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
 // +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
 // hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
-// SS_HANDOFF_SPIN (ss_common.cuh, off until measured; kernels/README.md step
-// 4): no publication at all. Each slab word is its own flag (bit 63 set when
-// written, zero between launches); the others write and leave, the last
+// SS_HANDOFF_SPIN (ss_common.cuh; default 1 since 2026-12-05j, kernels/README.md
+// step 4): no publication at all. Each slab word is its own flag (bit 63 set
+// when written, zero between launches); the others write and leave, the last
 // arriver reads their words as they land and restores them to zero, and keeps
 // its own survivors in staging. Off its path: the others' release fences and
-// its poll of the count word.
+// its poll of the count word. Measured on an H100 against the publication
+// form (SS_HANDOFF_SPIN=0, kept for the H200 confirmation): +4.3 / +4.6 % on
+// SPLIT launches, every K x B group +2.1 to +6.7 %.
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
