@@ -104,6 +104,11 @@
 // H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
 // +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
 // hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
+// SS_SLAB_WAIT_BATCH (spin form): the finisher's words per thread loaded
+// together before the first is used; 1 = each word waited for in turn.
+#ifndef SS_SLAB_WAIT_BATCH
+#define SS_SLAB_WAIT_BATCH 1
+#endif
 // SS_HANDOFF_SPIN (ss_common.cuh; default 1 since 2026-12-05j, kernels/README.md
 // step 4): no publication at all. Each slab word is its own flag (bit 63 set
 // when written, zero between launches); the others write and leave, the last
@@ -866,12 +871,26 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 const u64 v = myn <= p.scap ? stage[i] : ld_cg_u64(slab + base + i) & ~SS_SLAB_WRITTEN;
                 red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
             }
-            for (u32 i = t; i < others; i += BLK) {
-                const u64 v = ss_slab_wait(slab + i) & ~SS_SLAB_WRITTEN;
-                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
-                if (!from_slab) {
-                    stage[myn + i] = v;  // the list: own survivors first, then the others'
-                    st_relaxed_gpu_u64(slab + i, 0ull);
+            // SS_SLAB_WAIT_BATCH words per thread are loaded before the first is
+            // used (one L2 round trip for all of them when they have landed);
+            // a word still zero is then waited for alone.
+            for (u32 i0 = t; i0 < others; i0 += SS_SLAB_WAIT_BATCH * BLK) {
+                u64 w[SS_SLAB_WAIT_BATCH];
+#pragma unroll
+                for (int j = 0; j < SS_SLAB_WAIT_BATCH; ++j) {
+                    const u32 i = i0 + (u32)j * BLK;
+                    w[j] = SS_SLAB_WAIT_BATCH > 1 && i < others ? ld_relaxed_gpu_u64(slab + i) : 0ull;
+                }
+#pragma unroll
+                for (int j = 0; j < SS_SLAB_WAIT_BATCH; ++j) {
+                    const u32 i = i0 + (u32)j * BLK;
+                    if (i >= others) break;
+                    const u64 v = (w[j] != 0ull ? w[j] : ss_slab_wait(slab + i)) & ~SS_SLAB_WRITTEN;
+                    red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
+                    if (!from_slab) {
+                        stage[myn + i] = v;  // the list: own survivors first, then the others'
+                        st_relaxed_gpu_u64(slab + i, 0ull);
+                    }
                 }
             }
         }

@@ -486,7 +486,8 @@ fn split_parts_running_together_stay_exact_in_both_hand_offs() {
     // the parts reshuffled every pass): parts arrive while others are still
     // passing or writing, and the finisher's wait (on each slab word, or with
     // SS_HANDOFF_SPIN=0 on the publication count) must end, with an exact row
-    // and a zero workspace after every launch. The SPLIT launches of the
+    // and a zero workspace after every launch; also with the finisher's words
+    // loaded four at a time (SS_SLAB_WAIT_BATCH=4). The SPLIT launches of the
     // small-CTA table, the constructed paths (staging and slab overflow
     // among them), soak rounds and varlen launches (rows every part leaves
     // at once among them).
@@ -495,7 +496,11 @@ fn split_parts_running_together_stay_exact_in_both_hand_offs() {
         .filter(|&(_, grid_x, _, _)| grid_x > 1)
         .collect();
     assert!(split_launches.len() >= 3, "{split_launches:?}");
-    for defines in [vec![], vec!["-DSS_HANDOFF_SPIN=0".to_string()]] {
+    for defines in [
+        vec![],
+        vec!["-DSS_HANDOFF_SPIN=0".to_string()],
+        vec!["-DSS_SLAB_WAIT_BATCH=4".to_string()],
+    ] {
         let Some(exe) = build_concurrent_emulator(&defines) else {
             return;
         };

@@ -415,7 +415,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 17] = [
+const TUNABLE_DEFINES: [TuningKnob; 18] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -433,6 +433,7 @@ const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
     ("SS_HANDOFF_SPIN", 0, 1),
+    ("SS_SLAB_WAIT_BATCH", 1, 8),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
