@@ -16,6 +16,8 @@
 # budget is kept for them).
 #
 # Usage (device): OUT=$OUT GVR_BIN=devbin/x/gvr-bench [BUDGET_S=300] bash scripts/h200_handoff_spin_call.sh
+# Also the batched wait (SS_SLAB_WAIT_BATCH=4, built 2026-12-05j, not yet measured) against
+# the default: scripts/ab_compare.py --by k,b DIR/runs spin:b4,spin2,b42:ss-main.
 # Locally: scripts/ab_compare.py --by k,b DIR/runs pub:spin,pub2,spin2:ss-main
 #          DIR/runs/ph_pub/phases.md against DIR/runs/ph_spin/phases.md: compare hand-off +
 #          verify (the spin form marks its hand-off before the wait, the publication form after)
@@ -31,8 +33,10 @@ PUB=SS_HANDOFF_SPIN=0
 PH="phases $G --arms ss-main --batches 1,2,4,8 --n-min 100000 --sample 48 --reps 5"
 EXPERIMENTS="pub|$M=$PUB|$S
 spin|-|$S
+b4|$M=SS_SLAB_WAIT_BATCH=4|$S
 pub2|$M=$PUB|$S
 spin2|-|$S
+b42|$M=SS_SLAB_WAIT_BATCH=4|$S
 ph_pub|$M=$PUB|$PH --out /tmp/experiments/runs/ph_pub
 ph_spin|-|$PH --out /tmp/experiments/runs/ph_spin
 cert|-|certify --arms ss,ss-main,ss-varlen,ss-varlen-hints --poison-pad $G --batches 1,2,4,8,16,32 --n-min 100000 --sample 60 --soak ${SOAK:-60} --soak-seed 7401"

@@ -74,7 +74,7 @@ fn stagger_call_main_knobs_parse() {
 
 #[test]
 fn handoff_spin_call_main_knobs_parse() {
-    main_knobs_parse(HANDOFF_SPIN, 3);
+    main_knobs_parse(HANDOFF_SPIN, 5);
 }
 
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
