@@ -7,7 +7,8 @@
 # and the finisher reads the words as they land, keeping its own survivors in staging.
 # Measured on an H100 (reports/h100/2026-12-05j, as a knob against the publication form):
 # 1.043 / 1.046 on 1,344 SPLIT launches (B 1-32, N >= 100K; every K x B group 1.021-1.067),
-# hand-off phase 1.50-1.57 -> 0.56-0.61 us. The knob's 0 build is 2d322ae's kernel (nvdisasm
+# hand-off + verify 2.96 -> 2.33 us (medians of 48 cases; the spin form marks its hand-off
+# before its wait). The knob's 0 build is 2d322ae's kernel (nvdisasm
 # of both sm_90a cubins: the same SASS, reports/cpu/2026-12-05-spin-handoff). ss-main
 # against radix on every SPLIT cell, twice each; the phases of both (B 1-8); a certify of
 # the default (poisoned pads, soak). Packed into $OUT/experiments.tgz. Then
