@@ -304,8 +304,9 @@ __device__ __forceinline__ void st_relaxed_gpu_u64(u64* p, u64 v) {
 // deadlock where the writer has already arrived: it is resident and owes
 // only this store. A word that never comes (a part that wrote fewer words
 // than it announced: a kernel bug, or logits changed under the launch) traps
-// after SS_SLAB_WAIT_POLLS polls (seconds of L2 round trips): the launch
-// fails with an error instead of hanging the GPU.
+// after SS_SLAB_WAIT_POLLS polls (seconds, if a poll is an L2 round trip of
+// ~0.3 us: an estimate, not timed): the launch fails with an error instead
+// of hanging the GPU.
 #define SS_SLAB_WAIT_POLLS (1u << 24)
 __device__ __forceinline__ u64 ss_slab_wait(const u64* w) {
     u64 v;
