@@ -53,6 +53,12 @@ struct RcParams {
 #define RC_REFINE_LEVELS 6
 #define RC_FALLBACK_LEVELS 8
 #define RC_BRL_BIAS 1e-6f
+// 1: the merge's DSMEM reads as eight predicated loads per bin, issued back
+// to back (one round trip); 0: a loop over min(CS, 8) ranks, which ptxas
+// unrolls by 16 with a remainder by 4 (a cluster of 8 waits on two batches).
+#ifndef RC_MERGE_FIXED
+#define RC_MERGE_FIXED 0
+#endif
 
 // Shared memory (u32 words), identical in every CTA of the cluster:
 // prelude[128] | hist[1024] | mrg[1024] | hoff[1024] | ck[CK] | ci[CK].
@@ -336,10 +342,21 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     // Merge over DSMEM: cluster total and the sum over lower ranks, per bin.
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) {
         u32 total = 0, lower = 0;
-        for (u32 r = 0; r < cs && r < 8u; ++r) {
-            const u32 c = *cluster_map_ptr(hist + b, r);
-            total += c;
-            lower += (r < rank) ? c : 0u;
+        if (RC_MERGE_FIXED) {
+            u32 c[8];
+#pragma unroll
+            for (u32 r = 0; r < 8u; ++r) c[r] = r < cs ? *cluster_map_ptr(hist + b, r) : 0u;
+#pragma unroll
+            for (u32 r = 0; r < 8u; ++r) {
+                total += c[r];
+                lower += (r < rank) ? c[r] : 0u;
+            }
+        } else {
+            for (u32 r = 0; r < cs && r < 8u; ++r) {
+                const u32 c = *cluster_map_ptr(hist + b, r);
+                total += c;
+                lower += (r < rank) ? c : 0u;
+            }
         }
         mrg[b] = total;
         hoff[b] = lower;
