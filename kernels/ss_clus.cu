@@ -56,6 +56,8 @@ struct RcParams {
 // 1: the merge's DSMEM reads as eight predicated loads per bin, issued back
 // to back (one round trip); 0: a loop over min(CS, 8) ranks, which ptxas
 // unrolls by 16 with a remainder by 4 (a cluster of 8 waits on two batches).
+// 2: as 1, and the scan writes each bin's cursor with the lower ranks' sum
+// already added (no separate pass over the bins and its barrier).
 #ifndef RC_MERGE_FIXED
 #define RC_MERGE_FIXED 0
 #endif
@@ -145,9 +147,10 @@ struct RcSrcStriped {
 // RC_BINS/BLK contiguous bins): writes the crossing (bin, above, m) and the
 // total to res[0..4), and overwrites the histogram with after(j) (cursor
 // form). A total < t pins bin 0 (fake crossing; callers treat bin 0 as
-// untrusted). Ends with a barrier.
-template <int BLK>
-__device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* res) {
+// untrusted). Ends with a barrier. BIASED: each written cursor also adds
+// bias[j] (the lower ranks' counts), which the crossing ignores.
+template <int BLK, bool BIASED>
+__device__ __forceinline__ void rc_cross_cursor(u32* h, const u32* bias, u32 t, u32* wsum, u32* res) {
     constexpr u32 NPT = RC_BINS / (u32)BLK;
     constexpr u32 NW = (u32)BLK / 32u;
     static_assert(RC_BINS % BLK == 0 && NPT >= 1, "bins per thread");
@@ -180,7 +183,7 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
             res[2] = v[j];
             crossed = true;
         }
-        h[base + (u32)j] = after;
+        h[base + (u32)j] = BIASED ? after + bias[base + (u32)j] : after;
         run += v[j];
     }
     if (threadIdx.x == 0) {
@@ -342,7 +345,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     // Merge over DSMEM: cluster total and the sum over lower ranks, per bin.
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) {
         u32 total = 0, lower = 0;
-        if (RC_MERGE_FIXED) {
+        if (RC_MERGE_FIXED != 0) {
             u32 c[8];
 #pragma unroll
             for (u32 r = 0; r < 8u; ++r) c[r] = r < cs ? *cluster_map_ptr(hist + b, r) : 0u;
@@ -362,7 +365,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         hoff[b] = lower;
     }
     __syncthreads();
-    rc_cross_cursor<BLK>(mrg, k, sm + RC_WSUM, res);
+    rc_cross_cursor<BLK, RC_MERGE_FIXED >= 2>(mrg, hoff, k, sm + RC_WSUM, res);
     SS_PROBE(SS_MARK_VERIFY);
     const u32 cbin = res[0], above = res[1], m = res[2];
     const u32 need = k - above;  // 1 ≤ need ≤ m for a real crossing
@@ -385,8 +388,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         return;
     }
 
-    for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) mrg[b] += hoff[b];
-    __syncthreads();
+    if (RC_MERGE_FIXED < 2) {
+        for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) mrg[b] += hoff[b];
+        __syncthreads();
+    }
 
     // Emit: winners to the output, crossing candidates striped over the ranks.
     const u32 lim = whole ? k : above;

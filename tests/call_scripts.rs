@@ -104,7 +104,7 @@ fn clus_merge_call_clus_knobs_parse() {
 
 #[test]
 fn regclus_merge_call_regclus_knobs_parse() {
-    family_knobs_parse(REGCLUS_MERGE, "C", "GVR_SS_REGCLUS_DEFINES", 3, |spec| {
+    family_knobs_parse(REGCLUS_MERGE, "C", "GVR_SS_REGCLUS_DEFINES", 6, |spec| {
         ss_clus::regclus_switches(Some(spec))
     });
 }

@@ -387,21 +387,25 @@ fn randomized_rows_match_the_reference() {
 }
 
 #[test]
-fn the_fixed_merge_build_stays_exact() {
-    // RC_MERGE_FIXED=1 (GVR_SS_REGCLUS_DEFINES): the merge reads a bin of all
-    // eight ranks as predicated loads (zero past the cluster); the constructed
-    // rows take the default build's paths, random clusters of 2, 4 and 8 exact.
-    let Some(exe) = build_emulator(&["-DRC_MERGE_FIXED=1".to_string()]) else {
-        return;
-    };
-    let (b, blk, cs, vpt) = constructed_path_rows();
-    let entry = small_entry(blk, vpt);
-    let built = emu_check(&exe, &b, entry, cs, blk, false, "fixed merge constructed");
-    if let Some(plain) = emulator() {
-        let default = emu_check(plain, &b, entry, cs, blk, false, "constructed");
-        assert_eq!(built, default, "the fixed merge's paths differ");
+fn the_fixed_merge_builds_stay_exact() {
+    // RC_MERGE_FIXED (GVR_SS_REGCLUS_DEFINES) 1: the merge reads a bin of all
+    // eight ranks as predicated loads (zero past the cluster); 2: also the
+    // lower ranks' sums added in the scan. The constructed rows take the
+    // default build's paths, random clusters of 2, 4 and 8 exact.
+    for (value, seed) in [(1, 4242), (2, 4343)] {
+        let Some(exe) = build_emulator(&[format!("-DRC_MERGE_FIXED={value}")]) else {
+            return;
+        };
+        let (b, blk, cs, vpt) = constructed_path_rows();
+        let entry = small_entry(blk, vpt);
+        let label = format!("RC_MERGE_FIXED={value} constructed");
+        let built = emu_check(&exe, &b, entry, cs, blk, false, &label);
+        if let Some(plain) = emulator() {
+            let default = emu_check(plain, &b, entry, cs, blk, false, "constructed");
+            assert_eq!(built, default, "{label}: the paths differ");
+        }
+        randomized_rounds(&exe, seed);
     }
-    randomized_rounds(&exe, 4242);
 }
 
 /// Six random launches from `seed` (CTA sizes, cluster sizes, VPT, k,

@@ -101,7 +101,7 @@ impl ClusLaunch {
 pub const REGCLUS_DEFINES_ENV: &str = "GVR_SS_REGCLUS_DEFINES";
 
 /// The knobs [`REGCLUS_DEFINES_ENV`] may set, with their admitted value ranges.
-const REGCLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("RC_MERGE_FIXED", 0, 1)];
+const REGCLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("RC_MERGE_FIXED", 0, 2)];
 
 /// `ss-regclus`'s kernel knobs from the value of [`REGCLUS_DEFINES_ENV`]
 /// (unset: none).
@@ -408,7 +408,7 @@ mod tests {
             regclus_switches(Some("RC_MERGE_FIXED=1")).unwrap(),
             vec![("RC_MERGE_FIXED", "1".to_string())]
         );
-        for bad in ["RC_MERGE_FIXED=2", "CL_MERGE_SPREAD=1", "RC_MERGE_FIXED"] {
+        for bad in ["RC_MERGE_FIXED=3", "CL_MERGE_SPREAD=1", "RC_MERGE_FIXED"] {
             let err = regclus_switches(Some(bad)).unwrap_err();
             assert!(err.starts_with(REGCLUS_DEFINES_ENV), "{bad}: {err}");
         }
