@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Host side of a full campaign (scripts/h200_campaign_calls.sh): both shards' tarballs
+# from a device call's files -> one merged run, its report (and one against torch), the
+# A/A noise floor, the issue-4 targets against every baseline and, given a committed
+# campaign, a radix-normalised per-case comparison with it. Keeps what the tree holds
+# of a campaign: run/results.jsonl.gz (gzip -9), manifest and environment, the two
+# summaries, three SVGs, aa.json / aa.txt, targets.txt, the comparison and both shard logs.
+#
+#   scripts/campaign_post.sh FILES_AT DEST [BASE_RESULTS_GZ BASE_LABEL]
+#
+#   FILES_AT         holds s0/campaign-0of2.tgz and s1/campaign-1of2.tgz (the call's $OUT)
+#   DEST             e.g. reports/h200/2026-12-06/campaign-<sha> (must not exist yet)
+#   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. one `git show`n out of
+#                    reports/h200/2026-12-04h/campaign-b3724ed/run/), labelled BASE_LABEL
+#
+# GVR_BIN (default target/release/gvr-bench) does the merge, report and A/A.
+set -euo pipefail
+if [ $# -ne 2 ] && [ $# -ne 4 ]; then
+  sed -n '9,15p' "$0" >&2
+  exit 2
+fi
+FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
+BIN="${GVR_BIN:-target/release/gvr-bench}"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+if [ -e "$DEST" ]; then echo "$DEST exists: pick a new directory" >&2; exit 2; fi
+for s in 0 1; do
+  f="$FILES_AT/s$s/campaign-${s}of2.tgz"
+  [ -f "$f" ] || { echo "missing $f: did shard $s finish? (see the call's output)" >&2; exit 1; }
+done
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for s in 0 1; do
+  mkdir -p "$T/s$s"
+  tar xzf "$FILES_AT/s$s/campaign-${s}of2.tgz" -C "$T/s$s"
+done
+mkdir -p "$DEST/logs" "$DEST/report"
+for s in 0 1; do cp "$T/s$s/campaign.log" "$DEST/logs/shard$s.log"; done
+"$BIN" merge "$T/s0/run-0of2" "$T/s1/run-1of2" --out "$T/run"
+"$BIN" report "$T/run" --out "$T/report" > /dev/null
+"$BIN" report "$T/run" --base torch --out "$T/report-torch" --no-plots > /dev/null
+"$BIN" aa "$T/run" --arm radix --arm-b 'radix#2' --out "$DEST/aa.json" > "$DEST/aa.txt"
+{
+  python3 "$HERE/issue4_targets.py" "$T/run/results.jsonl"
+  for base in radix-mcta filtered gvr1 torch; do
+    echo
+    # (head closes the pipe early: the script's status is not the step's)
+    python3 "$HERE/issue4_targets.py" "$T/run/results.jsonl" --base "$base" | head -3 || true
+  done
+} > "$DEST/targets.txt"
+if [ -n "$BASE_GZ" ]; then
+  mkdir -p "$T/cmp"
+  cp "$BASE_GZ" "$T/cmp/$BASE_LABEL.jsonl.gz"
+  gzip -c "$T/run/results.jsonl" > "$T/cmp/new.jsonl.gz"
+  {
+    python3 "$HERE/ab_compare.py" "$T/cmp" "$BASE_LABEL:new:ss"
+    python3 "$HERE/ab_compare.py" --by variant "$T/cmp" "$BASE_LABEL:new:ss"
+  } > "$DEST/vs-$BASE_LABEL.txt"
+fi
+mkdir -p "$DEST/run"
+gzip -9 -c "$T/run/results.jsonl" > "$DEST/run/results.jsonl.gz"
+cp "$T/run/manifest.json" "$DEST/run/"
+[ -f "$T/s0/run-0of2/environment.txt" ] && cp "$T/s0/run-0of2/environment.txt" "$DEST/run/"
+cp "$T/report/summary.md" "$DEST/report/"
+cp "$T/report-torch/summary.md" "$DEST/report/summary-torch-base.md"
+for svg in heatmap_radix ratio_hist_radix ratio_hist_torch; do
+  [ -f "$T/report/$svg.svg" ] && cp "$T/report/$svg.svg" "$DEST/report/"
+done
+head -12 "$DEST/targets.txt"
+echo "kept in $DEST: $(du -sh "$DEST" | cut -f1)"
