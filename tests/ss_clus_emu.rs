@@ -19,11 +19,16 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    let report = compile_report(&SS_CLUS, &[], DEFAULT_ARCH).expect("ss_clus.cu compiles");
-    println!("{}", report.log);
-    // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-    nvrtc_support::assert_registers_at_most(&report, &declared, 64, "ss_clus.cu");
-    nvrtc_support::assert_no_spill_in_log(&report.log, "ss_clus.cu");
+    // The default build and the `GVR_SS_REGCLUS_DEFINES` merge knobs.
+    for value in ["0", "1", "2"] {
+        let defines = [("RC_MERGE_FIXED", value.to_string())];
+        let label = format!("ss_clus.cu RC_MERGE_FIXED={value}");
+        let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
+        println!("{label}\n{}", report.log);
+        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &label);
+        nvrtc_support::assert_no_spill_in_log(&report.log, &label);
+    }
 }
 
 mod ss_support;
