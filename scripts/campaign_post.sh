@@ -51,10 +51,8 @@ if [ -n "$BASE_GZ" ]; then
   mkdir -p "$T/cmp"
   cp "$BASE_GZ" "$T/cmp/$BASE_LABEL.jsonl.gz"
   gzip -c "$T/run/results.jsonl" > "$T/cmp/new.jsonl.gz"
-  {
-    python3 "$HERE/ab_compare.py" "$T/cmp" "$BASE_LABEL:new:ss"
-    python3 "$HERE/ab_compare.py" --by variant "$T/cmp" "$BASE_LABEL:new:ss"
-  } > "$DEST/vs-$BASE_LABEL.txt"
+  # (--by variant also prints the whole-grid line first)
+  python3 "$HERE/ab_compare.py" --by variant "$T/cmp" "$BASE_LABEL:new:ss" > "$DEST/vs-$BASE_LABEL.txt"
 fi
 mkdir -p "$DEST/run"
 gzip -9 -c "$T/run/results.jsonl" > "$DEST/run/results.jsonl.gz"

@@ -15,11 +15,8 @@
 # with SIGINT after its current case (exit 130, resumable: the next call with
 # the same RUN_DIR on a warm machine continues it); what finished is packed.
 #
-# Merging two shard calls on the host afterwards:
-#   tar xzf campaign-0of2.tgz && tar xzf campaign-1of2.tgz
-#   gvr-bench merge run-0of2 run-1of2 --out reports/h200/$(date +%F)/run
-#   gvr-bench report reports/h200/$(date +%F)/run
-#   gvr-bench aa reports/h200/$(date +%F)/run --arm radix --arm-b 'radix#2'
+# Merging two shard calls on the host afterwards (merge, reports, A/A, targets, what the
+# tree keeps): scripts/campaign_post.sh FILES_AT reports/h200/<date>/campaign-<sha>
 #
 # FLOOR=1 adds `--floor` (each case's latency floor into floor.jsonl); AA_ARM=
 # and PEER= (empty) leave out the A/A twin and the torch peer.

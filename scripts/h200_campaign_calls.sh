@@ -14,8 +14,7 @@
 # skipped (its numbers would not be comparable with the record) and THEN runs at once —
 # or THEN_ELSE instead, when given (experiments worth a call on any card).
 #
-# Merge and read them as scripts/h200_campaign.sh says (gvr-bench merge, report,
-# aa; scripts/issue4_targets.py).
+# Merge and read them with scripts/campaign_post.sh (merge, reports, A/A, targets).
 set -u
 : "${OUT:?set OUT}"
 T=${CALL_S:-585}

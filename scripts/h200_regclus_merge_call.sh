@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One device call: reg_clus's merge with a bin of all eight ranks read as eight predicated
 # DSMEM loads (`GVR_SS_REGCLUS_DEFINES=RC_MERGE_FIXED=1`, kernels/ss_clus.cu) against the
-# default loop over min(CS, 8) ranks, which ptxas unrolls by 16 with a remainder by 4 (a
-# cluster of 8 waits on two batches of loads; the fixed form has 184 fewer static
-# instructions in ss_regclus_v1/v2/v4); =2 also adds the lower ranks' sums in the scan's
-# cursor writes (one pass over the bins and one CTA barrier less). reg_clus's verify phase
-# (merge + scan) was 2.3 us of an 8.1 us chain at B = 1 (2026-12-05 phases). Prediction:
-# +1 to +3 % on rc8 groups, ~0 on rc2 / rc4; =2 a further +0.5 %. ss-regclus against radix
+# default loop over min(CS, 8) ranks, which ptxas unrolls into batches of 16, 8 and 4 and a
+# one-at-a-time remainder (nvdisasm: clusters of 8 and 4 load in one batch, a cluster of 2
+# in two dependent round trips; the fixed form has 184-192 fewer static instructions and
+# 50-57 registers instead of 64 in ss_regclus_v1/v2/v4); =2 also adds the lower ranks'
+# sums in the scan's cursor writes (one pass over the bins and one CTA barrier less).
+# reg_clus's verify phase (merge + scan) was 2.3 us of an 8.1 us chain at B = 1 (2026-12-05
+# phases). Prediction: +1 to +2 % on rc2 groups (one DSMEM round trip, ~0.2 us), under 1 %
+# on rc4 / rc8 (instructions only); =2 a further +0.5 % everywhere. ss-regclus against radix
 # on the reg_clus set (B 1-64, N 16K-140K, 500 cases), three builds twice, then a certify
 # of both knob builds (poisoned pads, soak).
 # Packed into $OUT/experiments.tgz.
