@@ -289,7 +289,7 @@ __device__ __forceinline__ u64 ld_cg_u64(const u64* p) {
     asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-// Slab words of the spin hand-off (ss_main.cu SS_HANDOFF_SPIN): each word is
+// Slab words of the SPLIT spin hand-off (ss_main.cu): each word is
 // its own flag, so its store and load are morally strong (no data race in
 // the PTX memory model) and 64-bit single-copy atomic.
 __device__ __forceinline__ u64 ld_relaxed_gpu_u64(const u64* p) {
@@ -318,13 +318,6 @@ __device__ __forceinline__ u64 ss_slab_wait(const u64* w) {
 }
 #endif
 
-// SPLIT hand-off form (ss_main.cu says why): 1 (default since 2026-12-05j) =
-// the finisher spins on the slab words themselves, 0 = the publication count
-// it replaced (kept for the H200 confirmation). Here because SsSrcSlab
-// decodes the words.
-#ifndef SS_HANDOFF_SPIN
-#define SS_HANDOFF_SPIN 1
-#endif
 // A written word of the spin hand-off's slab: the pair with bit 63 set (an
 // index is below 2^31), so a word is never zero once written and zero means
 // "not yet". The slab is zero between launches (the finisher restores it).
@@ -602,11 +595,11 @@ struct SsSrcStage {  // shared staging buffer of packed pairs
 struct SsSrcSlab {  // global SPLIT slab written by other CTAs: L2-coherent reads
     const u64* p;
     __device__ __forceinline__ void get(u32 i, float* x, u32* idx) const {
-        // Spin form: the words are the others' relaxed stores themselves (no
-        // release to acquire), so they are read with strong loads too.
-        u64 v = SS_HANDOFF_SPIN ? ld_relaxed_gpu_u64(p + i) : ld_cg_u64(p + i);
+        // The words are the others' relaxed stores themselves (no release to
+        // acquire), so they are read with strong loads too.
+        u64 v = ld_relaxed_gpu_u64(p + i);
         *x = __uint_as_float((u32)v);
-        *idx = SS_HANDOFF_SPIN ? (u32)(v >> 32) & 0x7fffffffu : (u32)(v >> 32);  // SS_SLAB_WRITTEN off
+        *idx = (u32)(v >> 32) & 0x7fffffffu;  // SS_SLAB_WRITTEN off
     }
 };
 

@@ -109,14 +109,14 @@
 #ifndef SS_SLAB_WAIT_BATCH
 #define SS_SLAB_WAIT_BATCH 1
 #endif
-// SS_HANDOFF_SPIN (ss_common.cuh; default 1 since 2026-12-05j, kernels/README.md
-// step 4): no publication at all. Each slab word is its own flag (bit 63 set
-// when written, zero between launches); the others write and leave, the last
-// arriver reads their words as they land and restores them to zero, and keeps
-// its own survivors in staging. Off its path: the others' release fences and
-// its poll of the count word. Measured on an H100 against the publication
-// form (SS_HANDOFF_SPIN=0, kept for the H200 confirmation): +4.3 / +4.6 % on
-// SPLIT launches, every K x B group +2.1 to +6.7 %.
+// The spin hand-off (kernels/README.md step 4): no publication at all. Each
+// slab word is its own flag (bit 63 set when written, zero between launches);
+// the others write and leave, the last arriver reads their words as they land
+// and restores them to zero, and keeps its own survivors in staging. Off its
+// path: the others' release fences and its poll of a publication count.
+// Measured on an H100 against the publication form it replaced (kernels/
+// TUNING.md 2026-12-05j): +4.3 / +4.6 % on SPLIT launches, every K x B group
+// +2.1 to +6.7 %; the publication form was removed once an H200 agreed.
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
@@ -200,13 +200,12 @@ struct SsMainParams {
 };
 
 // Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
-// << 32 | survivors; the low word is the slab fill cursor), g_off[160] u32 at
-// 1280 (parts that have published their range; unused by SS_HANDOFF_SPIN),
-// slabs of GCAP (value, index) pairs per row from byte 2048 (with
-// SS_HANDOFF_SPIN: flagged words, zero between launches).
+// << 32 | survivors; the low word is the slab fill cursor), bytes 1280-2047
+// unused (the removed publication count's; the layout keeps spec §7's size),
+// slabs of GCAP flagged (value, index) words per row from byte 2048 (zero
+// between launches).
 #define SS_MAXC 160u
 #define SS_GCAP 16384u
-#define SS_WS_OFF_OFFSET 1280u
 #define SS_WS_SLAB_OFFSET 2048u
 #define SS_RANK_MAX 288u
 #define SS_REFINE_LEVELS 6
@@ -528,17 +527,10 @@ __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
     while (gvr_probe_clock() - t0 < wait) __nanosleep(200);
 }
 
-// Stores one word of a SPLIT part's slab range: a plain store, or with
-// SS_HANDOFF_SPIN a flagged relaxed store (the word is its own flag). The
-// pair comes first so it is computed before the address, as in the store
-// this replaced (same PTX).
-__device__ __forceinline__ void ss_slab_put(u64 pair, u64* w) {
-#if SS_HANDOFF_SPIN
-    st_relaxed_gpu_u64(w, pair | SS_SLAB_WRITTEN);
-#else
-    *w = pair;
-#endif
-}
+// Stores one word of a SPLIT part's slab range: a flagged relaxed store (the
+// word is its own flag). The pair comes first so it is computed before the
+// address.
+__device__ __forceinline__ void ss_slab_put(u64 pair, u64* w) { st_relaxed_gpu_u64(w, pair | SS_SLAB_WRITTEN); }
 
 // The slab range of a part whose pass overflowed staging: its float4 slice
 // [c0, c1) (+ the row's scalar tail past n4 float4 when `tail`) re-read with
@@ -822,15 +814,10 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         SS_TRACE(SS_TR_RETRY);
     }
 
-#if SS_HANDOFF_SPIN
     u32 slab_restore = 0u;  // slab words the finisher zeroes once the list has been read from them
-#endif
     if (SPLIT) {
         // ---- §3.6 hand-off through the global slab; the last arriver finishes ----
         u64* g_don = reinterpret_cast<u64*>(workspace);
-#if !SS_HANDOFF_SPIN
-        u32* g_off = reinterpret_cast<u32*>(workspace + SS_WS_OFF_OFFSET);
-#endif
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         const u32 myn = s.count;
         if (t == 0u) {
@@ -841,7 +828,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         __syncthreads();
         const u32 base = s.slab_base;
-#if SS_HANDOFF_SPIN
         const u64 old = s.don_old;
         const bool last = (u32)(old >> 32) == parts - 1u;
         const u32 total = base + myn;  // the last arriver's base is every other part's survivors
@@ -894,34 +880,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
                 }
             }
         }
-#else
-        ss_slab_write_part<BLK>(X, c0, c1, n4, part == 0u, TF, myn, p.scap, stage, slab, base, s);
-        const u64 old = s.don_old;  // read before the barrier below: nothing rewrites it after
-        const bool last = (u32)(old >> 32) == parts - 1u;
-        __syncthreads();  // this CTA's slab writes, before its publication or the others' reads
-        if (!last) {
-            if (t == 0u) red_release_gpu_add(g_off + row, 1u);  // cumulative over the barrier above
-            return;
-        }
-        if (t == 0u) {
-            while (ld_acquire_gpu(g_off + row) != parts - 1u) {
-            }
-            g_off[row] = 0u;  // zero-restore: the slab is reusable without a memset
-            g_don[row] = 0ull;
-        }
-        __syncthreads();
-        SS_PROBE(SS_MARK_HANDOFF);
-        const u32 total = (u32)(old & 0xffffffffull) + myn;
-        if (total > SS_GCAP) SS_TRACE(SS_TR_SLAB_OVERFLOW);
-        if (total <= SS_GCAP) {
-            from_slab = total > p.scap;
-            for (u32 i = t; i < total; i += BLK) {
-                const u64 v = ld_cg_u64(slab + i);
-                red_shared_add(s.hist + ss_bin(__uint_as_float((u32)v), TF, SC), 1u);
-                if (!from_slab) stage[i] = v;
-            }
-        }
-#endif
         if (total <= SS_GCAP) {  // the list's histogram is complete: verify the crossing
             __syncthreads();
             if (warp_id() == 0u) {
@@ -1024,13 +982,11 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         src.row = X;
         ss_narrow_emit<BLK, COUNTED>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);
     }
-#if SS_HANDOFF_SPIN
     if (SPLIT && slab_restore != 0u) {
         __syncthreads();  // every read of the list's slab words is done
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         for (u32 i = t; i < slab_restore; i += BLK) st_relaxed_gpu_u64(slab + i, 0ull);
     }
-#endif
 }
 
 // Tuning only (GVR_SS_MAIN_DEFINES): the float4 per thread and tile of the

@@ -7,7 +7,7 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
-const HANDOFF_SPIN: &str = include_str!("../scripts/h200_handoff_spin_call.sh");
+const SLAB_WAIT: &str = include_str!("../scripts/h200_slab_wait_call.sh");
 const REGCLUS_MERGE: &str = include_str!("../scripts/h200_regclus_merge_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
@@ -74,8 +74,8 @@ fn stagger_call_main_knobs_parse() {
 }
 
 #[test]
-fn handoff_spin_call_main_knobs_parse() {
-    main_knobs_parse(HANDOFF_SPIN, 5);
+fn slab_wait_call_main_knobs_parse() {
+    main_knobs_parse(SLAB_WAIT, 7);
 }
 
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`

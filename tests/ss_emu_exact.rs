@@ -465,29 +465,12 @@ fn the_threshold_trim_variants_stay_exact() {
 }
 
 #[test]
-fn the_publication_handoff_stays_exact() {
-    // GVR_SS_MAIN_DEFINES=SS_HANDOFF_SPIN=0: the SPLIT hand-off the spin form
-    // replaced (the other parts publish a count with red.release, the
-    // finisher waits for it, then reads the slab), kept for the H200
-    // confirmation. The default build (the spin form) runs every other test
-    // here, with the whole slab checked zero after each launch.
-    let defines = vec!["-DSS_HANDOFF_SPIN=0".to_string()];
-    let Some(exe) = build_emulator(&defines) else {
-        return;
-    };
-    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-    constructed_paths_follow_the_model(&exe, &defines.join(" "));
-    soak_hazard_rounds(&exe, ss_support::soak_seeds(4, 0x50A4_0002));
-}
-
-#[test]
-fn split_parts_running_together_stay_exact_in_both_hand_offs() {
+fn split_parts_running_together_stay_exact() {
     // A row's SPLIT parts interleaved at every barrier and spin (the order of
     // the parts reshuffled every pass): parts arrive while others are still
-    // passing or writing, and the finisher's wait (on each slab word, or with
-    // SS_HANDOFF_SPIN=0 on the publication count) must end, with an exact row
-    // and a zero workspace after every launch; also with the finisher's words
-    // loaded four at a time (SS_SLAB_WAIT_BATCH=4). The SPLIT launches of the
+    // passing or writing, and the finisher's wait on each slab word must end,
+    // with an exact row and a zero workspace after every launch; also with
+    // the finisher's words loaded four at a time (SS_SLAB_WAIT_BATCH=4). The SPLIT launches of the
     // small-CTA table, the constructed paths (staging and slab overflow
     // among them), soak rounds and varlen launches (rows every part leaves
     // at once among them).
@@ -498,7 +481,6 @@ fn split_parts_running_together_stay_exact_in_both_hand_offs() {
     assert!(split_launches.len() >= 3, "{split_launches:?}");
     for defines in [
         vec![],
-        vec!["-DSS_HANDOFF_SPIN=0".to_string()],
         vec!["-DSS_SLAB_WAIT_BATCH=4".to_string()],
     ] {
         let Some(exe) = build_concurrent_emulator(&defines) else {

@@ -26,14 +26,10 @@ fn ss_main_entries_exist_and_nothing_spills() {
         return;
     }
     // Every build an arm launches: the default (pipelined) pass and the
-    // `ss-main-base` A/B build with SS_PIPELINE=0; and the publication
-    // hand-off (SS_HANDOFF_SPIN=0, kept for the H200 confirmation).
-    let mut publication = kernel_defines(Mode::ForcedMain);
-    publication.push(("SS_HANDOFF_SPIN", "0".to_string()));
+    // `ss-main-base` A/B build with SS_PIPELINE=0.
     for defines in [
         kernel_defines(Mode::ForcedMain),
         kernel_defines(Mode::ForcedMainBase),
-        publication,
     ] {
         let report = compile_report(&SS_MAIN, &defines, DEFAULT_ARCH)
             .unwrap_or_else(|e| panic!("ss_main.cu {defines:?} compiles: {e}"));

@@ -42,14 +42,13 @@ pub const MAX_ROWS: usize = 65_535;
 /// Most SPLIT rows one workspace serves (`MAXC`, §7); the kernel indexes the
 /// workspace by row, so a SPLIT launch never has more rows than this.
 pub const SPLIT_MAX_ROWS: usize = 160;
-/// Workspace of SPLIT launches (§7): `g_don[160]` u64 | `g_off[160]` u32 |
-/// padding to 2048 | `g_buf[160][GCAP]` 8-byte (value, index) pairs. Must
-/// match `SS_WS_*` in `kernels/ss_main.cu`. A part arrives first, so
-/// `g_don`'s low word is also the slab cursor, and `g_off` counts the parts
-/// that have published; the last arriver zeroes both (with the
-/// `SS_HANDOFF_SPIN` knob it also zeroes every slab word it read: the words
-/// are their own flags). Zeroed once when allocated, and again outside timing
-/// after an aborted launch.
+/// Workspace of SPLIT launches (§7): `g_don[160]` u64 | unused to byte 2048
+/// (spec §7's `g_off`, which the spin hand-off does without) |
+/// `g_buf[160][GCAP]` 8-byte (value, index) words. Must match `SS_WS_*` in
+/// `kernels/ss_main.cu`. A part arrives first, so `g_don`'s low word is also
+/// the slab cursor; the slab words are their own flags, and the last arriver
+/// zeroes `g_don` and every slab word it read. Zeroed once when allocated,
+/// and again outside timing after an aborted launch.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
 /// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
@@ -415,7 +414,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 18] = [
+const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -432,7 +431,6 @@ const TUNABLE_DEFINES: [TuningKnob; 18] = [
     ("SS_WAVE_STAGGER_256", 0, 200_000),
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
-    ("SS_HANDOFF_SPIN", 0, 1),
     ("SS_SLAB_WAIT_BATCH", 1, 8),
 ];
 
@@ -869,7 +867,6 @@ mod tests {
         for needle in [
             "#define SS_MAXC 160u",
             "#define SS_GCAP 16384u",
-            "#define SS_WS_OFF_OFFSET 1280u",
             "#define SS_WS_SLAB_OFFSET 2048u",
         ] {
             assert!(code.contains(needle), "ss_main.cu lacks `{needle}`");

@@ -136,18 +136,6 @@ inline unsigned long long gvr_probe_clock() { return ++emu::probe_ticks; }
 inline unsigned long long gvr_probe_gtimer() { return ++emu::probe_ticks; }
 inline void __threadfence() {}
 inline void __nanosleep(unsigned) {}  // a spin on gvr_probe_clock ends by its own ticks
-// One CTA runs at a time, so a load sees every earlier CTA's writes; a spin on
-// a word that never reaches its value would hang the test (a kernel bug).
-// With EMU_CONCURRENT_PARTS (main.cpp: a row's SPLIT parts scheduled together)
-// the load first lets the other fibers run, so a spin ends once a part writes;
-// the scheduler reports a spin that never ends as a deadlock.
-inline u32 ld_acquire_gpu(const u32* p) {
-#ifdef EMU_CONCURRENT_PARTS
-    emu::yield();
-#endif
-    return *(const volatile u32*)p;
-}
-inline void red_release_gpu_add(u32* p, u32 v) { *p += v; }
 
 // ---------------------------------------------------------------- intrinsics
 inline float __int_as_float(int i) {

@@ -149,10 +149,9 @@ int main(int argc, char** argv) {
     }
 #endif
     // The SPLIT workspace must be back to zero (self-restoring, §7): the
-    // counters, and with the spin hand-off every slab word too (a word left
-    // written would pass for a part's survivor in the next launch).
-    const size_t restored = SS_HANDOFF_SPIN ? workspace.size() : 2048;
-    for (size_t i = 0; i < restored; ++i) {
+    // counters and every slab word (a word left written would pass for a
+    // part's survivor in the next launch).
+    for (size_t i = 0; i < workspace.size(); ++i) {
         if (workspace[i] != 0) {
             std::fprintf(stderr, "EMU: workspace byte %zu left at %u\n", i, workspace[i]);
             return 5;
