@@ -53,16 +53,6 @@ struct RcParams {
 #define RC_REFINE_LEVELS 6
 #define RC_FALLBACK_LEVELS 8
 #define RC_BRL_BIAS 1e-6f
-// 1: the merge's DSMEM reads as eight predicated loads per bin, issued back
-// to back (one round trip); 0: a loop over min(CS, 8) ranks, which ptxas
-// unrolls into batches of 16, 8 and 4 and a one-at-a-time remainder (in the
-// SASS clusters of 8 and 4 load in one batch, a cluster of 2 in two dependent
-// round trips), 184–192 more instructions and 7–14 more registers per entry.
-// 2: as 1, and the scan writes each bin's cursor with the lower ranks' sum
-// already added (no separate pass over the bins and its barrier).
-#ifndef RC_MERGE_FIXED
-#define RC_MERGE_FIXED 0
-#endif
 
 // Shared memory (u32 words), identical in every CTA of the cluster:
 // prelude[128] | hist[1024] | mrg[1024] | hoff[1024] | ck[CK] | ci[CK].
@@ -149,10 +139,9 @@ struct RcSrcStriped {
 // RC_BINS/BLK contiguous bins): writes the crossing (bin, above, m) and the
 // total to res[0..4), and overwrites the histogram with after(j) (cursor
 // form). A total < t pins bin 0 (fake crossing; callers treat bin 0 as
-// untrusted). Ends with a barrier. BIASED: each written cursor also adds
-// bias[j] (the lower ranks' counts), which the crossing ignores.
-template <int BLK, bool BIASED>
-__device__ __forceinline__ void rc_cross_cursor(u32* h, const u32* bias, u32 t, u32* wsum, u32* res) {
+// untrusted). Ends with a barrier.
+template <int BLK>
+__device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* res) {
     constexpr u32 NPT = RC_BINS / (u32)BLK;
     constexpr u32 NW = (u32)BLK / 32u;
     static_assert(RC_BINS % BLK == 0 && NPT >= 1, "bins per thread");
@@ -185,7 +174,7 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, const u32* bias, u32 t, 
             res[2] = v[j];
             crossed = true;
         }
-        h[base + (u32)j] = BIASED ? after + bias[base + (u32)j] : after;
+        h[base + (u32)j] = after;
         run += v[j];
     }
     if (threadIdx.x == 0) {
@@ -347,27 +336,16 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     // Merge over DSMEM: cluster total and the sum over lower ranks, per bin.
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) {
         u32 total = 0, lower = 0;
-        if (RC_MERGE_FIXED != 0) {
-            u32 c[8];
-#pragma unroll
-            for (u32 r = 0; r < 8u; ++r) c[r] = r < cs ? *cluster_map_ptr(hist + b, r) : 0u;
-#pragma unroll
-            for (u32 r = 0; r < 8u; ++r) {
-                total += c[r];
-                lower += (r < rank) ? c[r] : 0u;
-            }
-        } else {
-            for (u32 r = 0; r < cs && r < 8u; ++r) {
-                const u32 c = *cluster_map_ptr(hist + b, r);
-                total += c;
-                lower += (r < rank) ? c : 0u;
-            }
+        for (u32 r = 0; r < cs && r < 8u; ++r) {
+            const u32 c = *cluster_map_ptr(hist + b, r);
+            total += c;
+            lower += (r < rank) ? c : 0u;
         }
         mrg[b] = total;
         hoff[b] = lower;
     }
     __syncthreads();
-    rc_cross_cursor<BLK, RC_MERGE_FIXED >= 2>(mrg, hoff, k, sm + RC_WSUM, res);
+    rc_cross_cursor<BLK>(mrg, k, sm + RC_WSUM, res);
     SS_PROBE(SS_MARK_VERIFY);
     const u32 cbin = res[0], above = res[1], m = res[2];
     const u32 need = k - above;  // 1 ≤ need ≤ m for a real crossing
@@ -390,10 +368,8 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         return;
     }
 
-    if (RC_MERGE_FIXED < 2) {
-        for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) mrg[b] += hoff[b];
-        __syncthreads();
-    }
+    for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) mrg[b] += hoff[b];
+    __syncthreads();
 
     // Emit: winners to the output, crossing candidates striped over the ranks.
     const u32 lim = whole ? k : above;

@@ -1,14 +1,13 @@
 //! The device call scripts' kernel knobs parse as the arms will parse them, so
 //! a typo in a knob name or value fails here instead of costing a device call.
 
-use gvr_bench::arms::{ss, ss_clus, ss_clus_stream, ss_reg};
+use gvr_bench::arms::{ss, ss_clus_stream, ss_reg};
 
 const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
 const SLAB_WAIT: &str = include_str!("../scripts/h200_slab_wait_call.sh");
-const REGCLUS_MERGE: &str = include_str!("../scripts/h200_regclus_merge_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -99,13 +98,6 @@ fn family_knobs_parse<T, E: std::fmt::Display>(
 fn clus_merge_call_clus_knobs_parse() {
     family_knobs_parse(CLUS_MERGE, "C", "GVR_SS_CLUS_DEFINES", 4, |spec| {
         ss_clus_stream::clus_switches(Some(spec))
-    });
-}
-
-#[test]
-fn regclus_merge_call_regclus_knobs_parse() {
-    family_knobs_parse(REGCLUS_MERGE, "C", "GVR_SS_REGCLUS_DEFINES", 6, |spec| {
-        ss_clus::regclus_switches(Some(spec))
     });
 }
 

@@ -18,7 +18,7 @@ use cudarc::driver::{DeviceRepr, LaunchConfig};
 use super::ss::admits as ss_admits;
 use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
-use crate::gpu::sources::{Defines, SS_CLUS};
+use crate::gpu::sources::SS_CLUS;
 use crate::gpu::{Gpu, KernelBuild};
 use crate::grid::Batch;
 use crate::route::{reg_clus_float4s, route, DeviceProfile, Family};
@@ -93,25 +93,6 @@ impl ClusLaunch {
             shared_mem_bytes: self.dyn_smem_bytes,
         }
     }
-}
-
-/// Tuning switch of `ss-regclus`: `GVR_SS_REGCLUS_DEFINES=RC_MERGE_FIXED=1`
-/// builds kernels/ss_clus.cu with those knobs (the kernel documents each) for
-/// a same-inputs comparison. The variant records them; `ss` never reads it.
-pub const REGCLUS_DEFINES_ENV: &str = "GVR_SS_REGCLUS_DEFINES";
-
-/// The knobs [`REGCLUS_DEFINES_ENV`] may set, with their admitted value ranges.
-const REGCLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 1] = [("RC_MERGE_FIXED", 0, 2)];
-
-/// `ss-regclus`'s kernel knobs from the value of [`REGCLUS_DEFINES_ENV`]
-/// (unset: none).
-pub fn regclus_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
-    super::ss::parse_optional_knobs(
-        REGCLUS_DEFINES_ENV,
-        "ss_clus.cu",
-        &REGCLUS_TUNABLE_DEFINES,
-        defines,
-    )
 }
 
 /// Entry point of a reg_clus plan with `vpt` float4 per thread.
@@ -211,14 +192,7 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
         ))
     })?;
-    let tuning = regclus_switches(std::env::var(REGCLUS_DEFINES_ENV).ok().as_deref())
-        .map_err(GvrError::Usage)?;
-    if !tuning.is_empty() {
-        tracing::warn!("{REGCLUS_DEFINES_ENV}: ss-regclus builds its kernel with {tuning:?}");
-    }
-    let mut arm = SsRegClus::new(gpu);
-    arm.tuning = tuning;
-    Ok(Box::new(arm))
+    Ok(Box::new(SsRegClus::new(gpu)))
 }
 
 /// The `ss-regclus` GPU arm.
@@ -226,8 +200,6 @@ pub struct SsRegClus {
     device: DeviceProfile,
     staged: StagedLaunch,
     plan: Option<ClusLaunch>,
-    /// Kernel knobs of [`REGCLUS_DEFINES_ENV`] (empty for `ss`'s reg_clus picks).
-    tuning: Defines,
 }
 
 impl SsRegClus {
@@ -236,7 +208,6 @@ impl SsRegClus {
             device: super::ss::profile_for(&gpu),
             staged: StagedLaunch::new(gpu, "ss-regclus"),
             plan: None,
-            tuning: Defines::new(),
         }
     }
 
@@ -260,16 +231,14 @@ impl Arm for SsRegClus {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape)
-            .ok()
-            .map(|p| super::ss::with_knobs(p.variant(), &self.tuning))
+        self.plan(shape).ok().map(|p| p.variant())
     }
 
     fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
         match self.plan(shape) {
             Ok(_) => vec![KernelBuild {
                 source: SS_CLUS,
-                defines: self.tuning.clone(),
+                defines: Vec::new(),
             }],
             Err(_) => Vec::new(),
         }
@@ -282,7 +251,7 @@ impl Arm for SsRegClus {
             ))
         })?;
         self.staged
-            .load(&SS_CLUS, &self.tuning, &plan.entry, plan.dyn_smem_bytes)?;
+            .load(&SS_CLUS, &[], &plan.entry, plan.dyn_smem_bytes)?;
         self.staged.stage(batch)?;
         self.plan = Some(plan);
         Ok(())
@@ -399,19 +368,6 @@ mod tests {
         assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_ok());
         assert!(plan_regclus(&shape(1, 50_000, 4096), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss
-    }
-
-    #[test]
-    fn tuning_switch_admits_only_its_knobs() {
-        assert!(regclus_switches(None).unwrap().is_empty());
-        assert_eq!(
-            regclus_switches(Some("RC_MERGE_FIXED=1")).unwrap(),
-            vec![("RC_MERGE_FIXED", "1".to_string())]
-        );
-        for bad in ["RC_MERGE_FIXED=3", "CL_MERGE_SPREAD=1", "RC_MERGE_FIXED"] {
-            let err = regclus_switches(Some(bad)).unwrap_err();
-            assert!(err.starts_with(REGCLUS_DEFINES_ENV), "{bad}: {err}");
-        }
     }
 
     #[test]
