@@ -104,10 +104,14 @@
 // H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
 // +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
 // hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
-// SS_SLAB_WAIT_BATCH (spin form): the finisher's words per thread loaded
-// together before the first is used; 1 = each word waited for in turn.
+// SS_SLAB_WAIT_BATCH: the finisher's slab words per thread loaded together
+// before the first is used (one L2 round trip for all that have landed); 1 =
+// each word waited for in turn. 4 since 2026-12-06 (kernels/TUNING.md): on
+// SPLIT launches against 1, H200 1.016 / 1.015 and H100 1.014 / 1.018 (K >=
+// 1,024 at B 1-8 +1.8 to +4.1 %, no K x B group below 0.996); 2 gained 0.9 %,
+// 8 lost 1 % (H200).
 #ifndef SS_SLAB_WAIT_BATCH
-#define SS_SLAB_WAIT_BATCH 1
+#define SS_SLAB_WAIT_BATCH 4
 #endif
 // The spin hand-off (kernels/README.md step 4): no publication at all. Each
 // slab word is its own flag (bit 63 set when written, zero between launches);

@@ -7,7 +7,6 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
-const SLAB_WAIT: &str = include_str!("../scripts/h200_slab_wait_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -70,11 +69,6 @@ fn defaults_ab_call_main_knobs_parse() {
 #[test]
 fn stagger_call_main_knobs_parse() {
     main_knobs_parse(STAGGER, 4);
-}
-
-#[test]
-fn slab_wait_call_main_knobs_parse() {
-    main_knobs_parse(SLAB_WAIT, 7);
 }
 
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
@@ -202,7 +196,7 @@ fn cells_named_in_call_scripts_exist() {
         .iter()
         .filter(|(_, cell)| !cell.starts_with(['$', '"']))
         .collect();
-    assert!(literal.len() >= 3, "{named:?}");
+    assert!(!literal.is_empty(), "no literal cell found: {named:?}");
     for (path, cell) in literal {
         assert!(
             cells.contains(cell.as_str()),

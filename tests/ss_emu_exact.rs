@@ -469,8 +469,9 @@ fn split_parts_running_together_stay_exact() {
     // A row's SPLIT parts interleaved at every barrier and spin (the order of
     // the parts reshuffled every pass): parts arrive while others are still
     // passing or writing, and the finisher's wait on each slab word must end,
-    // with an exact row and a zero workspace after every launch; also with
-    // the finisher's words loaded four at a time (SS_SLAB_WAIT_BATCH=4). The SPLIT launches of the
+    // with an exact row and a zero workspace after every launch; with the
+    // default batch of four words per wait (SS_SLAB_WAIT_BATCH) and with one
+    // and three (a batch that does not divide a thread's words). The SPLIT launches of the
     // small-CTA table, the constructed paths (staging and slab overflow
     // among them), soak rounds and varlen launches (rows every part leaves
     // at once among them).
@@ -481,7 +482,8 @@ fn split_parts_running_together_stay_exact() {
     assert!(split_launches.len() >= 3, "{split_launches:?}");
     for defines in [
         vec![],
-        vec!["-DSS_SLAB_WAIT_BATCH=4".to_string()],
+        vec!["-DSS_SLAB_WAIT_BATCH=1".to_string()],
+        vec!["-DSS_SLAB_WAIT_BATCH=3".to_string()],
     ] {
         let Some(exe) = build_concurrent_emulator(&defines) else {
             return;
