@@ -120,7 +120,8 @@
 // path: the others' release fences and its poll of a publication count.
 // Measured on an H100 against the publication form it replaced (kernels/
 // TUNING.md 2026-12-05j): +4.3 / +4.6 % on SPLIT launches, every K x B group
-// +2.1 to +6.7 %; the publication form was removed once an H200 agreed.
+// +2.1 to +6.7 %; removed 2026-12-06 after a third H100 gave 1.043 / 1.046
+// again (no H200 was lent for the comparison).
 
 // Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
 // ladder's width is the exact product by 1/256 (bit-identical to the
