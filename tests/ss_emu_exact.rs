@@ -144,7 +144,13 @@ impl EmuLaunch {
     }
 
     fn planned(b: &Batch, rows: usize) -> EmuLaunch {
+        EmuLaunch::planned_on(b, rows, None)
+    }
+
+    /// [`EmuLaunch::planned`] with `GVR_SS_MAIN_BLK`'s block applied.
+    fn planned_on(b: &Batch, rows: usize, blk: Option<u32>) -> EmuLaunch {
         let plan = ss::plan(Mode::ForcedMain, &Shape::of(b), &DeviceProfile::h200()).expect("plan");
+        let plan = ss::with_main_blk(plan, blk);
         EmuLaunch {
             entry: entry_id(&plan),
             grid_x: plan.grid.0,
@@ -572,6 +578,29 @@ fn the_output_forms_stay_exact() {
 }
 
 #[test]
+fn the_register_prefetch_depths_stay_exact() {
+    // SS_PFD 8: every one-CTA entry carries its whole next tile across the
+    // walk (the stress table's BLK 64 × U 8 rows are many tiles long);
+    // SS_B256_PFD 8 / 3: the BLK 256 entry alone (GVR_SS_MAIN_BLK=256 with
+    // SS_B256_MINB 2 / 3), on hazard rounds of 600 rows moved onto it. The
+    // prefetched float4 are classified with the tile they belong to, so the
+    // planned launches' path bits stay the model's.
+    for define in ["-DSS_PFD=8", "-DSS_B256_PFD=8", "-DSS_B256_PFD=3"] {
+        let Some(exe) = build_emulator(&[define.to_string()]) else {
+            return;
+        };
+        if define == "-DSS_PFD=8" {
+            small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+        }
+        for (i, &k) in ss::SUPPORTED_K.iter().enumerate() {
+            let seed = 0xB256_0000 + i as u64;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            soak_planned_round_on(&exe, &mut rng, k, seed, 600, Some(256));
+        }
+    }
+}
+
+#[test]
 fn soak_rounds_of_hazard_rows_are_exact() {
     // Randomized rounds (ss_support::soak_seeds: a few on CI, any number with
     // GVR_EMU_SOAK): certify generators with hazards laid over them, every
@@ -694,6 +723,19 @@ fn small_cta_model_params(b: &Batch, launch: &EmuLaunch, n: usize) -> MainParams
 /// lengths emulated, the rest copies that size the plan.
 fn soak_planned_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
     let batch_rows = [1usize, 2, 4, 8, 64, 200, 600][rng.random_range(0..7)];
+    soak_planned_round_on(exe, rng, k, seed, batch_rows, None);
+}
+
+/// One planned round of `batch_rows` rows, on `blk`'s one-CTA entry where
+/// the plan is a one-CTA-per-row U = 8 launch (`GVR_SS_MAIN_BLK`).
+fn soak_planned_round_on(
+    exe: &Path,
+    rng: &mut ChaCha8Rng,
+    k: usize,
+    seed: u64,
+    batch_rows: usize,
+    blk: Option<u32>,
+) {
     let longest_cap = (16_000_000 / batch_rows).min(300_000);
     let longest = (rng.random_range(1.0f64..(longest_cap as f64).ln()).exp() as usize).max(1);
     let distinct = batch_rows.min(4);
@@ -714,7 +756,7 @@ fn soak_planned_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
         .map(|r| rows.hints(r % distinct).to_vec())
         .collect();
     let b = batch(&all_rows, &all_hints, k);
-    let launch = EmuLaunch::planned(&b, distinct);
+    let launch = EmuLaunch::planned_on(&b, distinct, blk);
     let label = format!(
         "soak seed {seed}: planned BLK {} R={} for {batch_rows} rows, k={k}, rows {labels:?}",
         launch.block, launch.grid_x

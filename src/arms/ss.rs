@@ -321,6 +321,41 @@ pub fn admits(shape: &Shape) -> std::result::Result<(), String> {
 /// The variant records the R used; `ss` never reads it.
 pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 
+/// Tuning switch of `ss-main`: `GVR_SS_MAIN_BLK=256` (or 512) launches every
+/// one-CTA-per-row U = 8 shape (more rows than SMs, no split) on that block's
+/// entry instead of the route's band, so one device run can compare the two
+/// blocks, or the BLK 256 entry's register knobs (`SS_B256_MINB`,
+/// `SS_B256_PFD` through [`MAIN_DEFINES_ENV`]), on the same inputs. The
+/// variant's `blk` says which ran; `ss` never reads it.
+pub const MAIN_BLK_ENV: &str = "GVR_SS_MAIN_BLK";
+
+/// The block [`MAIN_BLK_ENV`] asks for (unset: `None`).
+pub fn main_blk_switch(value: Option<&str>) -> std::result::Result<Option<u32>, String> {
+    value
+        .map(|v| match v.trim() {
+            "256" => Ok(256),
+            "512" => Ok(512),
+            _ => Err(format!(
+                "{MAIN_BLK_ENV}={v}: the one-CTA-per-row block is 256 or 512"
+            )),
+        })
+        .transpose()
+}
+
+/// `plan` moved to the `blk`-thread one-CTA-per-row entry where it is a
+/// one-CTA-per-row U = 8 launch (not big, not split); other plans unchanged.
+pub fn with_main_blk(mut plan: SsPlan, blk: Option<u32>) -> SsPlan {
+    let Some(blk) = blk else { return plan };
+    if plan.params.big || plan.params.split || plan.params.blk == blk {
+        return plan;
+    }
+    plan.params.blk = blk;
+    plan.params.minb = if blk == 512 { 2 } else { 4 };
+    plan.entry = entry_name(blk, plan.params.u, false);
+    plan.block = blk;
+    plan
+}
+
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_DEFINES=SS_L2_DIST=1,SS_PFD=2`
 /// builds `ss_main.cu` with those streaming-pass knobs (kernels/ss_main.cu
 /// documents each), so one device run can compare them on the same inputs.
@@ -414,7 +449,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 17] = [
+const TUNABLE_DEFINES: [TuningKnob; 19] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -432,6 +467,8 @@ const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
     ("SS_SLAB_WAIT_BATCH", 1, 8),
+    ("SS_B256_MINB", 2, 4),
+    ("SS_B256_PFD", -1, 8),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
@@ -609,7 +646,7 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     };
     // ss-main's tuning switches, read before anything else so that a value
     // that does not parse is the error the user sees, not ignored.
-    let (r_override, tuning, sample) = if mode == Mode::ForcedMain {
+    let (r_override, blk_override, tuning, sample) = if mode == Mode::ForcedMain {
         let (r, tuning) = main_switches(
             std::env::var(MAIN_R_ENV).ok().as_deref(),
             std::env::var(MAIN_DEFINES_ENV).ok().as_deref(),
@@ -622,9 +659,11 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
             std::env::var(MAIN_SAMPLE_ENV).ok().as_deref(),
         )
         .map_err(GvrError::Usage)?;
-        (r, tuning, sample)
+        let blk = main_blk_switch(std::env::var(MAIN_BLK_ENV).ok().as_deref())
+            .map_err(GvrError::Usage)?;
+        (r, blk, tuning, sample)
     } else {
-        (None, Vec::new(), Vec::new())
+        (None, None, Vec::new(), Vec::new())
     };
     let gpu = gpu.ok_or_else(|| {
         GvrError::Usage(format!(
@@ -643,8 +682,12 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     if !sample.is_empty() {
         tracing::warn!("{MAIN_SAMPLE_ENV}: ss-main plans its launches with {sample:?}");
     }
+    if let Some(blk) = blk_override {
+        tracing::warn!("{MAIN_BLK_ENV}: ss-main launches one-CTA-per-row U 8 shapes on BLK {blk}");
+    }
     let mut arm = SsMain::new(mode, gpu);
     arm.r_override = r_override;
+    arm.blk_override = blk_override;
     arm.tuning = tuning;
     arm.sample = sample;
     Ok(Box::new(arm))
@@ -661,6 +704,8 @@ pub struct SsMain {
     slowdown: Option<Slowdown>,
     /// `GVR_SS_MAIN_R` (ss-main only): R for every shape.
     r_override: Option<u32>,
+    /// `GVR_SS_MAIN_BLK` (ss-main only): the one-CTA-per-row block.
+    blk_override: Option<u32>,
     /// `GVR_SS_MAIN_DEFINES` (ss-main only): pass knobs added to the mode's defines.
     tuning: Defines,
     /// `GVR_SS_MAIN_SAMPLE` (ss-main only): the launch's sample knobs.
@@ -701,13 +746,17 @@ impl SsMain {
             plan: None,
             slowdown: None,
             r_override: None,
+            blk_override: None,
             tuning: Vec::new(),
             sample: Vec::new(),
         }
     }
 
     fn plan(&self, shape: &Shape) -> std::result::Result<SsPlan, String> {
-        let mut plan = plan_with_r(self.mode, shape, &self.device, self.r_override)?;
+        let mut plan = with_main_blk(
+            plan_with_r(self.mode, shape, &self.device, self.r_override)?,
+            self.blk_override,
+        );
         plan.args = with_sample_knobs(plan.args, &self.sample);
         Ok(plan)
     }
@@ -1052,6 +1101,33 @@ mod tests {
 
         let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
         assert_eq!((p.block, p.entry.as_str()), (256, "ss_main_b256_u8"));
+    }
+
+    #[test]
+    fn the_block_switch_moves_only_one_cta_u8_launches() {
+        let dev = DeviceProfile::h200();
+        let routed = plan(Mode::ForcedMain, &shape(256, 65_536, 2048), &dev).unwrap();
+        assert_eq!(routed.block, 512);
+        let moved = with_main_blk(routed.clone(), Some(256));
+        assert_eq!(
+            (moved.block, moved.entry.as_str(), moved.params.minb),
+            (256, "ss_main_b256_u8", 4)
+        );
+        assert_eq!(moved.variant(), "main/blk256/r1");
+        assert_eq!((moved.args, moved.grid), (routed.args, routed.grid));
+        assert_eq!(with_main_blk(routed.clone(), None), routed);
+        let back = with_main_blk(moved, Some(512));
+        assert_eq!((back.block, back.entry.as_str()), (512, "ss_main_b512_u8"));
+        // SPLIT and big (B <= SMs) launches keep their BLK 1024 entries.
+        for s in [shape(1, 131_072, 2048), shape(64, 65_536, 2048)] {
+            let p = plan(Mode::ForcedMain, &s, &dev).unwrap();
+            assert_eq!(with_main_blk(p.clone(), Some(256)), p);
+        }
+        assert_eq!(main_blk_switch(None).unwrap(), None);
+        assert_eq!(main_blk_switch(Some(" 256")).unwrap(), Some(256));
+        assert!(main_blk_switch(Some("1024"))
+            .unwrap_err()
+            .contains(MAIN_BLK_ENV));
     }
 
     #[test]
