@@ -535,7 +535,8 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
 
 template <u32 BLK>
 __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
-    constexpr u32 per_sm = 1024u / BLK;  // residency of the one-CTA entries' __launch_bounds__
+    // Residency of the one-CTA entries' __launch_bounds__.
+    constexpr u32 per_sm = BLK == 256 ? SS_B256_MINB : 1024u / BLK;
     constexpr unsigned long long stagger = BLK == 512 ? SS_WAVE_STAGGER : BLK == 256 ? SS_WAVE_STAGGER_256 : 0;
     constexpr u32 slots = per_sm * SS_WAVE_SMS;
     if (stagger == 0 || (u64)rows * 10u < (u64)slots * SS_WAVE_MIN_TENTHS || row >= slots) return;

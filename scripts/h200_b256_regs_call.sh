@@ -12,11 +12,12 @@
 # gain, or a loss where the fewer CTAs per SM cost more than the overlap.
 # ss-main against radix on a spread sample of B 256 / 512 / 1,024 cases with N >= 30K
 # (every model): the route's blocks as base (twice), both blocks forced with the default
-# registers, and the three register builds (MINB 2 PFD 8 twice, MINB 2 PFD 4, MINB 3 PFD 4
-# twice). Packed into $OUT/experiments.tgz.
+# registers, and the register builds (MINB 2 PFD 8 twice, MINB 3 PFD 4 twice, and MINB 2
+# PFD 8 with BLK 512's wave stagger, which then counts two CTAs per SM). Packed into
+# $OUT/experiments.tgz.
 #
 # Usage (device): OUT=$OUT GVR_BIN=devbin/x/gvr-bench [BUDGET_S=420] bash scripts/h200_b256_regs_call.sh
-# Locally: scripts/ab_compare.py --by b,n DIR/runs base:b512,b256,m2p8,m2p4,m3p4,base2,m2p82,m3p42:ss-main
+# Locally: scripts/ab_compare.py --by b,n DIR/runs base:b512,b256,m2p8,m2p8s,m3p4,base2,m2p82,m3p42:ss-main
 # A build is kept (for the launches where it wins) if it gains >= 2 % in both rounds with
 # no (N, B) group below 0.98 there.
 set -u
@@ -29,7 +30,7 @@ EXPERIMENTS="base|-|$S
 b512|$F=512|$S
 b256|$F=256|$S
 m2p8|$F=256 $M=SS_B256_MINB=2,SS_B256_PFD=8|$S
-m2p4|$F=256 $M=SS_B256_MINB=2,SS_B256_PFD=4|$S
+m2p8s|$F=256 $M=SS_B256_MINB=2,SS_B256_PFD=8,SS_WAVE_STAGGER_256=36000|$S
 m3p4|$F=256 $M=SS_B256_MINB=3,SS_B256_PFD=4|$S
 base2|-|$S
 m2p82|$F=256 $M=SS_B256_MINB=2,SS_B256_PFD=8|$S

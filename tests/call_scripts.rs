@@ -92,7 +92,7 @@ fn b256_regs_call_block_and_knobs_parse() {
                 "$M" => {
                     let knobs = ss::parse_tuning_defines(&value)
                         .unwrap_or_else(|e| panic!("GVR_SS_MAIN_DEFINES={value}: {e}"));
-                    assert_eq!(knobs.len(), 2, "{line}");
+                    assert!(knobs.len() >= 2, "{line}");
                     knob_lines += 1;
                 }
                 other => panic!("unexpected variable {other} in {line}"),
