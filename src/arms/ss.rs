@@ -1099,8 +1099,10 @@ mod tests {
         assert_eq!(p.workspace_bytes, WORKSPACE_BYTES);
         assert_eq!(p.variant(), "main/blk1024/r32");
 
-        let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
+        let p = plan(Mode::ForcedMain, &shape(1024, 16_384, 512), &dev).unwrap();
         assert_eq!((p.block, p.entry.as_str()), (256, "ss_main_b256_u8"));
+        let p = plan(Mode::ForcedMain, &shape(1024, 65_536, 512), &dev).unwrap();
+        assert_eq!((p.block, p.entry.as_str()), (512, "ss_main_b512_u8"));
     }
 
     #[test]

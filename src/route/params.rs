@@ -327,7 +327,7 @@ fn params_for_sms(
     let (blk, minb) = if big {
         (1024, 1)
     } else if wave_aware {
-        wave_aware_blk(b, scap, cmp, sms)
+        wave_aware_blk(b, n, scap, cmp, sms)
     } else {
         spec_band(b, sms)
     };
@@ -414,14 +414,29 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
     rows as f64 / (waves * slots) as f64
 }
 
+/// Shortest row that a one-CTA-per-row launch of more than 2·SMs rows runs on
+/// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
+/// entry's tiles (512 threads × 8 float4). Measured on an H100 (kernels/
+/// TUNING.md, 2026-12-06b; K ≤ 1,024, B 512 / 1,024, two rounds): BLK 512
+/// against the spec's 256 +1 to +3 % at 32,771 values, +2.8 to +6.8 % at
+/// 65K–131K, +1.3 to +2.5 % above; −6 to −9 % at 16,387 and −15 to −22 % below
+/// (a BLK 512 row of one tile or less leaves its 16 warps idle behind the
+/// fixed phases). The grid has no row between 16,387 and 32,771 values.
+pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
+
 /// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
 /// H200: the spec picks by batch band (BLK 512 up to 2·SMs rows, else 256),
 /// which at K = 2048 puts B = 512 on BLK 256 at 3 CTAs/SM (staging-bound):
 /// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
 /// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
-/// 2 %) keep the spec's band, so only clear wins move.
-fn wave_aware_blk(b: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
-    let spec = spec_band(b, sms);
+/// 2 %) keep the spec's band, except that rows of at least
+/// [`BLK512_TIE_MIN_N`] values take BLK 512.
+fn wave_aware_blk(b: usize, n: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
+    let spec = if n >= BLK512_TIE_MIN_N {
+        ONE_CTA_512
+    } else {
+        spec_band(b, sms)
+    };
     let eff =
         |(_, minb): (u32, u32)| wave_efficiency(b, sms * main_ctas_per_sm(minb, scap, cmp) as u64);
     let other = if spec == ONE_CTA_512 {
@@ -655,9 +670,11 @@ mod tests {
         assert!(main_params(132, 1 << 17, 1 << 17, 1024, 1, &h).big);
         assert!(!main_params(133, 1 << 17, 1 << 17, 1024, 1, &h).big);
         assert!(main_params(148, 1 << 17, 1 << 17, 1024, 1, &DeviceProfile::b200()).big);
-        // 2 × SMs rows is the last BLK-512 batch.
-        assert_eq!(main_params(264, 1 << 17, 1 << 17, 1024, 1, &h).blk, 512);
-        assert_eq!(main_params(265, 1 << 17, 1 << 17, 1024, 1, &h).blk, 256);
+        // 2 × SMs rows is the last BLK-512 batch of rows shorter than two
+        // BLK 512 tiles (longer rows keep BLK 512 on a tie).
+        assert_eq!(main_params(264, 1 << 14, 1 << 14, 1024, 1, &h).blk, 512);
+        assert_eq!(main_params(265, 1 << 14, 1 << 14, 1024, 1, &h).blk, 256);
+        assert_eq!(main_params(265, 1 << 17, 1 << 17, 1024, 1, &h).blk, 512);
     }
 
     #[test]
@@ -731,14 +748,14 @@ mod wave_tests {
                 let spec = main_params(b, n, n, k, 1, &b200);
                 let ours = main_params(b, n, n, k, 1, &h200);
                 assert!(!spec.wave_aware && ours.wave_aware);
-                let spec_band = if b <= 264 { 512 } else { 256 };
                 let expect = if k == 2048 && (b == 512 || b == 1024) {
                     512
                 } else if k == 2048 && b > 264 {
                     // Whichever fills its last wave better, never a tie-break flip.
                     ours.blk
                 } else {
-                    spec_band
+                    // 131,072 values: BLK 512 wherever it fills its waves as well.
+                    512
                 };
                 assert_eq!(ours.blk, expect, "b={b} k={k}");
                 assert_eq!(ours.minb, if ours.blk == 512 { 2 } else { 4 });
@@ -747,5 +764,22 @@ mod wave_tests {
         }
         // The B200 profile keeps the spec's bands (the §3.12 tables).
         assert_eq!(main_params(512, 131_072, 131_072, 2048, 1, &b200).blk, 256);
+    }
+
+    #[test]
+    fn rows_of_two_blk512_tiles_break_ties_toward_blk512() {
+        let h200 = DeviceProfile::h200();
+        for (b, k) in [(512usize, 512usize), (1024, 1024), (300, 512), (1000, 1024)] {
+            let blk = |n: usize| main_params(b, n, n, k, 1, &h200).blk;
+            assert_eq!(blk(BLK512_TIE_MIN_N - 4), 256, "b={b} k={k}");
+            assert_eq!(blk(16_387), 256, "b={b} k={k}");
+            assert_eq!(blk(BLK512_TIE_MIN_N), 512, "b={b} k={k}");
+            assert_eq!(blk(65_538), 512, "b={b} k={k}");
+        }
+        // A clearly fuller last wave still decides: K 2,048 at 300 rows holds
+        // one wave of BLK 256 (3 per SM, 396 slots) against 1.14 of BLK 512.
+        assert_eq!(main_params(300, 65_536, 65_536, 2048, 1, &h200).blk, 256);
+        // Up to 2·SMs rows the band was BLK 512 already.
+        assert_eq!(main_params(200, 16_387, 16_387, 512, 1, &h200).blk, 512);
     }
 }
