@@ -65,19 +65,6 @@
 #ifndef SS_PFD
 #define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
 #endif
-// Tuning only (GVR_SS_MAIN_DEFINES, with GVR_SS_MAIN_BLK=256 to launch it):
-// the resident-CTA floor of ss_main_b256_u8's __launch_bounds__ (4: 64
-// registers). Below 4 the entry gets 80 (3) or 128 (2) registers; where the
-// launch holds only that many CTAs per SM anyway (one wave of B <= 2·SMs
-// rows, or K 2,048's staging-bound 3 per SM) the registers are free, and
-// SS_B256_PFD float4 of the next tile (-1: SsPfd's rule, 0 for U 8) can ride
-// across the survivor walk.
-#ifndef SS_B256_MINB
-#define SS_B256_MINB 4
-#endif
-#ifndef SS_B256_PFD
-#define SS_B256_PFD -1
-#endif
 
 // Where the §3.7 emit and the rank refine write the row's indices
 // (ss_stage_out). Straight to global memory each index is its own
@@ -434,10 +421,9 @@ __device__ __forceinline__ void ss_prefetch_tile_ahead(const float* X, u32 tb, u
 // The one-CTA-per-row U = 4 entry carries 3 of its 4 (PFD = 3): with the
 // varlen row-length formula in the kernel (2026-12-02, third session) the
 // full tile spilled 8 B there.
-template <int BLK, int U, bool SPLIT>
+template <int U, bool SPLIT>
 struct SsPfd {
     static constexpr int value = SS_PFD >= 0   ? (SS_PFD < U ? SS_PFD : U)
-                                 : BLK == 256 && !SPLIT && SS_B256_PFD >= 0 ? (SS_B256_PFD < U ? SS_B256_PFD : U)
                                  : SPLIT       ? U
                                  : U >= 8      ? 0
                                  : U == 4      ? 3
@@ -535,8 +521,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
 
 template <u32 BLK>
 __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
-    // Residency of the one-CTA entries' __launch_bounds__.
-    constexpr u32 per_sm = BLK == 256 ? SS_B256_MINB : 1024u / BLK;
+    constexpr u32 per_sm = 1024u / BLK;  // residency of the one-CTA entries' __launch_bounds__
     constexpr unsigned long long stagger = BLK == 512 ? SS_WAVE_STAGGER : BLK == 256 ? SS_WAVE_STAGGER_256 : 0;
     constexpr u32 slots = per_sm * SS_WAVE_SMS;
     if (stagger == 0 || (u64)rows * 10u < (u64)slots * SS_WAVE_MIN_TENTHS || row >= slots) return;
@@ -787,7 +772,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         SC = __fdiv_rn(1.f, wd);
         if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
         if constexpr (SsPipelined<SPLIT>::value)
-            ss_row_pass_pipelined<BLK, U, SsPfd<BLK, U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
+            ss_row_pass_pipelined<BLK, U, SsPfd<U, SPLIT>::value, SPLIT>(X, c0, c1, part == 0u, redirect, TF,
                                                                          SC, p.scap, stage, s);
         else
             ss_row_pass<BLK, U, SPLIT>(X, c0, c1, part == 0u, redirect, TF, SC, p.scap, stage, s);
@@ -1037,7 +1022,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u8(SS_MAIN_A
 extern "C" __global__ void __launch_bounds__(512, 2) ss_main_b512_u8(SS_MAIN_ARGS) {
     ss_main_body<512, SS_ROW_U, false>(SS_MAIN_PASS);
 }
-extern "C" __global__ void __launch_bounds__(256, SS_B256_MINB) ss_main_b256_u8(SS_MAIN_ARGS) {
+extern "C" __global__ void __launch_bounds__(256, 4) ss_main_b256_u8(SS_MAIN_ARGS) {
     ss_main_body<256, SS_ROW_U, false>(SS_MAIN_PASS);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_split_u1(SS_MAIN_ARGS) {

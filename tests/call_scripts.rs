@@ -7,7 +7,6 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
-const B256_REGS: &str = include_str!("../scripts/h200_b256_regs_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -70,36 +69,6 @@ fn defaults_ab_call_main_knobs_parse() {
 #[test]
 fn stagger_call_main_knobs_parse() {
     main_knobs_parse(STAGGER, 4);
-}
-
-#[test]
-fn b256_regs_call_block_and_knobs_parse() {
-    // Lines `label|$F=BLK [$M=SPEC]|args`: the block switch and the knobs,
-    // each as ss-main parses them.
-    let vars = variables(B256_REGS);
-    let mut blocks = 0;
-    let mut knob_lines = 0;
-    for line in B256_REGS.lines().filter(|l| l.contains("|$F=")) {
-        let envs = line.split('|').nth(1).expect("env field");
-        for assignment in envs.split_whitespace() {
-            let (var, value) = assignment.split_once('=').expect("VAR=value");
-            let value = expand(value, &vars);
-            match var {
-                "$F" => {
-                    let blk = ss::main_blk_switch(Some(&value)).unwrap_or_else(|e| panic!("{e}"));
-                    blocks += usize::from(blk == Some(256));
-                }
-                "$M" => {
-                    let knobs = ss::parse_tuning_defines(&value)
-                        .unwrap_or_else(|e| panic!("GVR_SS_MAIN_DEFINES={value}: {e}"));
-                    assert!(knobs.len() >= 2, "{line}");
-                    knob_lines += 1;
-                }
-                other => panic!("unexpected variable {other} in {line}"),
-            }
-        }
-    }
-    assert_eq!((blocks, knob_lines), (6, 5));
 }
 
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`

@@ -578,24 +578,21 @@ fn the_output_forms_stay_exact() {
 }
 
 #[test]
-fn the_register_prefetch_depths_stay_exact() {
-    // SS_PFD 8: every one-CTA entry carries its whole next tile across the
-    // walk (the stress table's BLK 64 × U 8 rows are many tiles long);
-    // SS_B256_PFD 8 / 3: the BLK 256 entry alone (GVR_SS_MAIN_BLK=256 with
-    // SS_B256_MINB 2 / 3), on hazard rounds of 600 rows moved onto it. The
-    // prefetched float4 are classified with the tile they belong to, so the
-    // planned launches' path bits stay the model's.
-    for define in ["-DSS_PFD=8", "-DSS_B256_PFD=8", "-DSS_B256_PFD=3"] {
-        let Some(exe) = build_emulator(&[define.to_string()]) else {
-            return;
-        };
-        if define == "-DSS_PFD=8" {
-            small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
-        }
-        for (i, &k) in ss::SUPPORTED_K.iter().enumerate() {
-            let seed = 0xB256_0000 + i as u64;
+fn the_whole_next_tile_prefetch_stays_exact() {
+    // SS_PFD 8 (GVR_SS_MAIN_DEFINES): every one-CTA entry carries its whole
+    // next tile across the walk; the stress table's BLK 64 × U 8 rows are
+    // many tiles long, and hazard rounds of 600 rows run on both many-rows
+    // blocks (GVR_SS_MAIN_BLK). The prefetched float4 are classified with
+    // the tile they belong to, so the path bits stay the model's.
+    let Some(exe) = build_emulator(&["-DSS_PFD=8".to_string()]) else {
+        return;
+    };
+    small_cta_sweep(&exe, &SMALL_CTA_LAUNCHES);
+    for (i, &k) in ss::SUPPORTED_K.iter().enumerate() {
+        for blk in [256, 512] {
+            let seed = 0xB256_0000 + 2 * i as u64 + u64::from(blk == 512);
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            soak_planned_round_on(&exe, &mut rng, k, seed, 600, Some(256));
+            soak_planned_round_on(&exe, &mut rng, k, seed, 600, Some(blk));
         }
     }
 }

@@ -323,10 +323,9 @@ pub const MAIN_R_ENV: &str = "GVR_SS_MAIN_R";
 
 /// Tuning switch of `ss-main`: `GVR_SS_MAIN_BLK=256` (or 512) launches every
 /// one-CTA-per-row U = 8 shape (more rows than SMs, no split) on that block's
-/// entry instead of the route's band, so one device run can compare the two
-/// blocks, or the BLK 256 entry's register knobs (`SS_B256_MINB`,
-/// `SS_B256_PFD` through [`MAIN_DEFINES_ENV`]), on the same inputs. The
-/// variant's `blk` says which ran; `ss` never reads it.
+/// entry instead of the route's pick, so one device run can compare the two
+/// blocks on the same inputs (kernels/TUNING.md 2026-12-06b). The variant's
+/// `blk` says which ran; `ss` never reads it.
 pub const MAIN_BLK_ENV: &str = "GVR_SS_MAIN_BLK";
 
 /// The block [`MAIN_BLK_ENV`] asks for (unset: `None`).
@@ -449,7 +448,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 19] = [
+const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -467,8 +466,6 @@ const TUNABLE_DEFINES: [TuningKnob; 19] = [
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
     ("SS_SLAB_WAIT_BATCH", 1, 8),
-    ("SS_B256_MINB", 2, 4),
-    ("SS_B256_PFD", -1, 8),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and

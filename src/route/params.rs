@@ -416,13 +416,21 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 
 /// Shortest row that a one-CTA-per-row launch of more than 2·SMs rows runs on
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
-/// entry's tiles (512 threads × 8 float4). Measured on an H100 (kernels/
-/// TUNING.md, 2026-12-06b; K ≤ 1,024, B 512 / 1,024, two rounds): BLK 512
-/// against the spec's 256 +1 to +3 % at 32,771 values, +2.8 to +6.8 % at
-/// 65K–131K, +1.3 to +2.5 % above; −6 to −9 % at 16,387 and −15 to −22 % below
-/// (a BLK 512 row of one tile or less leaves its 16 warps idle behind the
-/// fixed phases). The grid has no row between 16,387 and 32,771 values.
+/// entry's tiles (512 threads × 8 float4). Measured on two H100s (kernels/
+/// TUNING.md, 2026-12-06b; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
+/// against the spec's 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
+/// +1.3 to +3.3 % at 131K–262K; −6 to −9 % at 16,387 and −16 to −22 % on
+/// shorter rows. The grid has no row between 16,387 and 32,771 values, so
+/// the bound is the tile count, not a measured crossing. Only launches of at
+/// least [`BLK512_TIE_MIN_WAVE_TENTHS`] BLK 512 waves: at 300 rows (1.14 waves
+/// against one wave of BLK 256) BLK 512 lost 8 to 14 % at every N ≥ 32K, at
+/// 512 / 800 / 1,024 rows it won.
 pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
+
+/// Fewest BLK 512 waves, in tenths, for [`BLK512_TIE_MIN_N`]'s tie rule: the
+/// kernel's `SS_WAVE_MIN_TENTHS`, from which on BLK 512 staggers its first wave
+/// (a launch of fewer waves runs its second wave nearly empty, unstaggered).
+pub const BLK512_TIE_MIN_WAVE_TENTHS: u64 = 19;
 
 /// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
 /// H200: the spec picks by batch band (BLK 512 up to 2·SMs rows, else 256),
@@ -430,9 +438,11 @@ pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
 /// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
 /// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
 /// 2 %) keep the spec's band, except that rows of at least
-/// [`BLK512_TIE_MIN_N`] values take BLK 512.
+/// [`BLK512_TIE_MIN_N`] values take BLK 512 in launches of at least
+/// [`BLK512_TIE_MIN_WAVE_TENTHS`] of its waves.
 fn wave_aware_blk(b: usize, n: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
-    let spec = if n >= BLK512_TIE_MIN_N {
+    let blk512_waves_tenths = b as u64 * 10 / (sms * ONE_CTA_512.1 as u64).max(1);
+    let spec = if n >= BLK512_TIE_MIN_N && blk512_waves_tenths >= BLK512_TIE_MIN_WAVE_TENTHS {
         ONE_CTA_512
     } else {
         spec_band(b, sms)
@@ -670,11 +680,12 @@ mod tests {
         assert!(main_params(132, 1 << 17, 1 << 17, 1024, 1, &h).big);
         assert!(!main_params(133, 1 << 17, 1 << 17, 1024, 1, &h).big);
         assert!(main_params(148, 1 << 17, 1 << 17, 1024, 1, &DeviceProfile::b200()).big);
-        // 2 × SMs rows is the last BLK-512 batch of rows shorter than two
-        // BLK 512 tiles (longer rows keep BLK 512 on a tie).
+        // 2 × SMs rows is the last BLK-512 batch, except that rows of two
+        // BLK 512 tiles keep BLK 512 on a tie from 1.9 of its waves on.
         assert_eq!(main_params(264, 1 << 14, 1 << 14, 1024, 1, &h).blk, 512);
         assert_eq!(main_params(265, 1 << 14, 1 << 14, 1024, 1, &h).blk, 256);
-        assert_eq!(main_params(265, 1 << 17, 1 << 17, 1024, 1, &h).blk, 512);
+        assert_eq!(main_params(265, 1 << 17, 1 << 17, 1024, 1, &h).blk, 256);
+        assert_eq!(main_params(512, 1 << 17, 1 << 17, 1024, 1, &h).blk, 512);
     }
 
     #[test]
@@ -753,9 +764,12 @@ mod wave_tests {
                 } else if k == 2048 && b > 264 {
                     // Whichever fills its last wave better, never a tie-break flip.
                     ours.blk
-                } else {
-                    // 131,072 values: BLK 512 wherever it fills its waves as well.
+                } else if b <= 264 || b * 10 >= 19 * 264 {
+                    // 131,072 values: BLK 512 wherever it fills its waves as
+                    // well, from 1.9 of its waves on.
                     512
+                } else {
+                    256
                 };
                 assert_eq!(ours.blk, expect, "b={b} k={k}");
                 assert_eq!(ours.minb, if ours.blk == 512 { 2 } else { 4 });
@@ -769,7 +783,7 @@ mod wave_tests {
     #[test]
     fn rows_of_two_blk512_tiles_break_ties_toward_blk512() {
         let h200 = DeviceProfile::h200();
-        for (b, k) in [(512usize, 512usize), (1024, 1024), (300, 512), (1000, 1024)] {
+        for (b, k) in [(512usize, 512usize), (1024, 1024), (800, 512), (1000, 1024)] {
             let blk = |n: usize| main_params(b, n, n, k, 1, &h200).blk;
             assert_eq!(blk(BLK512_TIE_MIN_N - 4), 256, "b={b} k={k}");
             assert_eq!(blk(16_387), 256, "b={b} k={k}");
@@ -779,6 +793,16 @@ mod wave_tests {
         // A clearly fuller last wave still decides: K 2,048 at 300 rows holds
         // one wave of BLK 256 (3 per SM, 396 slots) against 1.14 of BLK 512.
         assert_eq!(main_params(300, 65_536, 65_536, 2048, 1, &h200).blk, 256);
+        // Fewer than 1.9 BLK 512 waves keep the spec's band on a tie (502
+        // rows are 1.90 waves of 264 slots).
+        for b in [265usize, 300, 501] {
+            assert_eq!(
+                main_params(b, 65_538, 65_538, 512, 1, &h200).blk,
+                256,
+                "b={b}"
+            );
+        }
+        assert_eq!(main_params(502, 65_538, 65_538, 512, 1, &h200).blk, 512);
         // Up to 2·SMs rows the band was BLK 512 already.
         assert_eq!(main_params(200, 16_387, 16_387, 512, 1, &h200).blk, 512);
     }
