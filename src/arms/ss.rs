@@ -30,7 +30,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::sources::{Defines, FLUSH, SS_MAIN};
 use crate::gpu::{Gpu, KernelBuild, Workspace};
 use crate::grid::Batch;
-use crate::route::params::{aim_base, aim_floor_coef, aim_min, SPLIT_SLAB_CAP};
+use crate::route::params::{aim_base, aim_floor_coef, aim_min, on_one_cta_blk, SPLIT_SLAB_CAP};
 use crate::route::{main_params, route, DeviceProfile, Family, MainParams};
 
 /// The K values the kernel is built and tested for (§1.2).
@@ -348,8 +348,7 @@ pub fn with_main_blk(mut plan: SsPlan, blk: Option<u32>) -> SsPlan {
     if plan.params.big || plan.params.split || plan.params.blk == blk {
         return plan;
     }
-    plan.params.blk = blk;
-    plan.params.minb = if blk == 512 { 2 } else { 4 };
+    plan.params = on_one_cta_blk(plan.params, blk);
     plan.entry = entry_name(blk, plan.params.u, false);
     plan.block = blk;
     plan
@@ -1112,6 +1111,13 @@ mod tests {
             (moved.block, moved.entry.as_str(), moved.params.minb),
             (256, "ss_main_b256_u8", 4)
         );
+        // Everything that depends on the block is the planner's own for it.
+        let mut expect = routed.params;
+        (expect.blk, expect.minb) = (256, 4);
+        (expect.kpt, expect.vstg) = (crate::route::params::kpt_for(2048, 256), false);
+        expect.smem_bytes = moved.params.smem_bytes;
+        assert_eq!(moved.params, expect);
+        assert!(moved.params.smem_bytes < routed.params.smem_bytes);
         assert_eq!(moved.variant(), "main/blk256/r1");
         assert_eq!((moved.args, moved.grid), (routed.args, routed.grid));
         assert_eq!(with_main_blk(routed.clone(), None), routed);

@@ -374,6 +374,17 @@ fn params_for_sms(
 const ONE_CTA_512: (u32, u32) = (512, 2);
 const ONE_CTA_256: (u32, u32) = (256, 4);
 
+/// `p` (a one-CTA-per-row U 8 launch) on the `blk`-thread entry, 512 or 256:
+/// its MINB and what depends on the block recomputed (a tuning override's
+/// plan, `ss-main`'s `GVR_SS_MAIN_BLK`).
+pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
+    (p.blk, p.minb) = if blk == 512 { ONE_CTA_512 } else { ONE_CTA_256 };
+    p.kpt = kpt_for(p.k, p.blk);
+    p.vstg = p.split || p.blk >= 512;
+    p.smem_bytes = main_smem_bytes(p.scap, p.cmp, p.vstg);
+    p
+}
+
 /// The spec's BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
 /// 2·SMs rows, else 256.
 fn spec_band(b: usize, sms: u64) -> (u32, u32) {
@@ -750,7 +761,7 @@ mod wave_tests {
     }
 
     #[test]
-    fn h200_moves_only_the_k2048_big_batches_to_blk512() {
+    fn h200_blk_follows_the_fuller_last_wave_and_the_tie_rule() {
         let h200 = DeviceProfile::h200();
         let b200 = DeviceProfile::b200();
         for b in [133usize, 256, 264, 265, 512, 1024, 2048, 8192] {
