@@ -365,3 +365,53 @@ __device__ __forceinline__ void cluster_sync() {
     cluster_arrive();
     cluster_wait();
 }
+
+// ---------------------------------------------------------------------------
+// Bulk copies global → shared memory (the TMA unit, sm_90) completing on an
+// mbarrier: one thread issues a whole chunk, no registers hold the data in
+// flight. A "full" barrier counts the issuing thread's expect_tx arrival and
+// the copy's bytes; consumers wait on its phase parity.
+// ---------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(u64* bar, u32 arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals) : "memory");
+}
+
+// Makes initialised barriers visible to the async (TMA) proxy; a block
+// barrier must follow before any thread uses them.
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// The issuing thread's arrival, announcing `bytes` of copies on this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(u64* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 parity) {
+    u32 done;
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    return done != 0u;
+}
+
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+    while (!mbar_try_wait(bar, parity)) {
+    }
+}
+
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
+// `src` to shared `dst`, completing on `bar`.
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, u32 bytes, u64* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
+}

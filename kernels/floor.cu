@@ -20,6 +20,11 @@
 //   floor_cluster grid (parts, rows), clusters of (parts, 1, 1), parts ≤ 16:
 //                 partial maxima into rank 0's shared memory, one cluster
 //                 barrier.
+//   floor_ring    grid (1, rows): one CTA per row streams it through a ring of
+//                 FLOOR_RING_STAGES shared-memory chunks of FLOOR_RING_CHUNK
+//                 bytes filled by bulk copies (TMA), so the bytes in flight
+//                 are set by the ring, not by registers (dynamic shared
+//                 memory: stages · chunk bytes).
 
 #include "common.cuh"
 
@@ -115,7 +120,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 }
 
 // The host emulator (tests/floor_emu.rs) runs CTAs one at a time and has no
-// cluster barrier for this kernel: the H200 test (tests/floor_gpu.rs) covers it.
+// cluster barrier or bulk copy for these kernels: the H200 test
+// (tests/floor_gpu.rs) covers them.
 #ifndef SS_EMULATION
 extern "C" __global__ void __launch_bounds__(1024, 1)
     floor_cluster(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
@@ -135,5 +141,63 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     u32 all = 0u;
     for (u32 r = 0u; r < parts; ++r) all = floor_umax(all, partial[r]);
     floor_write(out + (u64)row * k, n, k, all);
+}
+
+#ifndef FLOOR_RING_STAGES
+#define FLOOR_RING_STAGES 4
+#endif
+#ifndef FLOOR_RING_CHUNK
+#define FLOOR_RING_CHUNK 16384  // bytes per bulk copy, a multiple of 16
+#endif
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+    floor_ring(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
+               i32* __restrict__ out, const FloorParams p) {
+    constexpr u32 STAGES = FLOOR_RING_STAGES, CHUNK4 = FLOOR_RING_CHUNK / 16u;
+    static_assert(FLOOR_RING_CHUNK % 16 == 0 && STAGES >= 1, "chunks of whole float4");
+    extern __shared__ __align__(128) float4 ring[];  // STAGES · CHUNK4
+    __shared__ u64 full[STAGES], empty[STAGES];
+    __shared__ u32 scratch[FLOOR_MAX_WARPS];
+    const u32 t = threadIdx.x, row = blockIdx.y;
+    const u32 n = clamp_row_len(row_n[row], p.npad), n4 = n >> 2;
+    const float* X = logits + (u64)row * p.npad;
+    const u32 chunks = (n4 + CHUNK4 - 1u) / CHUNK4;
+    // Chunk c into stage c % STAGES (thread 0 only).
+    auto issue = [&](u32 c) {
+        const u32 f0 = c * CHUNK4, len = n4 - f0 < CHUNK4 ? n4 - f0 : CHUNK4;
+        u64* bar = &full[c % STAGES];
+        mbar_arrive_expect_tx(bar, len * 16u);
+        bulk_copy_g2s(ring + (c % STAGES) * CHUNK4, X + (u64)f0 * 4u, len * 16u, bar);
+    };
+    if (t == 0u) {
+        for (u32 s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1u);
+            mbar_init(&empty[s], blockDim.x >> 5);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (t == 0u)
+        for (u32 c = 0; c < STAGES && c < chunks; ++c) issue(c);
+    u32 m = 0u;
+    for (u32 c = 0; c < chunks; ++c) {
+        const u32 s = c % STAGES, parity = (c / STAGES) & 1u;
+        mbar_wait(&full[s], parity);
+        const u32 f0 = c * CHUNK4, len = n4 - f0 < CHUNK4 ? n4 - f0 : CHUNK4;
+        for (u32 i = t; i < len; i += blockDim.x) {
+            const float4 v = ring[s * CHUNK4 + i];
+            const u32 a = floor_umax(fkey(v.x), fkey(v.y)), b = floor_umax(fkey(v.z), fkey(v.w));
+            m = floor_umax(m, floor_umax(a, b));
+        }
+        __syncwarp();
+        if (lane_id() == 0u) mbar_arrive(&empty[s]);
+        // The stage is refilled once every warp has read it.
+        if (t == 0u && c + STAGES < chunks) {
+            mbar_wait(&empty[s], parity);
+            issue(c + STAGES);
+        }
+    }
+    for (u32 i = 4u * n4 + t; i < n; i += blockDim.x) m = floor_umax(m, fkey(X[i]));
+    floor_write(out + (u64)row * p.k, n, p.k, floor_block_max(m, scratch));
 }
 #endif  // SS_EMULATION

@@ -97,6 +97,7 @@ fn mutations_are_caught() {
         block: 256,
         parts: 4,
         cluster: false,
+        ring: None,
     };
     // The last arriver forgets to restore the arrival counter: the driver's
     // workspace check fails (exit 5).
@@ -120,6 +121,7 @@ fn mutations_are_caught() {
         block: 256,
         parts: 1,
         cluster: false,
+        ring: None,
     };
     let out = run(&exe, "shifted", &b, one);
     assert!(check_output(&b, &out).is_err());

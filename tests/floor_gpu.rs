@@ -2,7 +2,8 @@
 //! `floor::shapes` plans for a batch writes the identity pattern into every
 //! output slot, twice on one staging (the grid hand-off's counters must
 //! restore themselves), on rows of mixed lengths (n ≤ k, n not a multiple of
-//! 4, zero-length rows, one long row among short ones); and the timed
+//! 4, zero-length rows, one long row among short ones), and so does the
+//! ring entry of `GVR_FLOOR_EXTRA` (bulk copies into shared memory); and the timed
 //! measurement keeps its fastest successful shape.
 //!
 //! Ignored unless asked for: on the H200, `GVR_GPU_TESTS=1 floor_gpu
@@ -12,7 +13,7 @@ mod ss_support;
 
 use gvr_bench::arms::Arm;
 use gvr_bench::floor::arm::{measure_floor, FloorKernel};
-use gvr_bench::floor::{check_output, shapes, FloorRecord};
+use gvr_bench::floor::{check_output, parse_extra_shapes, shapes, FloorRecord};
 use gvr_bench::grid::Batch;
 use gvr_bench::timing::gpu::GpuTimer;
 use gvr_bench::timing::Protocol;
@@ -52,8 +53,11 @@ fn every_shape_writes_every_slot_and_restores_its_counters() {
     let mut kernel = FloorKernel::new(gpu.clone());
     for (label, b) in batches() {
         kernel.stage(&b).unwrap();
-        let planned = shapes(b.rows, b.n_max(), kernel.sms());
+        let mut planned = shapes(b.rows, b.n_max(), kernel.sms());
         assert!(planned.len() >= 2, "{label}: {planned:?}");
+        // Rings of one chunk or many, chunks shorter than a block's float4s,
+        // and the last chunk of a row shorter than the others.
+        planned.extend(parse_extra_shapes("b512:4x16384,b256:2x4096,b1024:3x48,b512").unwrap());
         for shape in planned {
             kernel.set_shape(shape).unwrap();
             kernel.poison_output().unwrap();

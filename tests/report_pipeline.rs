@@ -496,6 +496,7 @@ fn a_run_with_floors_reports_every_arm_over_them() {
                 block: 256,
                 parts: 1,
                 cluster: false,
+                ring: None,
             });
             floor.cold_us = vec![3.96, 4.04];
         }

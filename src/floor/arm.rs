@@ -22,6 +22,7 @@ use crate::timing::{Protocol, Timer};
 pub const SOURCE: KernelSource = crate::gpu::sources::FLOOR;
 const GRID_ENTRY: &str = "floor_grid";
 const CLUSTER_ENTRY: &str = "floor_cluster";
+const RING_ENTRY: &str = "floor_ring";
 /// Warm-up calls per shape: the timer's first call also loads the module.
 const FLOOR_WARMUP: usize = 2;
 
@@ -46,6 +47,8 @@ pub struct FloorKernel {
     rows: u32,
     /// The staged batch's longest row (each shape's slice is cut from it).
     n_max: usize,
+    /// Shapes tried after [`super::shapes`] (`GVR_FLOOR_EXTRA`).
+    extra: Vec<FloorShape>,
 }
 
 impl FloorKernel {
@@ -57,6 +60,7 @@ impl FloorKernel {
                 block: 256,
                 parts: 1,
                 cluster: false,
+                ring: None,
             },
             params: FloorParams {
                 npad: 0,
@@ -65,7 +69,14 @@ impl FloorKernel {
             },
             rows: 0,
             n_max: 0,
+            extra: Vec::new(),
         }
+    }
+
+    /// Also try `extra` on every case (one CTA per row each).
+    pub fn with_extra_shapes(mut self, extra: Vec<FloorShape>) -> FloorKernel {
+        self.extra = extra;
+        self
     }
 
     /// SMs of the device (the shape planner's input).
@@ -75,12 +86,30 @@ impl FloorKernel {
 
     /// Launch the staged batch with `shape` from now on.
     pub fn set_shape(&mut self, shape: FloorShape) -> Result<()> {
-        let entry = if shape.cluster {
-            CLUSTER_ENTRY
-        } else {
-            GRID_ENTRY
-        };
-        self.launch.load(&SOURCE, &[], entry, 0)?;
+        match shape.ring {
+            Some(ring) => {
+                if shape.parts != 1 || shape.cluster {
+                    return Err(GvrError::Usage(format!(
+                        "floor shape {}: a ring streams one CTA per row",
+                        shape.label()
+                    )));
+                }
+                let defines = [
+                    ("FLOOR_RING_STAGES", ring.stages.to_string()),
+                    ("FLOOR_RING_CHUNK", ring.chunk.to_string()),
+                ];
+                self.launch
+                    .load(&SOURCE, &defines, RING_ENTRY, ring.bytes())?;
+            }
+            None => {
+                let entry = if shape.cluster {
+                    CLUSTER_ENTRY
+                } else {
+                    GRID_ENTRY
+                };
+                self.launch.load(&SOURCE, &[], entry, 0)?;
+            }
+        }
         self.params.slice = to_u32(shape.slice(self.n_max), "slice").map_err(GvrError::Usage)?;
         self.shape = shape;
         Ok(())
@@ -126,18 +155,19 @@ impl Arm for FloorKernel {
         let config = LaunchConfig {
             grid_dim: (self.shape.parts, self.rows, 1),
             block_dim: (self.shape.block, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: self.shape.ring.map_or(0, |r| r.bytes()),
         };
         let cluster = self.shape.cluster.then_some(self.shape.parts);
-        let workspace = if self.shape.cluster {
+        let workspace = if self.shape.cluster || self.shape.ring.is_some() {
             None
         } else {
             Some(&*self.workspace.ensure(0)?)
         };
-        // SAFETY: both entries take (logits, n, hints, out, FloorParams) and
-        // floor_grid also the workspace of two u32 per row that `set_shape`
+        // SAFETY: every entry takes (logits, n, hints, out, FloorParams) and
+        // floor_grid also the workspace of two u32 per row that `stage`
         // sized; the grid is (parts, rows) and every part reads inside its
-        // row's stride (slice · parts covers the longest row, loads stop at n).
+        // row's stride (slice · parts covers the longest row, loads stop at n; the
+        // ring entry gets its stages · chunk bytes of dynamic shared memory).
         unsafe {
             self.launch
                 .launch_rows(self.params, config, cluster, workspace)
@@ -169,7 +199,9 @@ pub fn measure_floor(
         return record;
     }
     let mut reps = Vec::new();
-    for shape in super::shapes(batch.rows, batch.n_max(), kernel.sms()) {
+    let mut shapes = super::shapes(batch.rows, batch.n_max(), kernel.sms());
+    shapes.extend(kernel.extra.iter().copied());
+    for shape in shapes {
         let measured = kernel
             .set_shape(shape)
             .and_then(|_| kernel.poison_output())

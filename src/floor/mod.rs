@@ -50,11 +50,33 @@ pub struct FloorShape {
     /// The parts of a row form a thread-block cluster (else they hand off
     /// through global atomics).
     pub cluster: bool,
+    /// One CTA per row streaming through a shared-memory ring of bulk copies
+    /// (`floor_ring`) instead of register loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<FloorRing>,
+}
+
+/// The ring of a `floor_ring` launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloorRing {
+    pub stages: u32,
+    /// Bytes per bulk copy, a positive multiple of 16.
+    pub chunk: u32,
+}
+
+impl FloorRing {
+    /// Dynamic shared memory of the ring.
+    pub fn bytes(&self) -> u32 {
+        self.stages * self.chunk
+    }
 }
 
 impl FloorShape {
-    /// `b256`, `b1024 x8 grid`, `b256 x4 cluster`.
+    /// `b256`, `b1024 x8 grid`, `b256 x4 cluster`, `b512 ring 4x16384`.
     pub fn label(&self) -> String {
+        if let Some(r) = self.ring {
+            return format!("b{} ring {}x{}", self.block, r.stages, r.chunk);
+        }
         match (self.parts, self.cluster) {
             (1, _) => format!("b{}", self.block),
             (p, true) => format!("b{} x{p} cluster", self.block),
@@ -81,6 +103,7 @@ pub fn shapes(rows: usize, n: usize, sms: usize) -> Vec<FloorShape> {
             block,
             parts: 1,
             cluster: false,
+            ring: None,
         });
         let mut parts = 2u32;
         while n.div_ceil(parts as usize) >= 4 * block as usize
@@ -91,17 +114,89 @@ pub fn shapes(rows: usize, n: usize, sms: usize) -> Vec<FloorShape> {
                     block,
                     parts,
                     cluster: true,
+                    ring: None,
                 });
             }
             out.push(FloorShape {
                 block,
                 parts,
                 cluster: false,
+                ring: None,
             });
             parts *= 2;
         }
     }
     out
+}
+
+/// Environment variable naming launch shapes tried besides [`shapes`] (a
+/// tuning aid): comma-separated `b<BLOCK>` (one CTA per row, register loads)
+/// or `b<BLOCK>:<STAGES>x<CHUNK>` (one CTA per row through a ring of STAGES
+/// bulk copies of CHUNK bytes).
+pub const EXTRA_SHAPES_ENV: &str = "GVR_FLOOR_EXTRA";
+
+/// Largest ring: the opt-in shared memory of one sm_90 CTA.
+const MAX_RING_BYTES: u32 = 227 * 1024;
+
+/// The shapes of an [`EXTRA_SHAPES_ENV`] value; `Err` says which item is
+/// wrong and why.
+pub fn parse_extra_shapes(spec: &str) -> std::result::Result<Vec<FloorShape>, String> {
+    let mut out = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let bad = |why: &str| {
+            format!("{EXTRA_SHAPES_ENV} item `{item}`: {why} (want b<BLOCK> or b<BLOCK>:<STAGES>x<CHUNK>)")
+        };
+        let (block, ring) = match item.split_once(':') {
+            Some((b, r)) => (b, Some(r)),
+            None => (item, None),
+        };
+        let block: u32 = block
+            .strip_prefix('b')
+            .and_then(|b| b.parse().ok())
+            .ok_or_else(|| bad("no block size"))?;
+        if block == 0 || !block.is_multiple_of(32) || block > 1024 {
+            return Err(bad("the block must be a multiple of 32 up to 1024"));
+        }
+        let ring = match ring {
+            None => None,
+            Some(r) => {
+                let (stages, chunk) = r.split_once('x').ok_or_else(|| bad("no ring"))?;
+                let ring = FloorRing {
+                    stages: stages.parse().map_err(|_| bad("stages not a number"))?,
+                    chunk: chunk.parse().map_err(|_| bad("chunk not a number"))?,
+                };
+                if ring.stages == 0 || ring.stages > 16 {
+                    return Err(bad("stages must be 1 to 16"));
+                }
+                if ring.chunk == 0 || !ring.chunk.is_multiple_of(16) {
+                    return Err(bad("the chunk must be a positive multiple of 16 bytes"));
+                }
+                if ring
+                    .stages
+                    .checked_mul(ring.chunk)
+                    .is_none_or(|b| b > MAX_RING_BYTES)
+                {
+                    return Err(bad("the ring exceeds 227 KiB of shared memory"));
+                }
+                Some(ring)
+            }
+        };
+        out.push(FloorShape {
+            block,
+            parts: 1,
+            cluster: false,
+            ring,
+        });
+    }
+    Ok(out)
+}
+
+/// The extra shapes the environment asks for (none when unset).
+pub fn extra_shapes_from_env() -> Result<Vec<FloorShape>> {
+    match std::env::var(EXTRA_SHAPES_ENV) {
+        Ok(spec) => parse_extra_shapes(&spec).map_err(crate::error::GvrError::Usage),
+        Err(_) => Ok(Vec::new()),
+    }
 }
 
 /// The floor kernels' output: slot j of a row holds j while j < n, else -1.
@@ -357,13 +452,43 @@ mod tests {
         assert!(s.contains(&FloorShape {
             block: 1024,
             parts: 8,
-            cluster: true
+            cluster: true,
+            ring: None
         }));
         assert!(!s.contains(&FloorShape {
             block: 1024,
             parts: 16,
-            cluster: true
+            cluster: true,
+            ring: None
         }));
+    }
+
+    #[test]
+    fn extra_shapes_parse_and_refuse_what_cannot_launch() {
+        let s = parse_extra_shapes("b512, b512:4x16384,b256:8x8192").unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[0].ring, None);
+        assert_eq!(
+            s[1].ring,
+            Some(FloorRing {
+                stages: 4,
+                chunk: 16384
+            })
+        );
+        assert_eq!(s[1].label(), "b512 ring 4x16384");
+        assert!(s.iter().all(|s| s.parts == 1 && !s.cluster));
+        assert_eq!(parse_extra_shapes("").unwrap(), vec![]);
+        for (bad, why) in [
+            ("512", "no block size"),
+            ("b500", "multiple of 32"),
+            ("b512:4", "no ring"),
+            ("b512:0x16384", "stages"),
+            ("b512:4x100", "multiple of 16"),
+            ("b512:16x65536", "227 KiB"),
+        ] {
+            let e = parse_extra_shapes(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains(bad), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -382,6 +507,7 @@ mod tests {
                 block: 256,
                 parts,
                 cluster: false,
+                ring: None,
             };
             let slice = shape.slice(n);
             assert_eq!(slice % 4, 0);
@@ -412,6 +538,7 @@ mod tests {
             block: 256,
             parts: 1,
             cluster: false,
+            ring: None,
         };
         let t = |us: Option<f64>| FloorTry {
             shape,
@@ -438,6 +565,7 @@ mod tests {
                 block: 256,
                 parts: 1,
                 cluster: false,
+                ring: None,
             }),
             cold_us,
             warm_us: Vec::new(),
@@ -496,6 +624,7 @@ mod tests {
                 block: 1024,
                 parts: 1,
                 cluster: false,
+                ring: None,
             }),
             cold_us: vec![2.0, 2.2],
             warm_us: vec![1.8],

@@ -604,7 +604,8 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 HashSet::new()
             };
             Some(CaseFloor {
-                kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu)),
+                kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu))
+                    .with_extra_shapes(crate::floor::extra_shapes_from_env()?),
                 writer: crate::floor::FloorWriter::open(run_dir)?,
                 floored,
             })
