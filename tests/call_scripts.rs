@@ -7,6 +7,7 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
+const B512_MINB3: &str = include_str!("../scripts/h200_b512_minb3_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -35,7 +36,7 @@ fn expand(text: &str, vars: &[(String, String)]) -> String {
 }
 
 /// Every knob spec set through `$<env>=` in an experiment line
-/// (`label|$M=SPEC|args`), expanded.
+/// (`label|$M=SPEC|args` or `label|$M=SPEC OTHER=V|args`), expanded.
 fn specs(script: &str, env_var: &str) -> Vec<String> {
     let vars = variables(script);
     let marker = format!("|${env_var}=");
@@ -44,7 +45,7 @@ fn specs(script: &str, env_var: &str) -> Vec<String> {
         .filter_map(|line| {
             let at = line.find(&marker)?;
             let rest = &line[at + marker.len()..];
-            let spec = rest.split('|').next()?;
+            let spec = rest.split(['|', ' ']).next()?;
             Some(expand(spec, &vars))
         })
         .collect()
@@ -69,6 +70,11 @@ fn defaults_ab_call_main_knobs_parse() {
 #[test]
 fn stagger_call_main_knobs_parse() {
     main_knobs_parse(STAGGER, 4);
+}
+
+#[test]
+fn b512_minb3_call_main_knobs_parse() {
+    main_knobs_parse(B512_MINB3, 4);
 }
 
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
