@@ -175,14 +175,6 @@
 #ifndef SS_WAVE_FULL_N
 #define SS_WAVE_FULL_N 65536
 #endif
-// Tuning only (GVR_SS_MAIN_DEFINES): the CTAs per SM that ss_main_b512_u8 is
-// register-bounded for. 3 caps it at 40 registers (48 warps per SM where
-// staging leaves room: K <= 1,024), with SS_ROW_U 4 or 2 — ptxas then spills
-// only outside the streaming pass (values live across it, the scan, the emit
-// call).
-#ifndef SS_B512_MINB
-#define SS_B512_MINB 2
-#endif
 
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
@@ -529,7 +521,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
 
 template <u32 BLK>
 __device__ __forceinline__ void ss_wave_stagger(u32 row, u32 rows, u32 n_plan) {
-    constexpr u32 per_sm = BLK == 512 ? SS_B512_MINB : 1024u / BLK;  // the entries' __launch_bounds__
+    constexpr u32 per_sm = 1024u / BLK;  // residency of the one-CTA entries' __launch_bounds__
     constexpr unsigned long long stagger = BLK == 512 ? SS_WAVE_STAGGER : BLK == 256 ? SS_WAVE_STAGGER_256 : 0;
     constexpr u32 slots = per_sm * SS_WAVE_SMS;
     if (stagger == 0 || (u64)rows * 10u < (u64)slots * SS_WAVE_MIN_TENTHS || row >= slots) return;
@@ -1027,7 +1019,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u4(SS_MAIN_A
 extern "C" __global__ void __launch_bounds__(1024, 1) ss_main_b1024_u8(SS_MAIN_ARGS) {
     ss_main_body<1024, 8, false>(SS_MAIN_PASS);
 }
-extern "C" __global__ void __launch_bounds__(512, SS_B512_MINB) ss_main_b512_u8(SS_MAIN_ARGS) {
+extern "C" __global__ void __launch_bounds__(512, 2) ss_main_b512_u8(SS_MAIN_ARGS) {
     ss_main_body<512, SS_ROW_U, false>(SS_MAIN_PASS);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) ss_main_b256_u8(SS_MAIN_ARGS) {

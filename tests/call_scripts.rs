@@ -7,7 +7,6 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
-const B512_MINB3: &str = include_str!("../scripts/h200_b512_minb3_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -72,11 +71,6 @@ fn stagger_call_main_knobs_parse() {
     main_knobs_parse(STAGGER, 4);
 }
 
-#[test]
-fn b512_minb3_call_main_knobs_parse() {
-    main_knobs_parse(B512_MINB3, 4);
-}
-
 /// Exactly `lines` `$<var>=` lines in `script`, each a knob spec `parse`
 /// accepts with at least one knob (`env` names the variable in messages).
 fn family_knobs_parse<T, E: std::fmt::Display>(
@@ -110,10 +104,12 @@ fn reg_drop_build_call_reg_knobs_parse() {
 
 #[test]
 fn a_misspelt_knob_is_caught() {
-    let script = "M=GVR_SS_MAIN_DEFINES\nX=SS_SCAN_FROM=1\nx|$M=$X|grid\n";
-    let spec = &specs(script, "M")[0];
-    assert_eq!(spec, "SS_SCAN_FROM=1");
-    assert!(ss::parse_tuning_defines(spec).is_err());
+    // The spec ends at the line's next field or at another variable of its environment.
+    let script =
+        "M=GVR_SS_MAIN_DEFINES\nX=SS_SCAN_FROM=1\nx|$M=$X|grid\ny|$M=$X GVR_SS_MAIN_BLK=512|grid\n";
+    let found = specs(script, "M");
+    assert_eq!(found, ["SS_SCAN_FROM=1", "SS_SCAN_FROM=1"]);
+    assert!(ss::parse_tuning_defines(&found[0]).is_err());
 }
 
 /// `scripts/h200_campaign_calls.sh` on a card other than `NEED_GPU` skips

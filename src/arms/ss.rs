@@ -447,7 +447,7 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 18] = [
+const TUNABLE_DEFINES: [TuningKnob; 17] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
     ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
@@ -465,7 +465,6 @@ const TUNABLE_DEFINES: [TuningKnob; 18] = [
     ("SS_WAVE_MIN_TENTHS", 10, 100),
     ("SS_WAVE_FULL_N", 0, 1 << 20),
     ("SS_SLAB_WAIT_BATCH", 1, 8),
-    ("SS_B512_MINB", 2, 3),
 ];
 
 /// `ss-main`'s tuning switches from the values of [`MAIN_R_ENV`] and
