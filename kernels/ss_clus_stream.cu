@@ -388,36 +388,17 @@ __device__ __forceinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u
 }
 #endif
 
-// Tuning knob (GVR_SS_CLUS_DEFINES): 1 = a rank whose list is complete keeps
-// its winners' (slot, index) in its own staging, in place of the list entry
-// each came from, and stores them to the output between its arrival at the
-// exit rendezvous and its wait there. Why: the arrival's release (ERRBAR)
-// waits for every store the thread has in flight, global output stores
-// included, although only the DSMEM candidates must reach rank 0 (profile of
-// v32 65,551 x B 1, reports/h100/2026-12-06c/ncu-smallb: 24 % of the stall
-// samples at cluster barriers).
-#ifndef CL_DEFER_OUT
-#define CL_DEFER_OUT 0
-#endif
-#define CL_NO_OUT 0xffffffffffffffffull  // a deferred entry with nothing to store
-
 // §3.7 emit of one admitted element with the merged, rank-biased cursors:
-// winners (and the whole crossing bin when needed whole) to the output (or,
-// deferred, into *rec as slot << 32 | index), crossing-bin candidates into
-// rank 0's ck64 over DSMEM.
-template <bool DEFER>
+// winners (and the whole crossing bin when needed whole) straight to the
+// output, crossing-bin candidates into rank 0's ck64 over DSMEM.
 __device__ __forceinline__ void cl_emit_one(float x, u32 idx, float tf, float sc, u32 cbin, u32 above, u32 lim1,
-                                            bool whole, u32 cmp, u32* mrg, u64* ck64, i32* out, u64* rec) {
-    if (DEFER) *rec = CL_NO_OUT;
+                                            bool whole, u32 cmp, u32* mrg, u64* ck64, i32* out) {
     if (!(x >= tf)) return;
     const u32 bin = ss_bin(x, tf, sc);
     if (bin < cbin) return;  // certain loser
     const u32 slot = atomicAdd(mrg + bin, 1u);
     if (slot < lim1) {
-        if (DEFER)
-            *rec = ((u64)slot << 32) | (u64)idx;
-        else
-            out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
+        out[slot] = (i32)idx;  // certain winner (or the whole crossing bin)
     } else if (!whole) {
         const u32 q = slot - above;
         if (q < cmp) *cluster_map_ptr(ck64 + q, 0u) = ((u64)fkey(x) << 32) | (u64)idx;
@@ -426,39 +407,27 @@ __device__ __forceinline__ void cl_emit_one(float x, u32 idx, float tf, float sc
 
 // Emit of one rank: from its staging when complete, else a re-sweep of its
 // own chunks (+ tail on rank 0) with scalar loads, same test and bin.
-// With CL_DEFER_OUT a complete list's winners stay in `stage` (see
-// cl_emit_one) for cl_store_deferred.
 template <int BLK, int U>
-__device__ __noinline__ void cl_emit(const float* X, u64* stage, u32 list_n, bool complete, u32 first, u32 step,
-                                     u32 n4, u32 n, bool tail, float tf, float sc, u32 cbin, u32 above, u32 lim1,
-                                     bool whole, u32 cmp, u32* mrg, u64* ck64, i32* out) {
+__device__ __noinline__ void cl_emit(const float* X, const u64* stage, u32 list_n, bool complete, u32 first,
+                                     u32 step, u32 n4, u32 n, bool tail, float tf, float sc, u32 cbin, u32 above,
+                                     u32 lim1, bool whole, u32 cmp, u32* mrg, u64* ck64, i32* out) {
     const u32 t = threadIdx.x;
     if (complete) {
         for (u32 i = t; i < list_n; i += BLK) {
             const u64 v = stage[i];
-            cl_emit_one<CL_DEFER_OUT != 0>(__uint_as_float((u32)v), (u32)(v >> 32), tf, sc, cbin, above, lim1,
-                                            whole, cmp, mrg, ck64, out, stage + i);
+            cl_emit_one(__uint_as_float((u32)v), (u32)(v >> 32), tf, sc, cbin, above, lim1, whole, cmp, mrg, ck64,
+                        out);
         }
         return;
     }
     for (u32 tb = first; tb < n4; tb += step) {
         const u32 c1 = n4 - tb < (u32)(BLK * U) ? n4 : tb + (u32)(BLK * U);
         for (u32 e = 4u * tb + t; e < 4u * c1; e += BLK)
-            cl_emit_one<false>(ldg_nc_f(X + e), e, tf, sc, cbin, above, lim1, whole, cmp, mrg, ck64, out, nullptr);
+            cl_emit_one(ldg_nc_f(X + e), e, tf, sc, cbin, above, lim1, whole, cmp, mrg, ck64, out);
     }
     if (tail) {
         const u32 e = 4u * n4 + t;
-        if (e < n)
-            cl_emit_one<false>(ldg_nc_f(X + e), e, tf, sc, cbin, above, lim1, whole, cmp, mrg, ck64, out, nullptr);
-    }
-}
-
-// The deferred winners of this thread's list entries (the entries it emitted).
-template <int BLK>
-__device__ __forceinline__ void cl_store_deferred(const u64* stage, u32 list_n, i32* out) {
-    for (u32 i = threadIdx.x; i < list_n; i += BLK) {
-        const u64 r = stage[i];
-        if (r != CL_NO_OUT) out[(u32)(r >> 32)] = (i32)(u32)r;
+        if (e < n) cl_emit_one(ldg_nc_f(X + e), e, tf, sc, cbin, above, lim1, whole, cmp, mrg, ck64, out);
     }
 }
 
@@ -693,13 +662,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
                         above, lim1, whole, p.cmp, mrg, stage + p.scap + 4u, O);
     }
     __syncthreads();
-    if (CL_DEFER_OUT != 0 && !degen && complete) {
-        cluster_arrive();  // exit rendezvous: candidates visible in rank 0; no peer reads a histogram any more
-        cl_store_deferred<BLK>(stage, list_n, O);
-        cluster_wait();
-    } else {
-        cluster_sync();  // the same rendezvous
-    }
+    cluster_sync();  // exit rendezvous: candidates visible in rank 0; no peer reads a histogram any more
     SS_PROBE(SS_MARK_EMIT);
     if (cluster_ctarank() != 0u) return;
     const u32 n_ = sc_[CL_S_N];

@@ -7,7 +7,6 @@ const DEFAULTS_AB: &str = include_str!("../scripts/h200_defaults_ab_call.sh");
 const STAGGER: &str = include_str!("../scripts/h200_stagger_call.sh");
 const REG_DROP_BUILD: &str = include_str!("../scripts/h200_reg_drop_build_call.sh");
 const CLUS_MERGE: &str = include_str!("../scripts/h200_clus_merge_call.sh");
-const CLUS_DEFER: &str = include_str!("../scripts/h200_clus_defer_call.sh");
 
 /// The script's `NAME=value` shell variables (one per line, unquoted).
 fn variables(script: &str) -> Vec<(String, String)> {
@@ -92,13 +91,6 @@ fn family_knobs_parse<T, E: std::fmt::Display>(
 #[test]
 fn clus_merge_call_clus_knobs_parse() {
     family_knobs_parse(CLUS_MERGE, "C", "GVR_SS_CLUS_DEFINES", 4, |spec| {
-        ss_clus_stream::clus_switches(Some(spec))
-    });
-}
-
-#[test]
-fn clus_defer_call_clus_knobs_parse() {
-    family_knobs_parse(CLUS_DEFER, "C", "GVR_SS_CLUS_DEFINES", 3, |spec| {
         ss_clus_stream::clus_switches(Some(spec))
     });
 }

@@ -581,15 +581,6 @@ fn the_spread_merge_build_stays_exact() {
     knob_build_takes_the_default_paths("CL_MERGE_SPREAD=1", 8765);
 }
 
-#[test]
-fn the_deferred_output_build_stays_exact() {
-    // CL_DEFER_OUT=1: a rank with a complete list keeps its winners' (slot,
-    // index) in place of its list entries and stores them between its arrival
-    // at the exit rendezvous and its wait; ranks that overflowed staging
-    // (scap 256 in the random rounds) store directly. Same paths, exact.
-    knob_build_takes_the_default_paths("CL_DEFER_OUT=1", 9876);
-}
-
 /// The emulator built with `define`: the constructed ladder rows take the
 /// same paths as in the default build (exact, same path bits), then twelve
 /// random launches from `seed` are exact.

@@ -289,9 +289,8 @@ pub fn plan_clus_stream_forced(
 pub const CLUS_DEFINES_ENV: &str = "GVR_SS_CLUS_DEFINES";
 
 /// The knobs [`CLUS_DEFINES_ENV`] may set, with their admitted value ranges.
-const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 7] = [
+const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 6] = [
     ("CL_L2_NEXT", 0, 1),
-    ("CL_DEFER_OUT", 0, 1),
     ("CL_MERGE_SPREAD", 0, 1),
     ("CL_L2_FIRST", 0, 1),
     ("CL_SAMPLE_AHEAD", 0, 1),

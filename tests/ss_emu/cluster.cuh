@@ -183,11 +183,6 @@ inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::
 inline u32 cluster_ctarank() { return emu::cl::cta_of_current(); }
 inline u32 cluster_nctarank() { return emu::cl::cs; }
 inline void cluster_sync() { emu::cl::cluster_barrier(); }
-// Split arrival and wait: the emulator's barrier is one call, so the arrival
-// waits for every rank and the wait is a no-op (stronger than the hardware:
-// work between the two runs after every rank has arrived).
-inline void cluster_arrive() { emu::cl::cluster_barrier(); }
-inline void cluster_wait() {}
 inline u32* emu_cluster_smem() { return (u32*)emu::cl::smem[emu::cl::cta_of_current()]; }
 
 // DSMEM: the same byte offset in CTA `rank`'s dynamic shared memory. Aborts
