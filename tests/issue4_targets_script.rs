@@ -5,8 +5,12 @@
 //! `--read-tbs`. Needs python3 (standard library only); without it the test
 //! prints SKIPPED and returns.
 
+mod script_support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use script_support::{python3_or_skip, script};
 
 fn record(case: &str, arm: &str, b: u32, n: u32, bytes: u64, cold_us: &[f64]) -> String {
     serde_json::json!({
@@ -18,23 +22,13 @@ fn record(case: &str, arm: &str, b: u32, n: u32, bytes: u64, cold_us: &[f64]) ->
 
 /// `python3 scripts/issue4_targets.py RESULTS`, not started yet.
 fn targets_command(results: &Path) -> Command {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/issue4_targets.py");
-    let mut command = Command::new("python3");
-    command.arg(script).arg(results);
+    let mut command = script("issue4_targets.py");
+    command.arg(results);
     command
 }
 
 fn run(results: &Path, extra: &[&str]) -> Output {
     targets_command(results).args(extra).output().unwrap()
-}
-
-/// Whether python3 runs here; says SKIPPED when it does not.
-fn python3_or_skip() -> bool {
-    let found = Command::new("python3").arg("--version").output().is_ok();
-    if !found {
-        eprintln!("SKIPPED: python3 not available");
-    }
-    found
 }
 
 /// Two cases of ss and radix in a temporary `results.jsonl`. Big case:

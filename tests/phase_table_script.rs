@@ -4,8 +4,7 @@
 //! phase, joined with a floor run's times. Needs python3 (standard library
 //! only); without it the test prints SKIPPED and returns.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod script_support;
 
 use gvr_bench::gpu::probe::{parse_stamps, summarize, PROBE_SLOTS};
 use gvr_bench::run::phases::{ClockSource, PhaseRecord};
@@ -37,9 +36,7 @@ fn record(case: &str, pass_cycles: u64) -> PhaseRecord {
 
 #[test]
 fn the_table_groups_the_commands_records() {
-    let ok = Command::new("python3").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("SKIPPED: python3 not available");
+    if !script_support::python3_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -62,9 +59,7 @@ fn the_table_groups_the_commands_records() {
         "{\"case\":\"a@b1\",\"arm\":\"ss\",\"cold_us\":[9.0],\"exact\":{\"status\":\"exact\"}}\n",
     )
     .unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/phase_table.py");
-    let out = Command::new("python3")
-        .arg(&script)
+    let out = script_support::script("phase_table.py")
         .arg(&phases)
         .arg("--floor")
         .arg(&run)

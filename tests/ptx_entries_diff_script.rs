@@ -4,8 +4,7 @@
 //! instruction. Needs python3 (standard library only); without it the test
 //! prints SKIPPED and returns.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod script_support;
 
 const OLD: &str = "\
 .func _Z4helpILi512EEvv()
@@ -45,18 +44,15 @@ $L__BB4_2:
 
 #[test]
 fn renames_are_ignored_and_a_changed_instruction_is_not() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: python3 not available");
+    if !script_support::python3_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (old, new) = (dir.path().join("old.ptx"), dir.path().join("new.ptx"));
     std::fs::write(&old, OLD).unwrap();
     std::fs::write(&new, NEW).unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/ptx_entries_diff.py");
     let run = |entries: &[&str]| {
-        Command::new("python3")
-            .arg(&script)
+        script_support::script("ptx_entries_diff.py")
             .arg(&old)
             .arg(&new)
             .args(entries)

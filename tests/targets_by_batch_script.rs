@@ -4,8 +4,12 @@
 //! missing floor run is an error, not an empty table. Needs python3 (standard library
 //! only); without it the test prints SKIPPED and returns.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod script_support;
+
+use std::path::Path;
+use std::process::Output;
+
+use script_support::{python3_or_skip, script};
 
 const BYTES: u64 = 4_490_000; // 1 µs of it is 4.49 TB/s: a roofline of 100 %
 
@@ -26,22 +30,19 @@ fn write(path: &Path, lines: &[String]) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
+/// The three cases of both runs: (case, B, N).
+const CASES: [(&str, u32, u32); 3] = [
+    ("one@b1", 1, 4_111),
+    ("big@b256", 256, 65_551),
+    ("big@b512", 512, 65_551),
+];
+
 fn run(campaign: &Path, floor_run: &Path) -> Output {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/targets_by_batch.py");
-    Command::new("python3")
-        .arg(script)
+    script("targets_by_batch.py")
         .arg(campaign)
         .arg(floor_run)
         .output()
         .unwrap()
-}
-
-fn python3_or_skip() -> bool {
-    let found = Command::new("python3").arg("--version").output().is_ok();
-    if !found {
-        eprintln!("SKIPPED: python3 not available");
-    }
-    found
 }
 
 #[test]
@@ -53,11 +54,7 @@ fn the_tables_come_from_both_runs() {
     let campaign = dir.path().join("campaign.jsonl");
     // ss 2 µs everywhere (50 %), radix 3x / 6x slower, torch 5x slower.
     let mut lines = Vec::new();
-    for (case, b, n) in [
-        ("one@b1", 1, 4_111),
-        ("big@b256", 256, 65_551),
-        ("big@b512", 512, 65_551),
-    ] {
+    for (case, b, n) in CASES {
         lines.push(record(case, "ss", b, n, 2.0));
         lines.push(record(case, "radix", b, n, if b == 1 { 12.0 } else { 6.0 }));
         lines.push(record(case, "torch", b, n, 10.0));
@@ -67,11 +64,7 @@ fn the_tables_come_from_both_runs() {
     std::fs::create_dir(&floor_run).unwrap();
     let mut results = Vec::new();
     let mut floors = Vec::new();
-    for (case, b, n) in [
-        ("one@b1", 1, 4_111),
-        ("big@b256", 256, 65_551),
-        ("big@b512", 512, 65_551),
-    ] {
+    for (case, b, n) in CASES {
         results.push(record(case, "ss", b, n, 1.5));
         results.push(record(case, "radix", b, n, 4.0));
         floors.push(floor(case, b, n, 1.0));
