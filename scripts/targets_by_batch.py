@@ -13,6 +13,7 @@ throughput with B 256 as it is. Means of the cold reps; only exact records enter
 """
 import collections
 import gzip
+import json
 import math
 import os
 import statistics
@@ -31,7 +32,6 @@ def lines(path):
 
 
 def load(path):
-    import json
     return [json.loads(line) for line in lines(path)]
 
 

@@ -334,7 +334,7 @@ fn params_for_sms(
     let u = if big { u_ladder(q) } else { 8 };
     let split = r > 1;
     let tshg = split && b > 15 && k <= 1024 && n4 <= 32768;
-    let vstg = split || blk >= 512;
+    let vstg = stages_values(split, blk);
     let smem_bytes = main_smem_bytes(scap, cmp, vstg);
     MainParams {
         sms: device_sms,
@@ -380,7 +380,7 @@ const ONE_CTA_256: (u32, u32) = (256, 4);
 pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
     (p.blk, p.minb) = if blk == 512 { ONE_CTA_512 } else { ONE_CTA_256 };
     p.kpt = kpt_for(p.k, p.blk);
-    p.vstg = p.split || p.blk >= 512;
+    p.vstg = stages_values(p.split, p.blk);
     p.smem_bytes = main_smem_bytes(p.scap, p.cmp, p.vstg);
     p
 }
@@ -393,6 +393,12 @@ fn spec_band(b: usize, sms: u64) -> (u32, u32) {
     } else {
         ONE_CTA_256
     }
+}
+
+/// Whether a launch stages (value, index) pairs (`vstg`, §3.4): SPLIT parts
+/// and blocks of 512 threads or more.
+fn stages_values(split: bool, blk: u32) -> bool {
+    split || blk >= 512
 }
 
 /// The spec's staging footprint (§3.4: 8-byte staging slots where `vstg`, else 4).
