@@ -10,28 +10,28 @@ import subprocess, os, re, time, sys
 ROOT=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV=dict(os.environ, CARGO_TERM_COLOR='never')
 MUTS=[
- ('M1 main: part re-sweep drops the n mod 4 tail', 'kernels/ss_main.cu', 'ss_emu_exact',
+ ('M1 main: part re-sweep drops the n mod 4 tail', 'kernels/ss/main.cu', 'ss_emu_exact',
   """                if (e < s.row_len) {
                     x = ldg_nc_f(X + e);
                     admit = x >= TF;""", """                if (e < 4u * n4) {
                     x = ldg_nc_f(X + e);
                     admit = x >= TF;"""),
- ('M2 main: no denormal-width guard', 'kernels/ss_main.cu', 'ss_emu_exact',
+ ('M2 main: no denormal-width guard', 'kernels/ss/main.cu', 'ss_emu_exact',
   """        if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
         if constexpr""", """        if constexpr"""),
- ('M3 main: emit skips values equal to the threshold', 'kernels/ss_main.cu', 'ss_emu_exact',
+ ('M3 main: emit skips values equal to the threshold', 'kernels/ss/main.cu', 'ss_emu_exact',
   """        if (!(x >= tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser""", """        if (!(x > tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser"""),
- ('M4 reg: the last float4 of a thread is not loaded', 'kernels/ss_reg.cu', 'ss_reg_emu',
+ ('M4 reg: the last float4 of a thread is not loaded', 'kernels/ss/reg.cu', 'ss_reg_emu',
   """        if (i4 < n4) {
             r.v[u] = AHEAD""", """        if (i4 + BLK < n4) {
             r.v[u] = AHEAD"""),
- ('M5 reg_clus: zero-width bracket accepted', 'kernels/ss_clus.cu', 'ss_clus_emu',
+ ('M5 reg_clus: zero-width bracket accepted', 'kernels/ss/reg_clus.cu', 'ss_clus_emu',
   """width <= 3.40282347e38f && width > SS_MIN_WIDTH;""", """width <= 3.40282347e38f && width >= 0.f;"""),
- ('M6 clus: no denormal-width guard', 'kernels/ss_clus_stream.cu', 'ss_clus_stream_emu',
+ ('M6 clus: no denormal-width guard', 'kernels/ss/clus.cu', 'ss_clus_stream_emu',
   """        if (!(SC < __int_as_float(0x7f800000))) SC = __fdiv_rn(1.f, SS_MIN_WIDTH);  // denormal width
         {""", """        {"""),
 ]

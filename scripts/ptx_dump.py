@@ -3,12 +3,12 @@
 kernel refactor changes no code: dump before and after, then `cmp` (or, per
 entry with renames ignored, scripts/ptx_entries_diff.py OLD.ptx NEW.ptx).
 
-    LD_LIBRARY_PATH=<dir of libnvrtc.so.13> scripts/ptx_dump.py OUT_DIR ss_main ss_reg ...
-    LD_LIBRARY_PATH=... scripts/ptx_dump.py --text-sizes ss_reg ...
-    LD_LIBRARY_PATH=... scripts/ptx_dump.py --cubin OUT_DIR ss_reg ...
+    LD_LIBRARY_PATH=<dir of libnvrtc.so.13> scripts/ptx_dump.py OUT_DIR ss/main ss/reg ...
+    LD_LIBRARY_PATH=... scripts/ptx_dump.py --text-sizes ss/reg ...
+    LD_LIBRARY_PATH=... scripts/ptx_dump.py --cubin OUT_DIR ss/reg ...
 
-Compiles kernels/<name>.cu with the in-memory headers common.cuh and
-ss_common.cuh for compute_90a, with the build's -std/--fmad options and no
+Compiles kernels/<name>.cu with the in-memory headers prim/common.cuh,
+ss/common.cuh and ss/knobs.cuh for compute_90a, with the build's -std/--fmad options and no
 -lineinfo (so source-line edits and comments do not show); extra -D defines
 via PTX_DEFINES="A=1 B=2". Identical PTX means identical SASS.
 
@@ -29,7 +29,7 @@ import struct
 import sys
 
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kernels")
-HEADERS = ["common.cuh", "ss_common.cuh"]
+HEADERS = ["prim/common.cuh", "ss/common.cuh", "ss/knobs.cuh"]
 SASS_INSTRUCTION_BYTES = 16
 
 
@@ -117,11 +117,11 @@ def main():
     lib = nvrtc()
     for name in names:
         if cubin:
-            path = os.path.join(out, name + ".cubin")
+            path = os.path.join(out, name.replace("/", "_") + ".cubin")
             with open(path, "wb") as f:
                 f.write(output(lib, compiled(lib, name, defines, "sm_90a"), "CUBIN"))
         else:
-            path = os.path.join(out, name + ".ptx")
+            path = os.path.join(out, name.replace("/", "_") + ".ptx")
             with open(path, "w") as f:
                 f.write(ptx(lib, name, defines))
         print(path)

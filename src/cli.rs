@@ -9,9 +9,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::arms::{registry, Backend};
+use crate::capture::synth::SynthOptions;
 use crate::env_manifest::{utc_now_compact, EnvManifest};
 use crate::error::{GvrError, Result};
-use crate::run::deps::{self, AaOptions, RegressOptions, ReportOptions, Selection, SynthOptions};
+use crate::grid::Selection;
+use crate::report::{AaOptions, RegressOptions, ReportOptions};
 use crate::run::devices::{self, FanOutOutcome, WorkerSpec};
 use crate::run::peer::{self, Peer, TorchPeerConfig};
 use crate::run::{self, CertifyConfig, GridConfig};
@@ -310,17 +312,17 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Phases(args) => cmd_phases(args),
         Command::Capture { action } => cmd_capture(action),
         Command::Report(opts) => {
-            println!("{}", deps::report(&opts)?);
+            println!("{}", crate::report::report(&opts)?);
             Ok(0)
         }
         Command::Aa(opts) => {
-            println!("{}", deps::aa(&opts)?);
+            println!("{}", crate::report::aa(&opts)?);
             Ok(0)
         }
         Command::Regress(opts) => {
-            let (regressed, markdown) = deps::regress(&opts)?;
-            println!("{markdown}");
-            Ok(if regressed { 1 } else { 0 })
+            let verdict = crate::report::regress(&opts)?;
+            println!("{}", verdict.markdown);
+            Ok(if verdict.regressed { 1 } else { 0 })
         }
         Command::Arms => {
             print!("{}", arms_table());
@@ -405,7 +407,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
             &run_dir,
             args.device,
             protocol_of(&args),
-            deps::rows_mode(&args.cases.selection),
+            args.cases.selection.rows,
         )
     });
     if let Some(cfg) = &torch_peer {
@@ -430,7 +432,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
     eprintln!(
         "{} records written to {} ({} pairs already done, {} inexact)",
         outcome.records_written,
-        run_dir.join(run::RESULTS_FILE).display(),
+        run_dir.join(crate::record::RESULTS_FILE).display(),
         outcome.pairs_skipped,
         outcome.inexact
     );
@@ -463,11 +465,11 @@ fn protocol_of(args: &GridArgs) -> Protocol {
 }
 
 fn print_report(run_dir: &std::path::Path, bandwidth: Option<f64>, aa: Option<&str>) -> Result<()> {
-    println!("{}", deps::report_run(run_dir, bandwidth)?);
+    println!("{}", crate::report::report_run(run_dir, bandwidth)?);
     if let Some(arm) = aa {
         println!(
             "## A/A noise floor ({arm} vs {arm}#2)\n\n{}",
-            deps::aa_run(run_dir, arm)?
+            crate::report::aa_in_run(run_dir, arm)?
         );
     }
     Ok(())
@@ -496,7 +498,7 @@ fn cmd_grid_devices(
             run_dir,
             device_list[0],
             protocol_of(args),
-            deps::rows_mode(&args.cases.selection),
+            args.cases.selection.rows,
         )
         .preflight()?;
     }
@@ -504,7 +506,7 @@ fn cmd_grid_devices(
     let mut manifest = EnvManifest::collect(
         &args.cases.captures,
         protocol_of(args),
-        deps::rows_mode(&args.cases.selection),
+        args.cases.selection.rows,
     );
     manifest
         .notes
@@ -539,7 +541,7 @@ fn cmd_grid_devices(
         FanOutOutcome::Merged { records, cases } => {
             eprintln!(
                 "merged {count} shards: {records} records over {cases} cases into {}",
-                run_dir.join(run::RESULTS_FILE).display()
+                run_dir.join(crate::record::RESULTS_FILE).display()
             );
             if !args.no_report {
                 print_report(run_dir, None, args.aa.as_deref())?;
@@ -666,17 +668,17 @@ fn cmd_phases(args: PhasesArgs) -> Result<i32> {
 fn cmd_capture(action: CaptureCommand) -> Result<i32> {
     match action {
         CaptureCommand::Synth(opts) => {
-            println!("{}", deps::synth(&opts)?);
+            println!("{}", crate::capture::synth::synth(&opts)?);
             Ok(0)
         }
         CaptureCommand::Inspect { path } => {
-            println!("{}", deps::inspect(&path)?);
+            println!("{}", crate::capture::inspect::inspect(&path)?);
             Ok(0)
         }
         CaptureCommand::Validate { path } => {
-            let (passed, text) = deps::validate(&path)?;
-            println!("{text}");
-            Ok(if passed { 0 } else { 1 })
+            let report = crate::capture::validate::validate(&path)?;
+            println!("{report}");
+            Ok(if report.passed() { 0 } else { 1 })
         }
     }
 }

@@ -64,7 +64,7 @@ impl EnvManifest {
             .and_then(|p| sha256_file(&p).ok())
             .unwrap_or_else(|| "unknown".into());
         manifest.git_sha = build_git_sha().unwrap_or_else(|| "unknown".into());
-        manifest.kernel_hashes = crate::run::deps::kernel_source_hashes();
+        manifest.kernel_hashes = crate::gpu::sources::source_hashes();
         manifest.capture_set_hash =
             sha256_file(&capture_dir.join("manifest.json")).unwrap_or_else(|_| "unknown".into());
         manifest

@@ -15,6 +15,7 @@ pub mod exact;
 pub mod floor;
 pub mod gpu;
 pub mod grid;
+pub mod record;
 pub mod report;
 pub mod route;
 pub mod run;

@@ -12,7 +12,7 @@ use gvr_bench::floor::{check_output, shapes, FloorShape};
 use gvr_bench::grid::Batch;
 use ss_support::{batch, gxx_available, kernel_emulator, run_emulator};
 
-const KERNEL: &str = include_str!("../kernels/floor.cu");
+const KERNEL: &str = include_str!("../kernels/harness/floor.cu");
 const DRIVER: &str = include_str!("ss_emu/floor_main.cpp");
 
 fn emulator(kernel: &str) -> std::path::PathBuf {

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use gvr_bench::capture::Model;
 use gvr_bench::exact::ExactStatus;
 use gvr_bench::grid::RowsMode;
+use gvr_bench::record::CaseRecord;
 use gvr_bench::report::{aa, regress, report, AaOptions, RegressOptions, ReportOptions};
-use gvr_bench::run::CaseRecord;
 use gvr_bench::stats::NoiseFloor;
 use gvr_bench::timing::TimingMethod;
 

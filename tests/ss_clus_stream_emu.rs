@@ -558,17 +558,17 @@ fn randomized_rows_match_the_reference() {
 
 #[test]
 fn the_threshold_trim_build_stays_exact() {
-    // GVR_SS_CLUS_DEFINES=SS_THRESHOLD_TRIM=0: the threshold phase with its
+    // GVR_SS_CLUS_DEFINES=CL_THRESHOLD_TRIM=0: the threshold phase with its
     // middle barrier and the ladder width by division (the form before
     // 2026-12-05e; the default build trims).
-    knob_build_takes_the_default_paths("SS_THRESHOLD_TRIM=0", 4321);
+    knob_build_takes_the_default_paths("CL_THRESHOLD_TRIM=0", 4321);
 }
 
 #[test]
 fn the_parallel_crossing_scan_build_stays_exact() {
-    // SS_SCAN_FORM=0 (kernels/ss_common.cuh `ss_scan256`): the walk finds the
+    // CL_SCAN_FORM=0 (kernels/ss/common.cuh `ss_scan256`): the walk finds the
     // same crossings as the default build's count.
-    knob_build_takes_the_default_paths("SS_SCAN_FORM=0", 5678);
+    knob_build_takes_the_default_paths("CL_SCAN_FORM=0", 5678);
 }
 
 #[test]

@@ -43,21 +43,6 @@ fn emulator() -> Option<&'static Path> {
     BUILT.get_or_init(|| build_emulator(&[])).as_deref()
 }
 
-/// The emulator of the `ss-main-base` build (`SS_PIPELINE=0`, the
-/// unpipelined streaming pass kept for same-run A/B).
-fn emulator_base() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let defines: Vec<String> = ss::BASE_DEFINES
-                .iter()
-                .map(|(name, value)| format!("-D{name}={value}"))
-                .collect();
-            build_emulator(&defines)
-        })
-        .as_deref()
-}
-
 /// The emulator of the phase-probe build (`gvr-bench phases`).
 fn emulator_probed() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -428,13 +413,6 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
 }
 
 #[test]
-fn the_unpipelined_base_pass_stays_exact() {
-    // The `ss-main-base` A/B arm runs the SS_PIPELINE=0 build: same sweep.
-    let Some(exe) = emulator_base() else { return };
-    small_cta_sweep(exe, &SMALL_CTA_LAUNCHES);
-}
-
-#[test]
 fn the_start_prefetch_variants_stay_exact() {
     // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
     // entries': same sweep, prefetch ranges bounds-checked by the emulator
@@ -503,7 +481,7 @@ fn split_parts_running_together_stay_exact() {
 
 #[test]
 fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
-    // SS_SCAN_FORM (kernels/ss_common.cuh `ss_scan256`): the crossing of
+    // SS_SCAN_FORM (kernels/ss/common.cuh `ss_scan256`): the crossing of
     // each target found by counting instead of a walk; the default build
     // counts on the SPLIT entries only. Every field it returns must equal the
     // walk's, so the kernel's outputs (index order included) and path bits

@@ -32,7 +32,7 @@ use gvr_bench::grid::Batch;
 use gvr_bench::route::DeviceProfile;
 use ss_support::{batch, model_row, open_gpu, path_cases, replicated, spread};
 
-const ARMS: [&str; 3] = ["ss-main", "ss", "ss-main-base"];
+const ARMS: [&str; 2] = ["ss-main", "ss"];
 
 /// Run both GPU arms twice on `b` and check every row.
 fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {

@@ -3,7 +3,7 @@
 //! non-inlined device functions) spills or uses a stack frame for locals.
 //! Skips (passes with a note) without libnvrtc unless `CI` is set.
 
-use gvr_bench::arms::ss::{entry_name, kernel_defines, Mode, ENTRY_SHAPES};
+use gvr_bench::arms::ss::{device_defines, entry_name, ENTRY_SHAPES};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_MAIN};
 
@@ -25,17 +25,12 @@ fn ss_main_entries_exist_and_nothing_spills() {
     if !nvrtc_support::nvrtc_or_skip() {
         return;
     }
-    // Every build an arm launches: the default (pipelined) pass and the
-    // `ss-main-base` A/B build with SS_PIPELINE=0.
-    for defines in [
-        kernel_defines(Mode::ForcedMain),
-        kernel_defines(Mode::ForcedMainBase),
-    ] {
-        let report = compile_report(&SS_MAIN, &defines, DEFAULT_ARCH)
-            .unwrap_or_else(|e| panic!("ss_main.cu {defines:?} compiles: {e}"));
-        nvrtc_support::assert_registers_at_most(&report, &declared, 64, &format!("{defines:?}"));
-        nvrtc_support::assert_no_spill_in_log(&report.log, &format!("ss_main.cu {defines:?}"));
-    }
+    // The build the arms launch (the device's SM count is its one define).
+    let defines = device_defines(132);
+    let report = compile_report(&SS_MAIN, &defines, DEFAULT_ARCH)
+        .unwrap_or_else(|e| panic!("ss/main.cu {defines:?} compiles: {e}"));
+    nvrtc_support::assert_registers_at_most(&report, &declared, 64, &format!("{defines:?}"));
+    nvrtc_support::assert_no_spill_in_log(&report.log, &format!("ss/main.cu {defines:?}"));
 }
 
 /// `SS_DEFINES="SS_PFD=2,SS_L2_DIST=0"` → NVRTC defines (diagnostics only).

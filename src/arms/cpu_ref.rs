@@ -8,7 +8,6 @@ use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::exact::UNWRITTEN;
 use crate::grid::Batch;
-use crate::run::deps;
 
 #[derive(Default)]
 pub struct CpuRef {
@@ -26,7 +25,7 @@ impl CpuRef {
 /// for slots a short row (n < k) cannot fill.
 fn reference_row(row: &[f32], out: &mut [i32]) -> Result<()> {
     let k = out.len();
-    let indices = deps::reference_topk(row, k);
+    let indices = crate::exact::reference_topk(row, k);
     for (slot, value) in out.iter_mut().enumerate() {
         *value = indices.get(slot).copied().unwrap_or(-1);
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::cpu_ref::CpuRef;
 use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
+use crate::gpu::Gpu;
 use crate::grid::Batch;
-use crate::run::deps::{self, Gpu};
 
 /// Environment variable that exposes test-only arms (e.g. `cpu-broken`) in
 /// the binary, so integration tests can exercise failure paths.
@@ -70,12 +70,6 @@ const ARMS: &[ArmInfo] = &[
         name: "ss-main",
         backend: Backend::Gpu,
         description: "self-sampling V2 forced to the main (shared-memory) family",
-        admits: "shapes the main family admits",
-    },
-    ArmInfo {
-        name: "ss-main-base",
-        backend: Backend::Gpu,
-        description: "ss-main with the unpipelined streaming pass (SS_PIPELINE=0): same-run A/B baseline",
         admits: "shapes the main family admits",
     },
     ArmInfo {
@@ -196,11 +190,11 @@ pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Ar
     let info = info(name)?;
     let base: Box<dyn Arm> = match info.name {
         "cpu-ref" => Box::new(CpuRef::new()),
-        "cpu-ss" => deps::create_cpu_ss()?,
+        "cpu-ss" => Box::new(super::cpu_ss::CpuSs::new()),
         "cpu-broken" => Box::new(BrokenArm {
             inner: CpuRef::new(),
         }),
-        "ss" | "ss-main" | "ss-main-base" => super::ss::create(info.name, gpu)?,
+        "ss" | "ss-main" => super::ss::create(info.name, gpu)?,
         "ss-regclus" => super::ss_clus::create(info.name, gpu)?,
         "ss-clus" => super::ss_clus_stream::create(info.name, gpu)?,
         "ss-reg" => super::ss_reg::create(gpu)?,
@@ -212,7 +206,7 @@ pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Ar
                     CPU_ARMS.join(", ")
                 ))
             })?;
-            match deps::create_gpu_arm(gpu_arm, gpu) {
+            match super::gpu_baselines::create(gpu_arm, gpu) {
                 Some(arm) => arm?,
                 None => return Ok(None),
             }

@@ -4,10 +4,6 @@
 //! - `ss-main` always runs main, with the split factor R of the spec's
 //!   streaming block without cluster rounding (`route_streaming(...,
 //!   force_main)`, §5.2/§5.3).
-//! - `ss-main-base` plans exactly like `ss-main` but runs the kernel built
-//!   with [`BASE_DEFINES`] (`SS_PIPELINE=0`: the streaming pass without
-//!   register or L2 prefetch), so one device run A/B-compares the two on the
-//!   same inputs (kernels/TUNING.md).
 //! - `ss` (src/arms/ss_routed.rs) asks `route()` which family serves the
 //!   shape and delegates to that family's arm; the shapes it runs on main
 //!   (the route's main picks, and any pick whose family arm does not take
@@ -193,30 +189,11 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     (smp, ss2, tgt, tgt2)
 }
 
-/// Which arm is planning: `ss` follows the route, `ss-main` forces main,
-/// `ss-main-base` forces main with the unpipelined streaming pass.
+/// Which arm is planning: `ss` follows the route, `ss-main` forces main.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Routed,
     ForcedMain,
-    /// Same plan as `ForcedMain`, kernel built with [`BASE_DEFINES`] (the
-    /// streaming pass before the 2026-12-02 pipelining): same-run A/B.
-    ForcedMainBase,
-}
-
-/// NVRTC defines of the `ss-main-base` A/B arm: `SS_PIPELINE=0` restores the
-/// unpipelined streaming pass without register or L2 prefetch.
-pub const BASE_DEFINES: [(&str, &str); 1] = [("SS_PIPELINE", "0")];
-
-/// The NVRTC defines `ss_main.cu` is built with for `mode`.
-pub fn kernel_defines(mode: Mode) -> Defines {
-    match mode {
-        Mode::Routed | Mode::ForcedMain => Vec::new(),
-        Mode::ForcedMainBase => BASE_DEFINES
-            .iter()
-            .map(|&(name, value)| (name, value.to_string()))
-            .collect(),
-    }
 }
 
 /// The NVRTC defines `ss_main.cu` takes from the device it runs on: the SM
@@ -447,16 +424,14 @@ pub fn with_sample_knobs(mut args: SsMainArgs, knobs: &Defines) -> SsMainArgs {
 pub type TuningKnob = (&'static str, i64, i64);
 
 /// The knobs [`MAIN_DEFINES_ENV`] may set, with their admitted value ranges.
-const TUNABLE_DEFINES: [TuningKnob; 17] = [
+const TUNABLE_DEFINES: [TuningKnob; 15] = [
     ("SS_MAIN_SAMPLE_AHEAD", 0, 1),
-    ("SS_PIPELINE", 0, 1),
     ("SS_L2_DIST", 0, 8),
     ("SS_L2_START", 0, 8),
     ("SS_L2_START_SPLIT", 0, 1),
     ("SS_PFD", -1, 8),
     ("SS_WALK_SYNC", 0, 1),
     ("SS_ROW_U", 1, 8),
-    ("SS_ABLATE", 0, 3),
     ("SS_MAIN_STAGE_OUT", 0, 2),
     ("SS_THRESHOLD_TRIM", 0, 3),
     ("SS_SCAN_FORM", 0, 3),
@@ -571,7 +546,7 @@ pub fn plan_with_r(
     admits(shape)?;
     let b = shape.rows.max(1);
     let (intended, r) = match mode {
-        Mode::ForcedMain | Mode::ForcedMainBase => {
+        Mode::ForcedMain => {
             let r = match r_override {
                 Some(r) if b <= SPLIT_MAX_ROWS => r.clamp(1, dev.sms.max(1)),
                 Some(_) => 1,
@@ -633,7 +608,6 @@ pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
     let mode = match name {
         "ss" => Mode::Routed,
         "ss-main" => Mode::ForcedMain,
-        "ss-main-base" => Mode::ForcedMainBase,
         other => {
             return Err(GvrError::Usage(format!(
                 "arm `{other}` is not built by arms::ss"
@@ -763,8 +737,7 @@ impl SsMain {
 
     /// The defines of this arm's one `ss_main.cu` build (every entry).
     fn build_defines(&self) -> Defines {
-        let mut defines = kernel_defines(self.mode);
-        defines.extend(device_defines(self.device.sms));
+        let mut defines = device_defines(self.device.sms);
         defines.extend(self.tuning.iter().cloned());
         defines
     }
@@ -775,7 +748,6 @@ fn mode_arm_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Routed => "ss",
         Mode::ForcedMain => "ss-main",
-        Mode::ForcedMainBase => "ss-main-base",
     }
 }
 
@@ -1160,9 +1132,7 @@ mod tests {
         // A tuning switch cannot set it: the host owns it.
         assert!(parse_tuning_defines("SS_WAVE_SMS=8").is_err());
         // The kernel takes it as an #ifndef default, so the host's value wins.
-        assert!(SS_MAIN
-            .code
-            .contains("#ifndef SS_WAVE_SMS\n#define SS_WAVE_SMS "));
+        assert!(crate::gpu::sources::SS_KNOBS.contains("#ifndef SS_WAVE_SMS\n#define SS_WAVE_SMS "));
     }
 
     #[test]
@@ -1179,7 +1149,7 @@ mod tests {
             ("SS_L2_DIST", "NAME=VALUE"),
             ("SS_BINS=512", "not a tuning knob"),
             ("SS_L2_DIST=9", "[0, 8]"),
-            ("SS_PIPELINE=x", "integer"),
+            ("SS_PFD=x", "integer"),
             ("SS_PFD=1,SS_PFD=2", "twice"),
         ] {
             let err = parse_tuning_defines(bad).unwrap_err();
@@ -1188,7 +1158,7 @@ mod tests {
         // Every knob is an #ifndef default of the kernel or its header, so the define takes effect.
         let header = crate::gpu::sources::HEADERS
             .iter()
-            .find(|(name, _)| *name == "ss_common.cuh")
+            .find(|(name, _)| *name == "ss/knobs.cuh")
             .map(|(_, text)| *text)
             .unwrap();
         for (name, _, _) in TUNABLE_DEFINES {
@@ -1198,30 +1168,6 @@ mod tests {
                 "{name}"
             );
         }
-    }
-
-    #[test]
-    fn base_arm_plans_like_ss_main_with_the_pipeline_off() {
-        let dev = DeviceProfile::h200();
-        for s in [
-            shape(1, 131_072, 2048),
-            shape(256, 131_075, 512),
-            shape(1024, 16_387, 1024),
-        ] {
-            assert_eq!(
-                plan(Mode::ForcedMainBase, &s, &dev).unwrap(),
-                plan(Mode::ForcedMain, &s, &dev).unwrap()
-            );
-        }
-        assert!(kernel_defines(Mode::ForcedMain).is_empty());
-        assert_eq!(
-            kernel_defines(Mode::ForcedMainBase),
-            vec![("SS_PIPELINE", "0".to_string())]
-        );
-        // The switch the define flips exists in the kernel, defaulting to on.
-        assert!(SS_MAIN
-            .code
-            .contains("#ifndef SS_PIPELINE\n#define SS_PIPELINE 1\n"));
     }
 
     #[test]
@@ -1326,7 +1272,7 @@ mod tests {
 
     #[test]
     fn create_without_gpu_is_a_usage_error() {
-        for name in ["ss", "ss-main", "ss-main-base"] {
+        for name in ["ss", "ss-main"] {
             let err = create(name, None).err().expect("no GPU");
             assert_eq!(err.exit_code(), 2, "{err}");
             assert!(err.to_string().contains("GPU"), "{err}");

@@ -294,8 +294,8 @@ const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 6] = [
     ("CL_MERGE_SPREAD", 0, 1),
     ("CL_L2_FIRST", 0, 1),
     ("CL_SAMPLE_AHEAD", 0, 1),
-    ("SS_THRESHOLD_TRIM", 0, 1),
-    ("SS_SCAN_FORM", 0, 1),
+    ("CL_THRESHOLD_TRIM", 0, 1),
+    ("CL_SCAN_FORM", 0, 1),
 ];
 
 /// `ss-clus`'s kernel knobs from the value of [`CLUS_DEFINES_ENV`] (unset: none).

@@ -1210,19 +1210,16 @@ mod tests {
             ROW_AHEAD_DEFINE,
         ] {
             assert!(
-                SS_REG.code.contains(&format!("#ifndef {define}\n")),
+                crate::gpu::sources::SS_KNOBS.contains(&format!("#ifndef {define}\n")),
                 "{define}"
             );
         }
-        assert!(SS_REG
-            .code
+        assert!(crate::gpu::sources::SS_KNOBS
             .contains(&format!("#define {EMIT_FORM_DEFINE} {EMIT_FORM_BOTH}\n")));
-        assert!(SS_REG
-            .code
-            .contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n")));
-        assert!(SS_REG
-            .code
-            .contains(&format!("#define {STAGE_OUT_DEFINE} 0\n")));
+        assert!(
+            crate::gpu::sources::SS_KNOBS.contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n"))
+        );
+        assert!(crate::gpu::sources::SS_KNOBS.contains(&format!("#define {STAGE_OUT_DEFINE} 0\n")));
     }
 
     #[test]
@@ -1231,7 +1228,7 @@ mod tests {
         let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
         assert_eq!(knobs, [("SS_REG_HINT_NC", "1".to_string())]);
         assert!(reg_knobs(Some("SS_REG_HINT_NC=2")).is_err());
-        let err = reg_knobs(Some("SS_PIPELINE=1")).unwrap_err();
+        let err = reg_knobs(Some("SS_PFD=1")).unwrap_err();
         assert!(err.contains("SS_REG_HINT_NC"), "{err}");
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
         launch.switches.knobs = knobs;
@@ -1245,7 +1242,10 @@ mod tests {
         );
         // Every knob is defaulted in the kernel source.
         for (name, _, _) in REG_TUNABLE_DEFINES {
-            assert!(SS_REG.code.contains(&format!("#ifndef {name}\n")), "{name}");
+            assert!(
+                crate::gpu::sources::SS_KNOBS.contains(&format!("#ifndef {name}\n")),
+                "{name}"
+            );
         }
     }
 
@@ -1255,7 +1255,10 @@ mod tests {
             "#define SS_REG_DROP_MAX {}u\n",
             crate::route::dispatch::REG_DROP_MAX
         );
-        assert!(SS_REG.code.contains(&line), "ss_reg.cu lacks `{line}`");
+        assert!(
+            crate::gpu::sources::SS_KNOBS.contains(&line),
+            "knobs.cuh lacks `{line}`"
+        );
     }
 
     #[test]

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Model;
 use crate::error::Result;
 use crate::grid::Batch;
-use crate::run::jsonl::{read_lines, JsonlWriter};
-use crate::run::record::CaseRecord;
+use crate::record::jsonl::{read_lines, JsonlWriter};
+use crate::record::CaseRecord;
 use crate::stats::ratios::{compare, roofline_by_arm, Comparison, RooflineStats};
 use crate::stats::{quantile_sorted, CaseTime, ColdStats, ExactClass};
 

@@ -211,6 +211,11 @@ fn uuid_text(bytes: &[std::ffi::c_char; 16]) -> String {
 }
 
 impl Gpu {
+    /// The device facts as JSON, for run manifests.
+    pub fn facts_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.facts).unwrap_or(serde_json::Value::Null)
+    }
+
     /// Open device `ordinal`: context, stream and facts. Fails with
     /// `GvrError::Gpu` and the reason when there is no driver or device.
     pub fn open(ordinal: usize) -> Result<Arc<Gpu>> {

@@ -27,8 +27,7 @@ pub const PROBE_CTAS: usize = 8192;
 /// u64 words per CTA row.
 pub const PROBE_SLOTS: usize = 16;
 /// Kernel sources that carry the marks.
-pub const PROBED_SOURCES: [&str; 4] =
-    ["ss_main.cu", "ss_reg.cu", "ss_clus.cu", "ss_clus_stream.cu"];
+pub const PROBED_SOURCES: [&str; 4] = ["ss/main.cu", "ss/reg.cu", "ss/reg_clus.cu", "ss/clus.cu"];
 
 const SLOT_PASSES: usize = 12;
 const SLOT_GT_ENTRY: usize = 13;
@@ -297,7 +296,7 @@ mod tests {
 
     #[test]
     fn marks_follow_the_kernel_slot_numbers() {
-        let header = include_str!("../../kernels/ss_common.cuh");
+        let header = include_str!("../../kernels/ss/common.cuh");
         for mark in MARKS {
             let name = format!("{mark:?}").to_uppercase();
             let define = format!("#define SS_MARK_{name} {}u", mark.slot());
@@ -323,7 +322,7 @@ mod tests {
         assert!(header.contains(&format!("#define SS_PROBE_CTAS {PROBE_CTAS}u")));
         assert!(header.contains(&format!("#define SS_PROBE_SLOTS {PROBE_SLOTS}u")));
         assert!(header.contains("gvr_phase_stamps[SS_PROBE_CTAS * SS_PROBE_SLOTS]"));
-        assert!(header.contains(&format!("#ifndef {PROBE_DEFINE}")));
+        assert!(crate::gpu::sources::SS_KNOBS.contains(&format!("#ifndef {PROBE_DEFINE}")));
     }
 
     #[test]

@@ -4,60 +4,60 @@
 //! Sources are embedded with `include_str!` so the binary is self-contained
 //! and the disk cache key can hash the exact text that was compiled.
 
-/// One `kernels/*.cu` translation unit.
+/// One `kernels/**/*.cu` translation unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelSource {
-    /// File name under `kernels/`, e.g. `radix.cu`.
+    /// Path under `kernels/`, e.g. `baselines/radix.cu`.
     pub name: &'static str,
     pub code: &'static str,
 }
 
 pub const FLUSH: KernelSource = KernelSource {
-    name: "flush.cu",
-    code: include_str!("../../kernels/flush.cu"),
+    name: "harness/flush.cu",
+    code: include_str!("../../kernels/harness/flush.cu"),
 };
 pub const RADIX: KernelSource = KernelSource {
-    name: "radix.cu",
-    code: include_str!("../../kernels/radix.cu"),
+    name: "baselines/radix.cu",
+    code: include_str!("../../kernels/baselines/radix.cu"),
 };
 pub const RADIX_MCTA: KernelSource = KernelSource {
-    name: "radix_mcta.cu",
-    code: include_str!("../../kernels/radix_mcta.cu"),
+    name: "baselines/radix_mcta.cu",
+    code: include_str!("../../kernels/baselines/radix_mcta.cu"),
 };
 pub const FILTERED: KernelSource = KernelSource {
-    name: "filtered.cu",
-    code: include_str!("../../kernels/filtered.cu"),
+    name: "baselines/filtered.cu",
+    code: include_str!("../../kernels/baselines/filtered.cu"),
 };
 pub const GVR1: KernelSource = KernelSource {
-    name: "gvr1.cu",
-    code: include_str!("../../kernels/gvr1.cu"),
+    name: "baselines/gvr1.cu",
+    code: include_str!("../../kernels/baselines/gvr1.cu"),
 };
 pub const SS_MAIN: KernelSource = KernelSource {
-    name: "ss_main.cu",
-    code: include_str!("../../kernels/ss_main.cu"),
+    name: "ss/main.cu",
+    code: include_str!("../../kernels/ss/main.cu"),
 };
 pub const SS_CLUS: KernelSource = KernelSource {
-    name: "ss_clus.cu",
-    code: include_str!("../../kernels/ss_clus.cu"),
+    name: "ss/reg_clus.cu",
+    code: include_str!("../../kernels/ss/reg_clus.cu"),
 };
 pub const SS_CLUS_STREAM: KernelSource = KernelSource {
-    name: "ss_clus_stream.cu",
-    code: include_str!("../../kernels/ss_clus_stream.cu"),
+    name: "ss/clus.cu",
+    code: include_str!("../../kernels/ss/clus.cu"),
 };
 pub const SS_REG: KernelSource = KernelSource {
-    name: "ss_reg.cu",
-    code: include_str!("../../kernels/ss_reg.cu"),
+    name: "ss/reg.cu",
+    code: include_str!("../../kernels/ss/reg.cu"),
 };
 
 /// The latency floor of `grid --floor` (not a top-K; src/floor/).
 pub const FLOOR: KernelSource = KernelSource {
-    name: "floor.cu",
-    code: include_str!("../../kernels/floor.cu"),
+    name: "harness/floor.cu",
+    code: include_str!("../../kernels/harness/floor.cu"),
 };
 
 pub const SS_VALUES: KernelSource = KernelSource {
-    name: "ss_values.cu",
-    code: include_str!("../../kernels/ss_values.cu"),
+    name: "harness/values.cu",
+    code: include_str!("../../kernels/harness/values.cu"),
 };
 
 /// Every translation unit under `kernels/`. Add new `.cu` files here (one
@@ -76,11 +76,19 @@ pub static ALL: &[KernelSource] = &[
     FLOOR,
 ];
 
+/// `kernels/ss/knobs.cuh`: every compile-time knob of the self-sampling
+/// kernels with its `#ifndef` default.
+pub const SS_KNOBS: &str = include_str!("../../kernels/ss/knobs.cuh");
+
 /// In-memory headers handed to NVRTC (`nvrtcCreateProgram` headers), so
 /// `#include "common.cuh"` resolves without any file system or CUDA headers.
 pub static HEADERS: &[(&str, &str)] = &[
-    ("common.cuh", include_str!("../../kernels/common.cuh")),
-    ("ss_common.cuh", include_str!("../../kernels/ss_common.cuh")),
+    (
+        "prim/common.cuh",
+        include_str!("../../kernels/prim/common.cuh"),
+    ),
+    ("ss/common.cuh", include_str!("../../kernels/ss/common.cuh")),
+    ("ss/knobs.cuh", SS_KNOBS),
 ];
 
 /// A `-D NAME=VALUE` specialisation list.
@@ -97,13 +105,24 @@ pub fn variants() -> Vec<(KernelSource, Defines)> {
         table.push((*source, Vec::new()));
     }
     // Specialisations go here, one push per define list an arm compiles, e.g.
-    // `table.push((RADIX, vec![("TOPK_K", "2048".into())]));`
-    table.push((SS_MAIN, vec![("SS_PIPELINE", "0".into())])); // arm ss-main-base
+    // `table.push((RADIX, vec![("RADIX_BLK", "256".into())]));`
     table.push((SS_CLUS_STREAM, vec![("CL_MERGE_SPREAD", "1".into())])); // clusters of 8
     table
 }
 
-/// Look a source up by file name (`radix.cu`).
+/// sha256 (hex) of each embedded kernel source, by its path under `kernels/`.
+pub fn source_hashes() -> std::collections::BTreeMap<String, String> {
+    use sha2::{Digest, Sha256};
+    ALL.iter()
+        .map(|s| {
+            let digest = Sha256::digest(s.code.as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            (s.name.to_string(), hex)
+        })
+        .collect()
+}
+
+/// Look a source up by its path under `kernels/` (`baselines/radix.cu`).
 pub fn by_name(name: &str) -> Option<KernelSource> {
     ALL.iter().copied().find(|s| s.name == name)
 }
@@ -249,27 +268,44 @@ mod tests {
 
     #[test]
     fn every_cu_file_on_disk_is_listed() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels");
-        for entry in std::fs::read_dir(dir).expect("kernels/ exists") {
-            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            if name.ends_with(".cu") {
-                assert!(
-                    by_name(&name).is_some(),
-                    "kernels/{name} is not in gpu::sources::ALL"
-                );
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels"));
+        let mut seen = 0;
+        for folder in std::fs::read_dir(root).expect("kernels/ exists") {
+            let folder = folder.unwrap().path();
+            if !folder.is_dir() {
+                continue;
             }
-            if name.ends_with(".cuh") {
-                assert!(
-                    HEADERS.iter().any(|(h, _)| *h == name),
-                    "kernels/{name} is not in gpu::sources::HEADERS"
-                );
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                if name.ends_with(".cu") {
+                    seen += 1;
+                    assert!(
+                        by_name(&name).is_some(),
+                        "kernels/{name} is not in gpu::sources::ALL"
+                    );
+                }
+                if name.ends_with(".cuh") {
+                    assert!(
+                        HEADERS.iter().any(|(h, _)| *h == name),
+                        "kernels/{name} is not in gpu::sources::HEADERS"
+                    );
+                }
             }
         }
+        assert_eq!(seen, ALL.len(), "a listed source is missing on disk");
     }
 
     #[test]
     fn by_name_finds_sources() {
-        assert_eq!(by_name("flush.cu").map(|s| s.name), Some("flush.cu"));
+        assert_eq!(
+            by_name("harness/flush.cu").map(|s| s.name),
+            Some("harness/flush.cu")
+        );
         assert!(by_name("nope.cu").is_none());
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::{GvrError, Result};
 use crate::exact::ExactStatus;
-use crate::run::record::CaseRecord;
+use crate::record::CaseRecord;
 use crate::stats::sample::{achieved_bandwidth, roofline_fraction, ColdStats};
 
 const HEADER: [&str; 25] = [

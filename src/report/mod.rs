@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GvrError, Result};
-use crate::run::record::{read_records, CaseRecord};
+use crate::record::{read_records, CaseRecord};
 use crate::stats::{
     self, arms_in_order, CaseTime, Comparison, ExactCounts, NoiseFloor, RegressAnalysis,
     RegressConfig, RooflineStats, H200_BANDWIDTH_BYTES_PER_S,
@@ -582,4 +582,56 @@ pub fn regress(opts: &RegressOptions) -> Result<RegressVerdict> {
         markdown,
         analysis,
     })
+}
+
+/// Parser wrapper so default report options come from the report module's
+/// own clap defaults (robust to fields added there later).
+#[derive(clap::Parser)]
+struct ReportDefaults {
+    #[command(flatten)]
+    opts: ReportOptions,
+}
+
+/// `report::report` on a finished run with default options (and a measured
+/// bandwidth in bytes/s if given) → printable summary.
+pub fn report_run(run_dir: &Path, bandwidth_bytes_per_s: Option<f64>) -> Result<String> {
+    let started = std::time::Instant::now();
+    let summary = report_run_untimed(run_dir, bandwidth_bytes_per_s);
+    // The campaign's phases.json also accounts for the report after it.
+    use crate::timing::phases::{Phase, PhaseSummary};
+    if let Err(e) = PhaseSummary::add_to_file(run_dir, Phase::Report, started.elapsed()) {
+        tracing::warn!("report time not added to the phase breakdown: {e}");
+    }
+    summary
+}
+
+fn report_run_untimed(run_dir: &Path, bandwidth_bytes_per_s: Option<f64>) -> Result<String> {
+    use clap::Parser;
+    let mut args = vec!["report".to_string(), run_dir.display().to_string()];
+    if let Some(bw) = bandwidth_bytes_per_s {
+        args.push(format!("--bandwidth={bw}"));
+    }
+    let parsed = ReportDefaults::try_parse_from(&args)
+        .map_err(|e| GvrError::Other(anyhow::anyhow!("default report options: {e}")))?;
+    report(&parsed.opts).map(|summary| summary.to_string())
+}
+
+#[derive(clap::Parser)]
+struct AaDefaults {
+    #[command(flatten)]
+    opts: AaOptions,
+}
+
+/// The A/A noise floor of `ARM` vs `ARM#2` inside one run → printable text.
+pub fn aa_in_run(run_dir: &Path, arm: &str) -> Result<String> {
+    use clap::Parser;
+    let args = [
+        "aa".to_string(),
+        run_dir.display().to_string(),
+        format!("--arm={arm}"),
+        format!("--arm-b={arm}#2"),
+    ];
+    let parsed = AaDefaults::try_parse_from(&args)
+        .map_err(|e| GvrError::Other(anyhow::anyhow!("default aa options: {e}")))?;
+    aa(&parsed.opts).map(|floor| floor.to_string())
 }

@@ -23,15 +23,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::deps::{self, Gpu, Selection, SharedInputs};
-use super::record::CaseRecord;
-use super::results::{completed_pairs, ResultsWriter, RESULTS_FILE};
 use crate::arms::{registry, Arm, Backend, Shape};
 use crate::capture::{CaptureSet, CellData, CellMeta};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
 use crate::exact::{ExactStatus, PeriodicCheck};
+use crate::gpu::{Gpu, SharedInputs};
+use crate::grid::Selection;
 use crate::grid::{Batch, Case, RowsMode};
+use crate::record::results::{completed_pairs, ResultsWriter, RESULTS_FILE};
+use crate::record::CaseRecord;
 use crate::timing::phases::{Phase, PhaseTimes};
 use crate::timing::{HostTimer, Protocol, Timer, Timings};
 
@@ -99,7 +100,7 @@ pub fn select_cases(
     selection: &Selection,
 ) -> Result<Vec<Case>> {
     let cells: Vec<CellMeta> = match grid {
-        Some(path) => deps::load_grid(path)?,
+        Some(path) => crate::grid::load_grid(path)?,
         None => captures
             .manifest
             .cells
@@ -107,7 +108,7 @@ pub fn select_cases(
             .map(|c| c.meta.clone())
             .collect(),
     };
-    let cases = deps::select(&cells, selection)?;
+    let cases = crate::grid::select(&cells, selection)?;
     if let Some(grid_path) = grid {
         let mut missing: Vec<&str> = cases
             .iter()
@@ -158,7 +159,7 @@ pub fn open_device(cpu_only: bool, device: usize) -> (Option<Arc<Gpu>>, Option<S
     if cpu_only {
         return (None, Some("--cpu given".into()));
     }
-    match deps::open_gpu(device) {
+    match Gpu::open(device) {
         Ok(gpu) => (Some(gpu), None),
         Err(e) => (None, Some(e.to_string())),
     }
@@ -470,7 +471,7 @@ fn spawn_loader(
         for group in groups {
             let id = group[0].cell.id.clone();
             let cell = match captures.cell(&id) {
-                Some(entry) => deps::load_cell(&captures, entry),
+                Some(entry) => captures.load_cell(entry),
                 None => Err(GvrError::input(
                     &captures.dir,
                     "cells",
@@ -492,7 +493,7 @@ pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
 
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let run_started = Instant::now();
-    let captures = deps::open_captures(&cfg.captures)?;
+    let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
     if cfg.floor && gpu.is_none() {
         return Err(GvrError::Usage(format!(
@@ -508,7 +509,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         println!("CPU engines: batch sizes {CPU_DEFAULT_BATCHES} (pass --batches to change)");
     }
     let cases = select_cases(&captures, cfg.grid.as_deref(), &selection)?;
-    let rows_mode = deps::rows_mode(&selection);
+    let rows_mode = selection.rows;
 
     let arm_names = resolve_arms(
         cfg.arms.as_deref(),
@@ -521,7 +522,10 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let mut host_timer = HostTimer;
     let mut gpu_timer = gpu
         .clone()
-        .map(|g| deps::gpu_timer(g, cfg.protocol))
+        .map(|g| {
+            crate::timing::gpu::GpuTimer::new(g, cfg.protocol)
+                .map(|t| Box::new(t) as Box<dyn Timer>)
+        })
         .transpose()?;
 
     // Run directory: fresh unless resuming.
@@ -534,7 +538,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 "not a run directory (nothing to resume)",
             ));
         }
-        super::results::repair_torn_tail(run_dir)?;
+        crate::record::results::repair_torn_tail(run_dir)?;
         completed_pairs(run_dir)?
     } else {
         if run_dir.join(RESULTS_FILE).exists() {
@@ -566,8 +570,8 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
             manifest.timing_methods = previous.timing_methods;
         }
     }
-    manifest.gpu = gpu.as_deref().map(deps::gpu_facts);
-    if let Some(shard) = deps::shard(&cfg.selection) {
+    manifest.gpu = gpu.as_deref().map(Gpu::facts_json);
+    if let Some(shard) = cfg.selection.shard.clone() {
         manifest
             .notes
             .insert("shard".into(), serde_json::json!(shard));
@@ -662,10 +666,10 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                     .is_some_and(|f| !f.floored.contains(&case.id()));
                 if !pending.is_empty() || wants_floor {
                     progress.set_message(case.id());
-                    let batch = Arc::new(phases.time(Phase::BuildBatch, || {
-                        deps::form_batch(&cell, case.b, rows_mode)
-                    })?);
-                    let period = deps::row_period(&cell, case.b, rows_mode);
+                    let batch = Arc::new(
+                        phases.time(Phase::BuildBatch, || Batch::form(&cell, case.b, rows_mode))?,
+                    );
+                    let period = Batch::row_period(cell.steps(), case.b, rows_mode);
                     let check = Arc::new(PeriodicCheck::new(Arc::clone(&batch), period));
                     // One upload per case for every GPU arm (held until the
                     // case's arms are done).
@@ -818,7 +822,7 @@ impl CaseFloor {
 /// Upload the case's inputs once for all GPU arms. A failure is not fatal:
 /// each arm then uploads its own copy, as without sharing.
 fn share_inputs(gpu: &Arc<Gpu>, batch: &Arc<Batch>, period: usize) -> Option<SharedInputs> {
-    match deps::share_inputs(gpu, Arc::clone(batch), period) {
+    match crate::gpu::StagedInputs::share(gpu, Arc::clone(batch), period) {
         Ok(shared) => Some(shared),
         Err(e) => {
             tracing::warn!("shared staging failed ({e}); arms upload their own copies");
@@ -985,11 +989,11 @@ mod tests {
         use crate::timing::phases::{Phase, PhaseSummary};
         let dir = tempfile::tempdir().unwrap();
         let caps = dir.path().join("caps");
-        let mut synth = deps::SynthOptions::new(&caps);
+        let mut synth = crate::capture::synth::SynthOptions::new(&caps);
         synth.limit = Some(1);
         synth.steps = 2;
         synth.threads = Some(1);
-        deps::synth(&synth).unwrap();
+        crate::capture::synth::synth(&synth).unwrap();
         let selection = Selection {
             batches: Some("1,3".into()),
             ..Selection::default()

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use super::campaign::{
     build_arms, group_by_cell, is_inexact, open_device, resolve_arms, select_cases,
 };
-use super::deps::{self, Selection};
 use crate::arms::{Arm, Shape};
 use crate::error::Result;
 use crate::exact::ExactStatus;
 use crate::grid::Batch;
+use crate::grid::Selection;
 
 #[derive(Debug, Clone)]
 pub struct CertifyConfig {
@@ -101,7 +101,7 @@ pub fn check_arm(arm: &mut dyn Arm, batch: &Batch) -> ExactStatus {
         .and_then(|_| arm.launch())
         .and_then(|_| arm.read_output());
     match output {
-        Ok(output) => deps::check_batch(batch, &output),
+        Ok(output) => crate::exact::check_batch(batch, &output),
         Err(e) => ExactStatus::Failed {
             message: e.to_string(),
         },
@@ -154,9 +154,9 @@ fn describe(status: &ExactStatus) -> String {
 }
 
 pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
-    let captures = deps::open_captures(&cfg.captures)?;
+    let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
     let cases = select_cases(&captures, cfg.grid.as_deref(), &cfg.selection)?;
-    let rows_mode = deps::rows_mode(&cfg.selection);
+    let rows_mode = cfg.selection.rows;
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
     let names = resolve_arms(cfg.arms.as_deref(), None, &gpu, no_gpu_reason.as_deref())?;
     let (names, mut arms) = build_arms(names, cfg.arms.is_none(), &gpu)?;
@@ -176,27 +176,30 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         let Some(entry) = captures.cell(&group[0].cell.id) else {
             continue; // select_cases only yields cells of this capture set
         };
-        let cell = deps::load_cell(&captures, entry)?;
+        let cell = captures.load_cell(entry)?;
         for case in &group {
-            let batch = deps::form_batch(&cell, case.b, rows_mode)?;
+            let batch = Batch::form(&cell, case.b, rows_mode)?;
             check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &case.id());
         }
     }
 
     if cfg.adversarial {
         for &k in &ks {
-            for (name, batch) in deps::adversarial_suite(k) {
-                let what = format!("adversarial {name} (K={k})");
-                check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &what);
+            for case in crate::exact::adversarial::suite(k) {
+                let what = format!("adversarial {} (K={k})", case.name);
+                check_all(&mut arms, &mut tallies, case.batch, cfg.poison_pad, &what);
             }
         }
     }
     for &k in &ks {
         for round in 0..cfg.soak_rounds as u64 {
             let seed = cfg.soak_seed.wrapping_add(round);
-            let (name, batch) = deps::soak_case(seed, k);
-            let what = format!("{name} (K={k}; replay with --soak 1 --soak-seed {seed})");
-            let statuses = check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &what);
+            let case = crate::exact::soak_case(seed, k);
+            let what = format!(
+                "{} (K={k}; replay with --soak 1 --soak-seed {seed})",
+                case.name
+            );
+            let statuses = check_all(&mut arms, &mut tallies, case.batch, cfg.poison_pad, &what);
             for (t, status) in tallies.iter_mut().zip(&statuses) {
                 if is_inexact(status) && t.first_soak_failure.is_none() {
                     t.first_soak_failure = Some(format!("{what}: {}", describe(status)));

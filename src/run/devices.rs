@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use super::merge::merge;
-use super::results::RESULTS_FILE;
 use crate::env_manifest::{EnvManifest, MANIFEST_FILE};
 use crate::error::{GvrError, Result};
+use crate::record::results::RESULTS_FILE;
 
 /// Parse `--devices 0,1,3`: at least one ordinal, no repeats.
 pub fn parse_devices(list: &str) -> Result<Vec<usize>> {

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::results::{run_records, ResultsWriter, RESULTS_FILE};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
 use crate::floor::{read_floor_records, FloorWriter};
+use crate::record::results::{run_records, ResultsWriter, RESULTS_FILE};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeOutcome {
@@ -178,7 +178,7 @@ fn arms_differ(a: &EnvManifest, b: &EnvManifest) -> bool {
 mod tests {
     use super::*;
     use crate::grid::RowsMode;
-    use crate::run::results::tests::record;
+    use crate::record::results::tests::record;
     use crate::timing::Protocol;
 
     fn make_run(root: &Path, name: &str, pairs: &[(&str, &str)]) -> PathBuf {

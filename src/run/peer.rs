@@ -18,11 +18,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::record::{read_records, CaseRecord};
-use super::results::{run_records, ResultsWriter};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
 use crate::grid::RowsMode;
+use crate::record::results::{run_records, ResultsWriter};
+use crate::record::{read_records, CaseRecord};
 use crate::timing::Protocol;
 
 /// Arm name of the torch peer in records and reports.
@@ -336,7 +336,7 @@ fn join_peer_records(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::results::tests::record;
+    use crate::record::results::tests::record;
 
     #[test]
     fn pending_skips_cases_torch_has_in_either_file() {

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::campaign::{build_arms, group_by_cell, select_cases};
-use super::deps::{self, Selection};
 use crate::arms::{Arm, Shape};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
@@ -23,6 +22,7 @@ use crate::exact::ExactStatus;
 use crate::gpu::probe::{self, LaunchPhases};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
+use crate::grid::Selection;
 use crate::stats::median;
 use crate::timing::gpu::GpuTimer;
 use crate::timing::{Protocol, Timer};
@@ -173,10 +173,10 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     if cfg.reps == 0 {
         return Err(GvrError::Usage("--reps must be at least 1".into()));
     }
-    let captures = deps::open_captures(&cfg.captures)?;
+    let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
     let cases = select_cases(&captures, cfg.grid.as_deref(), &cfg.selection)?;
-    let rows_mode = deps::rows_mode(&cfg.selection);
-    let gpu = deps::open_gpu(cfg.device).map_err(|e| match e {
+    let rows_mode = cfg.selection.rows;
+    let gpu = crate::gpu::Gpu::open(cfg.device).map_err(|e| match e {
         GvrError::Gpu(reason) => GvrError::Gpu(format!("{reason}; {NEEDS_GPU}")),
         other => other,
     })?;
@@ -188,7 +188,7 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     // kernels, captures), written now and again when the run ends.
     let mut manifest = cfg.out.as_ref().map(|_| {
         let mut m = EnvManifest::collect(&cfg.captures, protocol, rows_mode);
-        m.gpu = Some(deps::gpu_facts(&gpu));
+        m.gpu = Some(gpu.facts_json());
         m.notes.insert(
             "phase_probe".into(),
             serde_json::json!(format!(
@@ -217,9 +217,9 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
             let Some(entry) = captures.cell(&group[0].cell.id) else {
                 continue;
             };
-            let cell = deps::load_cell(&captures, entry)?;
+            let cell = captures.load_cell(entry)?;
             for case in &group {
-                let batch = deps::form_batch(&cell, case.b, rows_mode)?;
+                let batch = Batch::form(&cell, case.b, rows_mode)?;
                 for (name, arm) in names.iter().zip(arms.iter_mut()) {
                     let record = probe_arm(
                         &gpu,
@@ -326,7 +326,7 @@ fn probe_case(
     arm.stage(batch)?;
     arm.poison_output()?;
     arm.launch()?;
-    let first = deps::check_batch(batch, &arm.read_output()?);
+    let first = crate::exact::check_batch(batch, &arm.read_output()?);
     record.exact = first.label().to_string();
     record.cold_us = timer.measure(arm, protocol)?.cold_us;
     let mut rates = Vec::new();
@@ -361,7 +361,7 @@ fn probe_case(
         }
         record.launches.push(launch);
     }
-    let last = deps::check_batch(batch, &arm.read_output()?);
+    let last = crate::exact::check_batch(batch, &arm.read_output()?);
     if last != ExactStatus::Exact && first == ExactStatus::Exact {
         record.exact = format!("{} (probed launch)", last.label());
     }

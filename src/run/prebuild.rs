@@ -148,7 +148,10 @@ mod tests {
             .iter()
             .map(|b| (b.source.name, b.defines[0].1.as_str()))
             .collect();
-        assert_eq!(keys, [("ss_main.cu", "2048"), ("radix.cu", "512")]);
+        assert_eq!(
+            keys,
+            [("ss/main.cu", "2048"), ("baselines/radix.cu", "512")]
+        );
     }
 
     #[test]

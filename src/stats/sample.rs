@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capture::Model;
 use crate::exact::ExactStatus;
-use crate::run::CaseRecord;
+use crate::record::CaseRecord;
 use crate::timing::TimingMethod;
 
 use super::quantile::{mean, quantile_sorted};

@@ -19,7 +19,7 @@
 // only the interleaving of CTAs that share a row's workspace).
 #pragma once
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #include <algorithm>
 #include <random>

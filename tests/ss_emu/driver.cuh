@@ -5,7 +5,7 @@
 // kernel source: the load guard uses the kernel's own ss_row_len.
 #pragma once
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #include <climits>
 

@@ -10,7 +10,7 @@
 // written), then u32 [rows] zeros (the drivers' shared trace field).
 #include "floor.cu"
 
-#include "ss_common.cuh"
+#include "ss/common.cuh"
 
 #include "driver.cuh"
 

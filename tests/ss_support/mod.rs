@@ -427,7 +427,9 @@ fn compile_emulator(
     }
     std::fs::create_dir_all(&dir).expect("emulator dir");
     for (name, text) in sources {
-        std::fs::write(dir.join(name), text).expect("write emulator source");
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().expect("a file in the dir")).expect("emulator dir");
+        std::fs::write(path, text).expect("write emulator source");
     }
     let building = dir.join(format!("emu.{}.tmp", std::process::id()));
     let status = Command::new("g++")
@@ -438,6 +440,8 @@ fn compile_emulator(
             "-DSS_EMULATION",
             "-w",
         ])
+        .arg("-I")
+        .arg(&dir)
         .args(defines)
         .arg("-o")
         .arg(&building)
@@ -453,10 +457,11 @@ fn compile_emulator(
     exe
 }
 
-/// An emulator of one kernel source: the harness headers (common.cuh,
-/// driver.cuh, and cluster.cuh for cluster kernels), the kernels' own
-/// ss_common.cuh, the kernel `(file name, text)` and its driver `(file name,
-/// text)`, built by [`compile_emulator`].
+/// An emulator of one kernel source: the harness headers (the emulator's
+/// stand-in for prim/common.cuh, driver.cuh, and cluster.cuh for cluster
+/// kernels), the kernels' own ss/common.cuh and ss/knobs.cuh, the kernel
+/// `(file name, text)` and its driver `(file name, text)`, built by
+/// [`compile_emulator`].
 pub fn kernel_emulator(
     prefix: &str,
     cluster: bool,
@@ -465,9 +470,10 @@ pub fn kernel_emulator(
     defines: &[String],
 ) -> std::path::PathBuf {
     let mut sources = vec![
-        ("common.cuh", include_str!("../ss_emu/common.cuh")),
+        ("prim/common.cuh", include_str!("../ss_emu/common.cuh")),
         ("driver.cuh", include_str!("../ss_emu/driver.cuh")),
-        ("ss_common.cuh", ss_common_header()),
+        ("ss/common.cuh", ss_header("ss/common.cuh")),
+        ("ss/knobs.cuh", ss_header("ss/knobs.cuh")),
     ];
     if cluster {
         sources.push(("cluster.cuh", include_str!("../ss_emu/cluster.cuh")));
@@ -505,12 +511,12 @@ pub fn dyn_smem_kernel_emulator(
     ))
 }
 
-/// The `ss_common.cuh` text the kernels are compiled with (an NVRTC header).
-pub fn ss_common_header() -> &'static str {
+/// The text of NVRTC header `name` (`ss/common.cuh`) the kernels are compiled with.
+pub fn ss_header(name: &str) -> &'static str {
     gvr_bench::gpu::sources::HEADERS
         .iter()
-        .find(|(name, _)| *name == "ss_common.cuh")
-        .expect("ss_common.cuh is an NVRTC header")
+        .find(|(header, _)| *header == name)
+        .unwrap_or_else(|| panic!("{name} is an NVRTC header"))
         .1
 }
 

@@ -44,11 +44,11 @@ pub const SMEM_OPTIN_BYTES: usize = 232_448;
 /// do not collide, so the concatenation is one valid translation unit; the
 /// kernels are byte-for-byte the certified sources.
 pub const DISPATCH_SOURCE: KernelSource = KernelSource {
-    name: "filtered.cu+radix_mcta.cu",
+    name: "baselines/filtered.cu+radix_mcta.cu",
     code: concat!(
-        include_str!("../../../kernels/filtered.cu"),
+        include_str!("../../../kernels/baselines/filtered.cu"),
         "\n",
-        include_str!("../../../kernels/radix_mcta.cu")
+        include_str!("../../../kernels/baselines/radix_mcta.cu")
     ),
 };
 

@@ -56,7 +56,7 @@
 // Launch: grid (1, rows), block BLK, dynamic shared memory (NBH + 2·cmp)·4
 // bytes (hist | ck | ci); regimg (NBH + max(2·cmp, 4·BLK·VPT + BLK))·4.
 
-#include "ss_common.cuh"
+#include "ss/common.cuh"
 
 // Launch scalars, filled by the host arm (src/arms/ss_reg.rs `SsRegArgs`,
 // same field order, all u32).
@@ -113,100 +113,10 @@ struct SsRegParams {
 #define SS_REG_REFINE_LEVELS 6
 #define SS_REG_FALLBACK_LEVELS 8
 
-// The host builds launches that prefetch nothing (ahead = 0) with this at 0:
-// the prefetch compiled in cost one-wave batches 1-3 % (kernels/TUNING.md).
-#ifndef SS_NEXT_WAVE_PREFETCH
-#define SS_NEXT_WAVE_PREFETCH 1
-#endif
-
-// Emit forms compiled: 1 per-bin cursors only, 0 slots only (the `cur` word is
-// then ignored: both forms are exact), 2 both with `cur` picking. The host
-// builds one form per launch (GVR_SS_REG_EMIT_SPLIT, on by default;
-// src/arms/ss_reg.rs).
-#ifndef SS_REG_EMIT_FORM
-#define SS_REG_EMIT_FORM 2
-#endif
-
-// 1: the VPT 4 entries load their first hint indices ahead of the row length
-// and the row (see ss_reg_body). The host builds it for launches of B >= 64
-// rows that can be hinted (npad > 4k + 64; src/route/dispatch.rs
-// `reg_hints_first`): measured +1 to +4 % on 1024/4 at B >= 128, +1 to +5 %
-// on 512/4 at B 256, up to 2 % slower at B 4-32 (2026-12-03i). The
-// 32-register entries lost 1-3 % with it (1024/1 at B 64, 512/2 at B
-// 512-1024) and never take it.
-#ifndef SS_REG_HINTS_FIRST
-#define SS_REG_HINTS_FIRST 0
-#endif
-
-// 1: the row's loads go out before its length arrives, for the length the
-// host expects (`row_guess`, the batch's n in the batch-uniform entry); a row
-// whose length differs loads again. Without it the row loads wait for the
-// length load: two dependent DRAM round trips before the first value (ncu of
-// 512/4 at 8K x 128: 4.5 % of the samples on the length, 11.6 % on the row's
-// first use, 2026-12-04). The length's own load goes out first (issued
-// behind the row's loads it measured 0.5-1 % slower). The loads stay inside
-// the row's stride (row_guess <= npad). The host builds it for the 1-float4
-// entries at B <= 2 SMs (src/route/dispatch.rs `reg_row_ahead`): +2 to +6 %
-// there; 256/1 lost 4-8 % at B 512-1,024 and the 2- and 4-float4 entries up
-// to 6 % (1024/4 and 1024/2 at B 1-8), reason not profiled (2026-12-04).
-#ifndef SS_REG_ROW_AHEAD
-#define SS_REG_ROW_AHEAD 0
-#endif
-
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1): the hint index loads
-// issued ahead of the row go through the read-only path (ld.global.nc; in
-// the builds with the next-wave prefetch ptxas emits them as plain LDG.E
-// otherwise). Measured 0.989-0.994 on 1024/4 at B 256-1024 (2026-12-03j).
-#ifndef SS_REG_HINT_NC
-#define SS_REG_HINT_NC 0
-#endif
-
-// Tuning knob (GVR_SS_REG_DEFINES=SS_REG_EMIT_MASK=0 turns it off): the slots emit in one
-// visit of the registers instead of two. Each element's bin sets bit i of
-// the thread's winner or crossing mask (i: the element's place in the
-// thread's registers, 4u + lane for float4 u, 4·VPT for the tail scalar; no
-// branch per element), the masks' popcounts reserve the slots, and a walk
-// over the set bits writes the indices, computed from the bit; a crossing
-// element's value, needed as a candidate key, is selected from the
-// registers by its bit. The ncu of 1024/4 at 16K x 8 (2026-12-04c): the
-// emit visit ran 40 % of the executed instructions, ~15 per element.
-// Compiled into the 64-register entries (1024/4, 1024/2, 512/4) only: the
-// 32-register 1024/1 and 512/1 spilled with it (8-byte stack frames in their
-// row-ahead builds). 2: also into the 32-register 512/2 (no spills), which
-// the host builds for its slots launches of k <= NBH (src/route/dispatch.rs
-// `reg_mask_slots_32`; measured 2026-12-04d: +2.4 to +4.8 % at 4,111 x K 1,024,
-// B 256-512, 0.5-1.7 % slower at K 2,048; in 256/1 it lost 1.4-5.3 %, and
-// that build left the source: 11ef60f has it). Measured on the H200 (2026-12-04c,
-// same inputs, two rounds): every slots launch of those entries 0.987-1.055
-// (512/4 at 8,207 x K 2,048, B 256-1,024: +4 to +5.5 %), and slots from
-// masks beat cursors where src/route/dispatch.rs `reg_cursor_emit` now
-// picks them; on by default (0: the two-visit slots, for A/Bs).
-#ifndef SS_REG_EMIT_MASK
-#define SS_REG_EMIT_MASK 1
-#endif
-
-// 1: the slots emit writes its indices to shared memory and copies them out
-// coalesced. Each lane's winners go to its own run of slots, so one store
-// instruction of a warp touches up to 32 lines, and ncu of 512/4 at 8K x 256
-// (2026-12-03j) put the emit's top stalls on the next element's FFMA waiting
-// for the previous STG to release its address registers (long scoreboard).
-// The host builds it where each thread emits about four indices or more in a
-// batch beyond one row per SM (src/route/dispatch.rs `reg_stage_out`):
-// measured +4 to +18 % there, 4 to 7 % slower where a thread emits about two.
-// 2: the same into k words after ck | ci, which the host adds to the dynamic
-// shared memory, for rows of k > NBH (GVR_SS_REG_STAGE_EXTRA; not measured).
-#ifndef SS_REG_STAGE_OUT
-#define SS_REG_STAGE_OUT 0
-#endif
-
-// Rows of at most k + SS_REG_DROP_MAX values (pro: 1,027 values at K = 1,024,
-// 330 grid cases) keep all but their n − k smallest elements (ss_reg_drop_few)
-// instead of the bracket → histogram → scan → emit chain: one barrier where
-// that chain takes five, and no shared atomics. 0: never. The host's
-// `REG_DROP_MAX` (src/route/dispatch.rs) is this default.
-#ifndef SS_REG_DROP_MAX
-#define SS_REG_DROP_MAX 4u
-#endif
+// Compile-time knobs (SS_NEXT_WAVE_PREFETCH, SS_REG_EMIT_FORM,
+// SS_REG_HINTS_FIRST, SS_REG_ROW_AHEAD, SS_REG_HINT_NC, SS_REG_EMIT_MASK,
+// SS_REG_STAGE_OUT, SS_REG_DROP_MAX): ss/knobs.cuh. The host's plan sets most
+// of them per launch (src/topk/families/reg.rs).
 
 // The entries that compile the drop-few path: all but the two 32-register
 // BLK 512 ones (512/1, 512/2), where its code made ptxas spill in some builds

@@ -4,7 +4,8 @@
 // with the two-predicate ballot emit (GVR_V2_SPEC §2.2–§2.4).
 #pragma once
 
-#include "common.cuh"
+#include "prim/common.cuh"
+#include "ss/knobs.cuh"
 
 #define SS_BINS 256u
 #define SS_SENT_LO (-3.0e38f)
@@ -25,10 +26,7 @@
 //   → EMIT (certain winners written) → EXIT (the CTA leaves).
 // CTA 0 also records the grid's CTA count, so the host can tell when CTAs
 // past SS_PROBE_CTAS went unprobed.
-// Off, every mark compiles to nothing (the PTX is unchanged).
-#ifndef SS_PHASE_PROBE
-#define SS_PHASE_PROBE 0
-#endif
+// Off (SS_PHASE_PROBE 0, ss/knobs.cuh), every mark compiles to nothing.
 #define SS_PROBE_CTAS 8192u
 #define SS_PROBE_SLOTS 16u
 #define SS_MARK_ENTRY 0u
@@ -109,11 +107,7 @@ struct SsProbeScope {
 // lane-dependent). Without it ptxas left the lanes of a warp split for the
 // rest of the streaming pass: the pass's float4 loads issued at ~10 threads
 // per instruction and every warp scan took the WARPSYNC.COLLECTIVE slow
-// path (ncu, ss_main_b512_u8 at 256 x 131K, kernels/TUNING.md). SS_WALK_SYNC=0
-// restores that code for a same-run A/B (GVR_SS_MAIN_DEFINES).
-#ifndef SS_WALK_SYNC
-#define SS_WALK_SYNC 1
-#endif
+// path (ncu of ss_main_b512_u8). SS_WALK_SYNC 0 (ss/knobs.cuh) leaves it out.
 __device__ __forceinline__ void ss_walk_reconverge() {
 #if SS_WALK_SYNC
     __syncwarp();

@@ -6,7 +6,7 @@
 // Capture-safe (no host reads); an index outside [0, npad) — which no ss
 // kernel writes — reads nothing and yields -FLT_MAX.
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 extern "C" __global__ void __launch_bounds__(256) ss_gather_values(const float* __restrict__ logits,
                                                                    const i32* __restrict__ indices,

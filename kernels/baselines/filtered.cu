@@ -26,7 +26,7 @@
 // total k - need and ties fill exactly need slots. Nothing depends on an
 // estimate. Positions >= n are masked by index (load_row_f4), never by value.
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #define FT_BLK 1024
 // Candidate indices per ping-pong buffer (upstream: 16 384, 2 x 64 KiB).

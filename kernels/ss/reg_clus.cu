@@ -37,7 +37,7 @@
 // memory RC_SMEM_WORDS(1024)·4 = 45,568 B (same layout in every CTA, which
 // DSMEM mapping requires).
 
-#include "ss_common.cuh"
+#include "ss/common.cuh"
 
 // Launch scalars (src/arms/ss_clus.rs `RegClusArgs`, same order, all u32).
 struct RcParams {

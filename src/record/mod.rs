@@ -1,5 +1,11 @@
-//! The result record: one per (case, arm). Everything in reports is derived
-//! from these.
+//! The result record: one per (case, arm), and the JSON-lines files that
+//! hold them. Everything in reports is derived from these records; this module
+//! is a base layer (it imports no orchestration).
+
+pub mod jsonl;
+pub mod results;
+
+pub use results::{completed_pairs, ResultsWriter, RESULTS_FILE};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,8 +62,8 @@ impl CaseRecord {
     }
 }
 
-/// Read every record of a `results.jsonl` file (see `run::jsonl::read_lines`
+/// Read every record of a `results.jsonl` file (see [`jsonl::read_lines`]
 /// for what a truncated or bad line does).
 pub fn read_records(path: &std::path::Path) -> crate::Result<Vec<CaseRecord>> {
-    super::jsonl::read_lines(path)
+    jsonl::read_lines(path)
 }

@@ -49,7 +49,7 @@
 // alone. Peers leave only after a cluster barrier that follows the last DSMEM
 // read of their shared memory.
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #define G1_BLK 512
 #define G1_WARPS (G1_BLK / 32)

@@ -26,156 +26,33 @@
 // Launch: grid (R, rows) (R = 1 for non-split), block BLK, dynamic shared
 // memory (scap + 4)·8 + (cmp + 1)·8 bytes.
 
-#include "ss_common.cuh"
+#include "ss/common.cuh"
 
-// Streaming-pass variant (kernels/TUNING.md, 2026-12-02 "pipelined pass"):
-//   SS_PIPELINE 1 (default): the next tile's first SS_PFD float4 per thread
-//     are issued before the current tile's survivors are walked, the rest at
-//     the next tile's start (§3.4 one-tile software pipelining). With
-//     SS_L2_DIST > 0 one lane per warp also bulk-prefetches its chunk of the
-//     tile SS_L2_DIST tiles ahead into L2. Off by default: on the H200 the
-//     prefetched lines were partly evicted before use (ncu, 256 × 131K:
-//     193 MB of DRAM reads for 134 MB of rows at distance 2, 144 MB at 0),
-//     and distance 0 was the fastest on every big-batch slice measured
-//     (TUNING.md). SS_L2_START (default 1) tiles of the slice are
-//     prefetched once the sample has arrived, behind the histogram / scan /
-//     ladder (+1.8–4.0 % at B >= 64, TUNING.md 2026-12-03c). One CTA per row
-//     only: SPLIT entries keep the plain pass (`SsPipelined`, measured),
-//     but take the start prefetch too (SS_L2_START_SPLIT).
-//   SS_PIPELINE 0: the unpipelined pass measured in TUNING.md's first runs
-//     (`ss_row_pass`; arm `ss-main-base`, for same-run A/B).
-// Exactness does not depend on either: every float4 is still classified
-// once per pass with the same TF, and loads past the slice stay redirected
-// and masked by index.
-#ifndef SS_PIPELINE
-#define SS_PIPELINE 1
-#endif
-#ifndef SS_L2_DIST
-#define SS_L2_DIST 0  // tiles ahead of the tile being classified; 0 = no L2 prefetch
-#endif
-#ifndef SS_L2_START
-#define SS_L2_START 1  // tiles of the slice bulk-prefetched into L2 once the sample has arrived
-#endif
-#ifndef SS_L2_START_SPLIT
-#define SS_L2_START_SPLIT 1  // SPLIT entries also prefetch their slice's first tile(s) (+2.3 %, B <= 32)
-#endif
-#ifndef SS_ABLATE
-#define SS_ABLATE 0  // diagnostics only, output wrong: CTAs leave after the ladder (1), the first pass (2), its scan (3)
-#endif
-#ifndef SS_PFD
-#define SS_PFD -1  // float4 per thread of the next tile issued before the walk; -1: per shape (SsPfd)
-#endif
-
-// Where the §3.7 emit and the rank refine write the row's indices
-// (ss_stage_out). Straight to global memory each index is its own
-// 4-byte store to a random slot of the row's k: k L2 sector writes per row,
-// a quarter of a 65K row's reads at k = 2,048 (the emit+refine share of the
-// 2026-12-04f ablation grew with k·B; at N >= 64K, B 1,024: 3.9–5.0 µs at
-// k = 512, 9.8–10.5 µs at k = 2,048). Staged, they go to the staging buffer
-// past the survivor list and are copied out coalesced after a barrier.
-//   0: always directly;  1: always staged;
-//   2 (default): staged where k >= 2,048 or k >= 4·BLK. Measured
-//      (kernels/TUNING.md, 2026-12-04 seventeenth session) always staged
-//      against never: k = 2,048 +2.0 to +9.4 % on every entry, k = 1,024 on
-//      BLK 256 +0.9 to +2.6 %; k = 1,024 on BLK 512 / 1,024 and k = 512
-//      0.969–1.000 (a barrier and a copy for two or fewer stores per thread).
-#ifndef SS_MAIN_STAGE_OUT
-#define SS_MAIN_STAGE_OUT 2
-#endif
-
-// 1: each thread's first sample unit of the planned schedule (the row length
-// n_plan) is loaded before the row's length arrives; a row of another length
-// loads its sample after it. Without it the sample waits for the length:
-// two dependent DRAM round trips before the first value.
-#ifndef SS_MAIN_SAMPLE_AHEAD
-#define SS_MAIN_SAMPLE_AHEAD 1
-#endif
-
-// SPLIT arrival order: a part arrives first, with one atomic on the row's
-// count word that returns both its slab offset (the earlier parts'
-// survivors) and its arrival rank; the others then write their range and
-// publish it (`red.release` on a finished-parts word, the offset array's
-// slot); the last arriver writes its own range and waits for the others'
-// publications. That wait cannot deadlock: every part has arrived, so every
-// part is resident and owes only its writes. The spec's order (reserve a
-// range with an atomic on the row's offset, write it, then arrive with a
-// fence and an atomic on the count) makes the last arriver learn it is last
-// two dependent L2 round trips and a fence after its pass: measured on three
-// H100s (kernels/TUNING.md 2026-12-05h and 2026-12-05i), arriving first is
-// +3.1 to +3.3 % on SPLIT launches (B 1-32, N >= 100K), the last arriver's
-// hand-off phase 1.85 -> 1.55 us; the spec's order was removed in 2026-12-05i.
-// SS_SLAB_WAIT_BATCH: the finisher's slab words per thread loaded together
-// before the first is used (one L2 round trip for all that have landed); 1 =
-// each word waited for in turn. 4 since 2026-12-06 (kernels/TUNING.md): on
-// SPLIT launches against 1, H200 1.016 / 1.015 and H100 1.014 / 1.018 (K >=
-// 1,024 at B 1-8 +1.8 to +4.1 %, no K x B group below 0.996); 2 gained 0.9 %,
-// 8 lost 1 % (H200).
-#ifndef SS_SLAB_WAIT_BATCH
-#define SS_SLAB_WAIT_BATCH 4
-#endif
-// The spin hand-off (kernels/README.md step 4): no publication at all. Each
-// slab word is its own flag (bit 63 set when written, zero between launches);
-// the others write and leave, the last arriver reads their words as they land
-// and restores them to zero, and keeps its own survivors in staging. Off its
-// path: the others' release fences and its poll of a publication count.
-// Measured on an H100 against the publication form it replaced (kernels/
-// TUNING.md 2026-12-05j): +4.3 / +4.6 % on SPLIT launches, every K x B group
-// +2.1 to +6.7 %; removed 2026-12-06 after a third H100 gave 1.043 / 1.046
-// again (no H200 was lent for the comparison).
-
-// Bit 1 for the one-CTA entries, bit 2 for the SPLIT entries: the sample
-// ladder's width is the exact product by 1/256 (bit-identical to the
-// division) and the barrier between reading the scan's result and writing the
-// ladder is left out (no thread writes the scan's result before the next
-// barrier); without the bit, division and barrier. SS_SCAN_FORM, same bits:
-// ss_scan256 (ss_common.cuh) finds its crossings by counting. Both on the
-// SPLIT entries only: with the fence, +4.3 % there (B 1–32, N >= 100K), and
-// -1.9 % on one-CTA rows at B 256–1,024 (TUNING.md 2026-12-05e).
-#ifndef SS_THRESHOLD_TRIM
-#define SS_THRESHOLD_TRIM 2
-#endif
-#ifndef SS_SCAN_FORM
-#define SS_SCAN_FORM 2
-#endif
+// Compile-time knobs (SS_L2_*, SS_PFD, SS_MAIN_STAGE_OUT, SS_SLAB_WAIT_BATCH,
+// SS_THRESHOLD_TRIM, SS_SCAN_FORM, SS_WAVE_*, SS_ROW_U ...) and their defaults
+// live in ss/knobs.cuh; `gvr-bench knobs` lists them, docs/decisions.md holds
+// the evidence behind each default.
+//
+// SPLIT hand-off: a part arrives first, with one atomic on the row's count
+// word that returns both its slab offset (the earlier parts' survivors) and
+// its arrival rank. Every part but the last writes its survivors to the slab
+// and leaves; each slab word is its own flag (bit 63 set when written, zero
+// between launches). The last arriver reads the others' words as they land
+// (SS_SLAB_WAIT_BATCH at a time), restores them to zero and keeps its own
+// survivors in staging. The wait cannot deadlock: every part has arrived, so
+// every part is resident and owes only its stores. Arriving before writing
+// keeps two dependent L2 round trips and a fence off the finisher's path.
 #define SS_ENTRY_BIT(KNOB, SPLIT) (((KNOB) & ((SPLIT) ? 2 : 1)) != 0)
 
-// Wave stagger of the many-rows entries, in SM cycles (0 = off): in a launch of
-// at least ~1.9 waves, the j-th CTA of each SM's first wave (rows j*SMS to
-// (j+1)*SMS - 1, the block scheduler filling SMs breadth first) waits
-// j/per_sm of the stagger before it starts. Why: the CTAs of an SM run in
-// lockstep, so every wave's latency-bound fixed phases (sample, histogram,
-// threshold, emit: 10-26 % of a CTA's span at 65K-262K) leave DRAM idle at
-// once; staggered, one CTA's fixed phases overlap the other's pass, and the
-// offset persists into the later waves (each CTA's successor starts when it
-// ends). Measured on the H200 (TUNING.md 2026-12-05f): 36,000 on BLK 512 +0.6 %
-// at B 512, +6.6 % at B 600, +3.2 % at B 1,024 (48,000 lost 4 % on v32 65K x 512);
-// BLK 256 at most +1.2 % and -5 % at 1.14 waves (H100), so off there; launches
-// of fewer than 1.9 waves keep no stagger (the delay is not repaid). SS_WAVE_SMS
-// is the device's SM count (the host defines it; the H200's by default).
-#ifndef SS_WAVE_STAGGER
-#define SS_WAVE_STAGGER 36000
-#endif
-#ifndef SS_WAVE_STAGGER_256
-#define SS_WAVE_STAGGER_256 0
-#endif
-#ifndef SS_WAVE_SMS
-#define SS_WAVE_SMS 132
-#endif
-// Rows shorter than SS_WAVE_FULL_N values wait in proportion to their planned
-// length (0: the whole stagger at every length). Why: the fixed phases that the
-// stagger overlaps shrink with the row, and a delay sized for 65K costs more
-// than it hides at 32K: v32 32,783 x B 512 lost 2.5 % to the flat 36,000 and
-// gained 3.4 % with half of it, B 1,024 +1.2 % against +4.9 % (H100, two
-// rounds, TUNING.md 2026-12-05h); longer rows keep the flat delay (a delay
-// growing past 65K tied at 131K and lost 1 % at 163K). SS_WAVE_MIN_TENTHS
-// (tuning only) is the fewest waves, in tenths, that a launch staggers at.
-#ifndef SS_WAVE_MIN_TENTHS
-#define SS_WAVE_MIN_TENTHS 19
-#endif
-#ifndef SS_WAVE_FULL_N
-#define SS_WAVE_FULL_N 65536
-#endif
-
+// Wave stagger of the many-rows entries (SS_WAVE_STAGGER cycles, 0 = off): in
+// a launch of at least SS_WAVE_MIN_TENTHS / 10 waves, the j-th CTA of each
+// SM's first wave waits j/per_sm of the stagger before it starts. The CTAs of
+// an SM run in lockstep, so every wave's latency-bound fixed phases (sample,
+// histogram, threshold, emit) would leave DRAM idle at once; staggered, one
+// CTA's fixed phases overlap another's pass, and the offset persists into the
+// later waves. Rows shorter than SS_WAVE_FULL_N wait in proportion to their
+// planned length (the fixed phases shrink with the row). SS_WAVE_SMS is the
+// device's SM count, defined by the host.
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
 // field order, all u32). The schedule fields (smp..q) are the host's §3.0
@@ -430,14 +307,13 @@ struct SsPfd {
                                                : U;
 };
 
-// Which entries stream with the pipelined pass. Measured on the H200
-// (reports/h200/2026-12-02b, 600 cases, same run): pipelining wins 7–24 % at
-// B >= 64 (one CTA per row, long slices) and loses 3–5 % on SPLIT launches
-// (B <= 32: short slices, where the extra prefetch issue and registers cost
-// more than the overlap gains), so SPLIT entries keep the plain pass.
+// Which entries stream with the pipelined pass: the one-CTA-per-row entries
+// (long slices, where overlapping the next tile's loads with the walk pays);
+// SPLIT parts stream short slices, where the extra prefetch issue and
+// registers cost more than the overlap gains, and keep the plain pass.
 template <bool SPLIT>
 struct SsPipelined {
-    static constexpr bool value = SS_PIPELINE != 0 && !SPLIT;
+    static constexpr bool value = !SPLIT;
 };
 
 // §3.4 pipelined pass over the float4 range [c0, c1) (+ the scalar tail).
@@ -745,7 +621,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     }
     __syncthreads();
     SS_PROBE(SS_MARK_THRESHOLD);
-    if (SS_ABLATE == 1) return;
 
     // ---- P3 + verify + retry ladder (§3.4, §3.5); SPLIT: exactly one attempt ----
     const int NATT = SPLIT ? 1 : 3;
@@ -779,7 +654,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         __syncthreads();
         SS_PROBE_PASS();
         SS_PROBE(SS_MARK_PASS);
-        if (SS_ABLATE == 2) return;
         if (SPLIT) break;
         const u32 myn = s.count;
         if (warp_id() == 0u) {
@@ -788,7 +662,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
         __syncthreads();
         SS_PROBE(SS_MARK_VERIFY);
-        if (SS_ABLATE == 3) return;
         const u32 tot = s.total;
         if (tot >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
             cr = s.cross[0];
@@ -993,12 +866,6 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         for (u32 i = t; i < slab_restore; i += BLK) st_relaxed_gpu_u64(slab + i, 0ull);
     }
 }
-
-// Tuning only (GVR_SS_MAIN_DEFINES): the float4 per thread and tile of the
-// many-rows entries ss_main_b512_u8 / ss_main_b256_u8, whose names keep "u8".
-#ifndef SS_ROW_U
-#define SS_ROW_U 8
-#endif
 
 // Entry points, written out (not macro-generated) so the host-side text scan
 // of kernel declarations (gpu::sources::declared_entries) sees every name.

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::jsonl::{cut_torn_tail, JsonlWriter};
-use super::record::{read_records, CaseRecord};
+use super::{read_records, CaseRecord};
 use crate::error::Result;
 
 pub const RESULTS_FILE: &str = "results.jsonl";

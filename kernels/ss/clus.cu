@@ -47,7 +47,7 @@
 // memory CL_PRELUDE_BYTES + (scap + 4)·8 + cmp·8 bytes, identical layout in
 // every CTA (DSMEM mapping requires it).
 
-#include "ss_common.cuh"
+#include "ss/common.cuh"
 
 // Launch scalars (src/arms/ss_clus_stream.rs `ClusStreamArgs`, same order,
 // all u32). smp..tgt2 are the host's QUAD schedule for a row of length
@@ -190,35 +190,9 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
 // row and masked by index, never by value. Survivors are re-read with
 // scalar loads while staging (the float4 do not stay live: register cap).
 // Lane 0 of each warp prefetches its share of the rank's NEXT chunk into L2
-// (CL_L2_NEXT; CL_L2_FIRST: the first chunk at kernel start). Both default
-// on; GVR_SS_CLUS_DEFINES turns them off for a same-inputs A/B.
-#ifndef CL_L2_NEXT
-#define CL_L2_NEXT 1
-#endif
-#ifndef CL_L2_FIRST
-#define CL_L2_FIRST 1
-#endif
-// 1: each thread's first sample half-unit of the planned schedule (row length
-// n_plan) loads before the row length arrives, the length's raw load ahead
-// of it (as SS_MAIN_SAMPLE_AHEAD in ss_main.cu); a row of another length
-// loads its sample after the length. GVR_SS_CLUS_DEFINES=CL_SAMPLE_AHEAD=0
-// turns it off for a same-inputs A/B.
-#ifndef CL_SAMPLE_AHEAD
-#define CL_SAMPLE_AHEAD 1
-#endif
-
-// 1: the sample ladder's width is the exact product by 1/256 (bit-identical
-// to the division) and the barrier between reading the scan's result and
-// writing the ladder is left out, as SS_THRESHOLD_TRIM of ss_main.cu;
-// SS_SCAN_FORM 1: ss_scan256 (ss_common.cuh) finds its crossings by counting.
-// Both on: +5.1 % over both off (B 1–32, N >= 32K; TUNING.md 2026-12-05e).
-#ifndef SS_THRESHOLD_TRIM
-#define SS_THRESHOLD_TRIM 1
-#endif
-#ifndef SS_SCAN_FORM
-#define SS_SCAN_FORM 1
-#endif
-#define CL_COUNTED (SS_SCAN_FORM != 0)
+// (CL_L2_NEXT; CL_L2_FIRST: the first chunk at kernel start). The knobs of
+// this file (CL_*) live in ss/knobs.cuh.
+#define CL_COUNTED (CL_SCAN_FORM != 0)
 
 template <int BLK, int U>
 __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step, u32 n4, u32 n, bool tail,
@@ -328,23 +302,13 @@ __device__ __noinline__ void cl_merge_scan(u32* hist, u32* mrg, u32 rank, u32 cs
     cl_scan_merged(tot, low, mrg, k, res);
 }
 
-// CL_MERGE_SPREAD (the host sets 1 for clusters of 8, `ss_clus_stream.rs`
-// MERGE_SPREAD_FROM_CS; 0 otherwise): the merge's bin reads spread over the
-// CTA. Why: in warp 0 a cluster of 8 waits on four dependent DSMEM round
-// trips (ptxas issues two ranks' 16-byte loads, adds them, then the next two;
-// grouping four ranks made it delay loads further under the 64-register cap).
-// Spread, each of the first 256 threads loads its bin from every rank (one
-// 4-byte load per rank, all independent: one round trip), keeps the
+// CL_MERGE_SPREAD (the host sets 1 for clusters of 8): the merge's bin reads
+// spread over the CTA. In warp 0 a cluster of 8 waits on four dependent DSMEM
+// round trips; spread, each of the first 256 threads loads its bin from every
+// rank (one 4-byte load per rank, all independent: one round trip), keeps the
 // lower-rank sum in a register and writes the total to `mrg`; warp 0 scans
 // the totals as before, writing after(j); then each owner adds its lower-rank
-// sum. Two more CTA barriers. Against warp 0 on the H100 (kernels/TUNING.md
-// 2026-12-05i): cl8 +5.8 to +8.1 %, cl4 -1.3 to +0.7 %, cl2 -1.5 to -2.7 %.
-// A build-time choice: both forms in one kernel, picked by the cluster size
-// at run time, cost every cluster size ~2.5 % (cl2 / cl4 0.7 to 3.7 % below
-// the warp-0 kernel, cl8 +3.5 to +6.1 % only).
-#ifndef CL_MERGE_SPREAD
-#define CL_MERGE_SPREAD 0
-#endif
+// sum. Two more CTA barriers, which smaller clusters do not repay.
 #if CL_MERGE_SPREAD
 __device__ __noinline__ void cl_merge_scan_totals(u32* mrg, u32 k, u32* res) {
     const u32 lane = lane_id();
@@ -513,7 +477,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         float w = 0.f, t3 = NEG_INF, tk = NEG_INF;
         bool rung3 = false;
         if (sok) {
-            w = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
+            w = CL_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(smax, smin), 1.f / (float)SS_BINS)
                                   : __fdiv_rn(__fsub_rn(smax, smin), (float)SS_BINS);
             const float sc = __fdiv_rn(1.f, w);
             for (u32 j = t; j < 2u * rs.smp; j += BLK) {
@@ -541,7 +505,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
                 t3 = __fmaf_rn((float)b3.bin, w, smin);
                 rung3 = true;
             }
-            if (!SS_THRESHOLD_TRIM) __syncthreads();  // cross / total are rewritten later
+            if (!CL_THRESHOLD_TRIM) __syncthreads();  // cross / total are rewritten later
         }
         if (T > NEG_INF) {
             CL_TRACE(CL_TR_SAMPLE);
@@ -590,7 +554,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         const float h_cap = __uint_as_float(sc_[CL_S_LAD_H]);
         float hi = fmaxf(__uint_as_float(sc_[CL_S_LAD_GMAX]), T);
         if (h_cap > T && h_cap < hi) hi = h_cap;
-        float wd = SS_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
+        float wd = CL_THRESHOLD_TRIM ? __fmul_rn(__fsub_rn(hi, T), 1.f / (float)SS_BINS)
                                      : __fdiv_rn(__fsub_rn(hi, T), (float)SS_BINS);
         if (!(wd > 0.f)) wd = SS_MIN_WIDTH;
         SC = __fdiv_rn(1.f, wd);

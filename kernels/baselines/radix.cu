@@ -20,7 +20,7 @@
 // bin is too large the fp32 levels start again on the whole row (as
 // upstream): nothing is promoted from level 0 in that case.
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #ifndef RADIX_BLK
 #define RADIX_BLK 512

@@ -26,7 +26,7 @@
 //                 are set by the ring, not by registers (dynamic shared
 //                 memory: stages · chunk bytes).
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 // Launch scalars, filled by src/floor/arm.rs `FloorParams` (same order).
 struct FloorParams {

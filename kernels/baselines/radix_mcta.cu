@@ -28,7 +28,7 @@
 // each row resets the row counters; the last CTA of the group to exit resets
 // the rest), so no memset is needed between launches.
 
-#include "common.cuh"
+#include "prim/common.cuh"
 
 #define MCTA_BLK 1024
 #define MCTA_BINS 256
