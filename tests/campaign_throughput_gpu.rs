@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use gvr_bench::arms::gpu_baselines;
+use gvr_bench::arms::baselines;
 use gvr_bench::arms::Arm;
 use gvr_bench::exact::PeriodicCheck;
 use gvr_bench::gpu::{DeviceBatch, Gpu, StagedInputs};
@@ -96,7 +96,7 @@ fn batched_timer_yields_every_rep_and_exact_output() {
     let check = PeriodicCheck::new(Arc::clone(&batch), 2);
     let mut arms: Vec<Box<dyn Arm>> = ["radix", "radix-mcta", "filtered"]
         .iter()
-        .map(|name| gpu_baselines::create(name, gpu.clone()).unwrap().unwrap())
+        .map(|name| baselines::create(name, gpu.clone()).unwrap().unwrap())
         .collect();
     for (choice, method) in [
         (TimingChoice::Cupti, TimingMethod::Cupti),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::gpu_baselines::{self, filtered};
+use gvr_bench::arms::baselines::{self, filtered};
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, row_generators};
@@ -83,7 +83,7 @@ fn dispatch_switches_kernels_and_stays_exact() {
     ] {
         // Only test in this binary: nothing else reads the variable.
         std::env::set_var(filtered::ALGO_ENV, setting);
-        let mut arm = gpu_baselines::create("filtered", gpu.clone())
+        let mut arm = baselines::create("filtered", gpu.clone())
             .expect("registered")
             .expect("builds");
         for (i, &(rows, n, heuristic_multi)) in shapes.iter().enumerate() {

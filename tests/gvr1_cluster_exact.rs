@@ -1,5 +1,5 @@
 //! On-device exactness of the `gvr1` cluster tier (`gvr1_topk_c2/_c4/_c8`)
-//! with hints, which `gpu_baselines_exact.rs` (hint-free batches) does not
+//! with hints, which `baselines_exact.rs` (hint-free batches) does not
 //! give it: perfect hints (the row's own top-K: the verify search finds T at
 //! once), previous-step hints (top-K of a perturbed row: secant passes, then
 //! the DSMEM gather to rank 0), random hints (wide bracket) and no hints
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::gpu_baselines::{self, SUPPORTED_K};
+use gvr_bench::arms::baselines::{self, SUPPORTED_K};
 use gvr_bench::arms::Shape;
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, reference_topk, row_generators};
@@ -81,7 +81,7 @@ fn batch_of(lens: &[usize], k: usize, mode: Hints, seed: u64) -> Batch {
 }
 
 fn run_and_check(gpu: &Arc<Gpu>, batch: &Batch, label: &str) {
-    let mut arm = gpu_baselines::create("gvr1", gpu.clone())
+    let mut arm = baselines::create("gvr1", gpu.clone())
         .expect("gvr1 is registered")
         .expect("arm builds");
     let shape = Shape::of(batch);
@@ -121,7 +121,7 @@ fn cluster_tier_is_exact_with_every_kind_of_hint() {
         Hints::Absent,
     ];
     for (i, &(rows, n)) in shapes.iter().enumerate() {
-        let cluster = gvr_bench::arms::gpu_baselines::gvr1::cluster_size_for(rows, n, sms);
+        let cluster = gvr_bench::arms::baselines::gvr1::cluster_size_for(rows, n, sms);
         assert!(
             cluster.is_some(),
             "B={rows} n={n} should be clustered on {sms} SMs"

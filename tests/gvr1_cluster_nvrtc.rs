@@ -5,7 +5,7 @@
 //!
 //! Without libnvrtc: fails when `CI` is set, else prints SKIPPED and passes.
 
-use gvr_bench::arms::gpu_baselines::gvr1;
+use gvr_bench::arms::baselines::gvr1;
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::GVR1;
 

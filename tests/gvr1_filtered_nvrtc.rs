@@ -6,7 +6,7 @@
 //!
 //! Without libnvrtc: fails when `CI` is set, else prints SKIPPED and passes.
 
-use gvr_bench::arms::gpu_baselines::{filtered, gvr1};
+use gvr_bench::arms::baselines::{filtered, gvr1};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{FILTERED, GVR1};
 

@@ -3,7 +3,7 @@
 
 pub mod cpu_ref;
 pub mod cpu_ss;
-pub mod gpu_baselines;
+pub mod baselines;
 pub mod registry;
 pub mod ss;
 pub mod ss_clus;

@@ -206,7 +206,7 @@ pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Ar
                     CPU_ARMS.join(", ")
                 ))
             })?;
-            match super::gpu_baselines::create(gpu_arm, gpu) {
+            match super::baselines::create(gpu_arm, gpu) {
                 Some(arm) => arm?,
                 None => return Ok(None),
             }

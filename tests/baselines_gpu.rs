@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::gpu_baselines::{self, SUPPORTED_K};
+use gvr_bench::arms::baselines::{self, SUPPORTED_K};
 use gvr_bench::arms::Shape;
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, row_generators, suite};
@@ -51,7 +51,7 @@ fn batch_of(lens: &[usize], k: usize, seed: u64) -> Batch {
 /// Run `arm` on `batch` twice without re-zeroing its workspace in between
 /// (the second launch relies on the kernels restoring it) and check both.
 fn run_and_check(gpu: &Arc<Gpu>, arm_name: &str, batch: &Batch, label: &str) {
-    let mut arm = gpu_baselines::create(arm_name, gpu.clone())
+    let mut arm = baselines::create(arm_name, gpu.clone())
         .expect("baseline arm is registered")
         .expect("arm builds");
     let shape = Shape::of(batch);

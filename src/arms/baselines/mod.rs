@@ -4,7 +4,7 @@
 //! source, its launch plan (a pure function of the shape, unit-tested on the
 //! CPU) and how it binds kernel arguments.
 //!
-//! Adding an arm = one file in `gpu_baselines/` with a unit struct that
+//! Adding an arm = one file in `baselines/` with a unit struct that
 //! implements [`BaselineKernel`], plus one line in [`KERNELS`].
 
 pub mod filtered;

@@ -4,7 +4,7 @@
 //! cap as a parameter, so tiny caps drive every path. Parallel emission is a
 //! loop here; the asserts are the kernel's counting invariants.
 
-use crate::arms::gpu_baselines::gvr1::model::{assert_exact, fkey, row_strategy};
+use crate::arms::baselines::gvr1::model::{assert_exact, fkey, row_strategy};
 
 /// IEEE binary16 bits of `x`, round to nearest even (what `cvt.rn.f16.f32` does).
 pub fn f16_bits(x: f32) -> u16 {
