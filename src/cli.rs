@@ -53,6 +53,8 @@ pub enum Command {
     Regress(RegressOptions),
     /// List the arms this binary knows.
     Arms,
+    /// List every knob: kind, what it acts on, values, default.
+    Knobs,
     /// Merge shard runs into one run directory.
     Merge(MergeArgs),
     /// GPU runtime checks.
@@ -101,6 +103,30 @@ pub struct CaseArgs {
     pub grid: Option<PathBuf>,
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub tune: TuneArgs,
+}
+
+/// Knob values for the run's arms (grid, certify, phases).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TuneArgs {
+    /// Set a knob for every arm it acts on (`gvr-bench knobs` lists them);
+    /// repeatable, applied after --tune.
+    #[arg(long = "knob", value_name = "NAME=VALUE")]
+    pub knobs: Vec<String>,
+    /// A TOML file of knob values, one `NAME = value` per line.
+    #[arg(long, value_name = "FILE.toml")]
+    pub tune: Option<PathBuf>,
+}
+
+impl TuneArgs {
+    /// The knobs every arm of the run gets (no variants).
+    pub fn tunings(&self) -> Result<registry::Tunings> {
+        Ok(registry::Tunings {
+            base: crate::topk::Tuning::from_args(self.tune.as_deref(), &self.knobs)?,
+            variants: Default::default(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -328,6 +354,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             print!("{}", arms_table());
             Ok(0)
         }
+        Command::Knobs => {
+            print!("{}", crate::topk::tuning::knobs_table());
+            Ok(0)
+        }
         Command::Gpu {
             action: GpuCommand::Info { device },
         } => {
@@ -427,6 +457,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         aa: args.aa.clone(),
         bandwidth: args.bandwidth,
         floor: args.floor,
+        tunings: args.cases.tune.tunings()?,
     };
     let outcome = run::run_grid(&cfg)?;
     eprintln!(
@@ -625,6 +656,7 @@ pub fn worker_args(
 
 fn cmd_certify(args: CertifyArgs) -> Result<i32> {
     let cfg = CertifyConfig {
+        tunings: args.cases.tune.tunings()?,
         captures: args.cases.captures,
         grid: args.cases.grid,
         selection: args.cases.selection,
@@ -643,6 +675,7 @@ fn cmd_certify(args: CertifyArgs) -> Result<i32> {
 
 fn cmd_phases(args: PhasesArgs) -> Result<i32> {
     let cfg = run::PhasesConfig {
+        tunings: args.cases.tune.tunings()?,
         captures: args.cases.captures,
         grid: args.cases.grid,
         selection: args.cases.selection,

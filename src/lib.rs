@@ -17,10 +17,9 @@ pub mod gpu;
 pub mod grid;
 pub mod record;
 pub mod report;
-pub mod route;
 pub mod run;
 pub mod stats;
 pub mod timing;
-pub mod varlen;
+pub mod topk;
 
 pub use error::{GvrError, Result};

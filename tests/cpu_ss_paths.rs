@@ -5,9 +5,9 @@
 //! The constructions read the sample geometry from `route::main_params`, so
 //! they keep aiming at the sample even if the §3.0 numbers change.
 
-use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
 use gvr_bench::exact::check_row;
-use gvr_bench::route::{main_params, DeviceProfile, MainParams};
+use gvr_bench::topk::cpu::{select_row, PathCounts};
+use gvr_bench::topk::route::{main_params, DeviceProfile, MainParams};
 
 const K: usize = 512;
 
@@ -340,8 +340,8 @@ fn nan_rows_never_panic_and_fill_every_slot_with_unique_indices() {
 #[test]
 #[ignore = "diagnostic: needs GVR_PROBE_CAPTURES=<capture dir>; prints path counts"]
 fn probe_path_rates_over_a_capture_set() {
-    use gvr_bench::arms::ss::{kernel_args, parse_sample_knobs, with_sample_knobs};
     use gvr_bench::capture::load::CaptureSet;
+    use gvr_bench::topk::families::main::{kernel_args, parse_sample_knobs, with_sample_knobs};
     let dir = std::env::var("GVR_PROBE_CAPTURES").expect("GVR_PROBE_CAPTURES=<capture dir>");
     let knobs = parse_sample_knobs(&std::env::var("GVR_SS_MAIN_SAMPLE").unwrap_or_default())
         .expect("GVR_SS_MAIN_SAMPLE parses");

@@ -13,9 +13,9 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
 use gvr_bench::exact::{check_row, UNWRITTEN};
-use gvr_bench::route::{main_params, DeviceProfile};
+use gvr_bench::topk::cpu::{select_row, PathCounts};
+use gvr_bench::topk::route::{main_params, DeviceProfile};
 
 #[derive(Debug, Clone, Copy)]
 enum RowKind {

@@ -3,7 +3,7 @@
 //! SM-count adaptations (132 instead of 148) move the family boundaries.
 //! The H200 family table is printed (`-- --nocapture`) for the report.
 
-use gvr_bench::route::{clus_params, main_params, route, DeviceProfile, Family};
+use gvr_bench::topk::route::{clus_params, main_params, route, DeviceProfile, Family};
 
 const NS: [usize; 9] = [
     2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,

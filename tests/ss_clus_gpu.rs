@@ -14,10 +14,10 @@ mod ss_support;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_clus::plan_regclus;
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::suite;
-use gvr_bench::route::{DeviceProfile, REG_CLUS_MAX_N};
+use gvr_bench::topk::families::reg_clus::plan_regclus;
+use gvr_bench::topk::route::{DeviceProfile, REG_CLUS_MAX_N};
 use ss_support::open_gpu;
 
 /// (rows, n, cluster, vpt) for every routed reg_clus shape kind on the H200.

@@ -36,14 +36,14 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_clus_stream::{
-    clus_smem_bytes, plan_clus_stream, plan_clus_stream_forced, ClusStreamArgs,
-};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::topk::families::clus::{
+    clus_smem_bytes, plan_clus_stream, plan_clus_stream_forced, ClusStreamArgs,
+};
+use gvr_bench::topk::route::DeviceProfile;
 use ss_support::{batch, generated_batch, hints_for, HINT_MODES};
 
 /// CL_TR_* bits of ss_clus_stream.cu.
@@ -154,7 +154,7 @@ fn small_args(b: &Batch, n_plan: u32, cs: u32, scap: u32, cmp: u32) -> ClusStrea
         next_n: 0,
         cr_shift: 0,
     };
-    let (smp, ss2, tgt, tgt2) = gvr_bench::arms::ss_clus_stream::row_schedule(&base, n_plan);
+    let (smp, ss2, tgt, tgt2) = gvr_bench::topk::families::clus::row_schedule(&base, n_plan);
     ClusStreamArgs {
         n_plan,
         smp,
@@ -296,7 +296,7 @@ fn spread(n: usize) -> Vec<f32> {
 
 /// Positions the QUAD sample of `a` reads in a row of length n.
 fn sample_positions(a: &ClusStreamArgs, n: u32) -> Vec<usize> {
-    let (smp, ss2, _, _) = gvr_bench::arms::ss_clus_stream::row_schedule(a, n);
+    let (smp, ss2, _, _) = gvr_bench::topk::families::clus::row_schedule(a, n);
     assert!(smp > 0, "construction needs a sampled row");
     (0..smp as usize)
         .flat_map(|j| {
@@ -315,7 +315,7 @@ fn constructed_ladder_rows() -> (Batch, Launch<'static>) {
     let n = 6_000usize;
     let probe = batch(&[spread(n)], &[], k);
     let args = small_args(&probe, n as u32, cs, 1024, 512);
-    let (_, _, tgt, _) = gvr_bench::arms::ss_clus_stream::row_schedule(&args, n as u32);
+    let (_, _, tgt, _) = gvr_bench::topk::families::clus::row_schedule(&args, n as u32);
     let tgt = tgt as usize;
     let sample = sample_positions(&args, n as u32);
     let in_sample: std::collections::HashSet<usize> = sample.iter().copied().collect();
@@ -499,7 +499,7 @@ fn the_phase_probe_marks_every_ladder_path_in_order() {
 /// in a row of length n (the loop's j = t: what `CL_SAMPLE_AHEAD` loads
 /// before the row length arrives).
 fn first_half_unit_positions(a: &ClusStreamArgs, n: u32, threads: u32) -> Vec<usize> {
-    let (smp, ss2, _, _) = gvr_bench::arms::ss_clus_stream::row_schedule(a, n);
+    let (smp, ss2, _, _) = gvr_bench::topk::families::clus::row_schedule(a, n);
     (0..threads.min(2 * smp))
         .flat_map(|j| {
             let unit = if j < smp { j } else { j - smp } as usize;

@@ -16,10 +16,10 @@ mod ss_support;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_clus_stream::{plan_clus_stream, plan_clus_stream_forced};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::suite;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::topk::families::clus::{plan_clus_stream, plan_clus_stream_forced};
+use gvr_bench::topk::route::DeviceProfile;
 use ss_support::open_gpu;
 
 /// (rows, n, k, cluster) of routed clus shapes on the H200, one per CS

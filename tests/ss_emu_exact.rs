@@ -20,16 +20,16 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
-use gvr_bench::arms::ss::{self, Mode, SsPlan, ENTRY_SHAPES};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::check_row;
 use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, row_generators};
 use gvr_bench::gpu::sources::SS_MAIN;
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
-use gvr_bench::route::MainParams;
+use gvr_bench::topk::cpu::{select_row, PathCounts};
+use gvr_bench::topk::families::main::{self, Mode, SsPlan, ENTRY_SHAPES};
+use gvr_bench::topk::route::DeviceProfile;
+use gvr_bench::topk::route::MainParams;
 use ss_support::{batch, model_row, path_cases, planned, spread};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u64 ss_dyn[];";

@@ -23,13 +23,13 @@ use std::sync::Arc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss::{self, Mode, SUPPORTED_K};
 use gvr_bench::arms::Shape;
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, row_generators, suite};
 use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::topk::families::main::{self, Mode, SUPPORTED_K};
+use gvr_bench::topk::route::DeviceProfile;
 use ss_support::{batch, model_row, open_gpu, path_cases, replicated, spread};
 
 const ARMS: [&str; 2] = ["ss-main", "ss"];

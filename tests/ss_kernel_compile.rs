@@ -3,9 +3,9 @@
 //! non-inlined device functions) spills or uses a stack frame for locals.
 //! Skips (passes with a note) without libnvrtc unless `CI` is set.
 
-use gvr_bench::arms::ss::{device_defines, entry_name, ENTRY_SHAPES};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_MAIN};
+use gvr_bench::topk::families::main::{device_defines, entry_name, ENTRY_SHAPES};
 
 mod nvrtc_support;
 

@@ -21,19 +21,19 @@ use std::sync::OnceLock;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::cpu_ss::{select_row_reg, RegCounts, RegModel};
-use gvr_bench::arms::ss_reg::{
-    plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE,
-    NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
-};
 use gvr_bench::arms::Shape;
 use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_REG};
 use gvr_bench::grid::Batch;
-use gvr_bench::route::dispatch::REG_DROP_MAX;
-use gvr_bench::route::{reg_capacity, DeviceProfile};
+use gvr_bench::topk::cpu::{select_row_reg, RegCounts, RegModel};
+use gvr_bench::topk::families::reg::{
+    plan_reg, reg_knobs, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE,
+    NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
+};
+use gvr_bench::topk::route::dispatch::REG_DROP_MAX;
+use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 use ss_support::batch;
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";

@@ -19,13 +19,13 @@ use std::collections::HashSet;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::ss_reg::{
-    entry_named, plan_reg, plan_reg_with, reg_knobs, RegSource, SsReg, REG_DEFINES_ENV, REG_ENTRIES,
-};
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::exact::{check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
+use gvr_bench::topk::families::reg::{
+    entry_named, plan_reg, plan_reg_with, reg_knobs, RegSource, SsReg, REG_DEFINES_ENV, REG_ENTRIES,
+};
+use gvr_bench::topk::route::DeviceProfile;
 use ss_support::{batch, open_gpu};
 
 /// (rows, n, k), the entry (BLK, VPT) it must plan to, and whether the

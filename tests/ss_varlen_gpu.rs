@@ -24,8 +24,8 @@ use rand_distr::StandardNormal;
 use gvr_bench::exact::{check_batch, reference_topk};
 use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
-use gvr_bench::route::DeviceProfile;
-use gvr_bench::varlen::{
+use gvr_bench::topk::route::DeviceProfile;
+use gvr_bench::topk::varlen::{
     envelope, plan, EnvelopeSource, FamilyLaunch, VarlenIo, VarlenShape, VarlenTopK,
 };
 use ss_support::open_gpu;

@@ -1,35 +1,18 @@
-//! `cpu-ss`: a faithful CPU model of the self-sampling GVR V2 main family
-//! (non-split and SPLIT), row by row: sample, threshold ladder, one classify +
-//! histogram + stage pass, verify, retry ladder, cursor emit, crossing
-//! refinement and the exact fallbacks (GVR_V2_SPEC.md §3). It uses the same
-//! §3.0 parameters as the GPU host side (`route::main_params`), so its path
-//! counts say how often each path of the real kernel would run on the data.
-
-mod keys;
-mod reg;
-mod row;
-
-pub use keys::{fkey, invkey};
-pub use reg::{select_row_reg, RegCounts, RegModel};
-pub use row::{select_row, PathCounts};
+//! `cpu-ss`: the CPU model of the self-sampling main and register families
+//! (crate::topk::cpu) as an arm, over every row of a batch.
 
 use rayon::prelude::*;
 
-use crate::arms::ss_reg::{plan_reg, RegSource};
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::exact::UNWRITTEN;
 use crate::grid::Batch;
-use crate::route::{clus_params, main_params, route, DeviceProfile, Family, MainParams};
-
-/// The K values the kernels are tuned and tested for (§1.2).
-pub const SUPPORTED_K: [usize; 3] = [512, 1024, 2048];
+use crate::topk::cpu::{select_row, select_row_reg, CpuModel, PathCounts, RegCounts};
+use crate::topk::SUPPORTED_K;
 
 /// The `cpu-ss` arm.
 pub struct CpuSs {
-    device: DeviceProfile,
-    /// Fixed CTAs per row, or `None` to take R from the route.
-    forced_parts: Option<u32>,
+    model: CpuModel,
     batch: Option<Batch>,
     output: Vec<i32>,
     counts: PathCounts,
@@ -46,18 +29,22 @@ impl Default for CpuSs {
 impl CpuSs {
     /// Plans launches for our H200 (132 SMs), like the `ss` arm does.
     pub fn new() -> CpuSs {
-        CpuSs::with_device(DeviceProfile::h200())
+        CpuSs::with_model(CpuModel::new())
     }
 
-    pub fn with_device(device: DeviceProfile) -> CpuSs {
+    pub fn with_model(model: CpuModel) -> CpuSs {
         CpuSs {
-            device,
-            forced_parts: None,
+            model,
             batch: None,
             output: Vec::new(),
             counts: PathCounts::default(),
             reg_counts: RegCounts::default(),
         }
+    }
+
+    /// Model every row with `parts` CTAs per row instead of the route's R.
+    pub fn with_parts(self, parts: u32) -> CpuSs {
+        CpuSs::with_model(self.model.with_parts(parts))
     }
 
     /// Path counts of the last launch (summed over its rows).
@@ -71,65 +58,9 @@ impl CpuSs {
         self.reg_counts
     }
 
-    /// The reg launch this arm models for a shape: when the route picks reg
-    /// or regimg (regimg runs the reg kernel, as on the GPU) and no split
-    /// factor is forced. `use_hints` is decided per batch at launch.
-    pub fn reg_launch(&self, shape: &Shape) -> Option<(RegModel, String)> {
-        if self.forced_parts.is_some() {
-            return None;
-        }
-        let plan = plan_reg(shape, &self.device).ok()?;
-        if !matches!(plan.source, RegSource::Routed(_)) {
-            return None;
-        }
-        let model = RegModel {
-            nbh: plan.entry.nbh,
-            capacity: plan.entry.capacity(),
-            cmp: plan.plan.cmp,
-            qc: plan.plan.qc,
-            use_hints: true,
-            drops_few: plan.drop_few(),
-        };
-        Some((model, plan.variant()))
-    }
-
-    /// Model every row with `parts` CTAs per row (1 = non-split; > 1 =
-    /// SPLIT) instead of the route's choice.
-    pub fn with_parts(mut self, parts: u32) -> CpuSs {
-        self.forced_parts = Some(parts.max(1));
-        self
-    }
-
-    /// The streaming launch this arm models for a shape: R from the route
-    /// when it picks main (SPLIT when R > 1); the route's clus picks with
-    /// their cluster size and QUAD sample (`clus_params`: the clus kernel's
-    /// sample, ladder and single pass over the whole row; its cluster-merged
-    /// histogram is the same histogram, and its H cap is not modelled);
-    /// reg_clus shapes run main with one CTA per row (not modelled).
-    pub fn launch_params(&self, shape: &Shape) -> MainParams {
-        let decision = route(shape.rows, shape.n, shape.npad, shape.k, &self.device);
-        if self.forced_parts.is_none() && decision.family == Family::Clus {
-            return clus_params(
-                shape.rows,
-                shape.n,
-                shape.npad,
-                shape.k,
-                decision.cluster,
-                &self.device,
-            );
-        }
-        let parts = self.forced_parts.unwrap_or(match decision.family {
-            Family::Main => decision.ctas_per_row,
-            _ => 1,
-        });
-        main_params(
-            shape.rows,
-            shape.n,
-            shape.npad,
-            shape.k,
-            parts,
-            &self.device,
-        )
+    /// The model's streaming launch parameters for `shape`.
+    pub fn launch_params(&self, shape: &Shape) -> crate::topk::route::MainParams {
+        self.model.launch_params(shape)
     }
 }
 
@@ -198,16 +129,7 @@ impl Arm for CpuSs {
     }
 
     fn variant(&self, shape: &Shape) -> Option<String> {
-        if let Some((_, variant)) = self.reg_launch(shape) {
-            return Some(variant);
-        }
-        let params = self.launch_params(shape);
-        let clus = self.forced_parts.is_none()
-            && route(shape.rows, shape.n, shape.npad, shape.k, &self.device).family == Family::Clus;
-        if clus {
-            return Some(format!("clus/cl{}", params.r));
-        }
-        Some(format!("main/blk{}/r{}", params.blk, params.r))
+        self.model.variant(shape)
     }
 
     fn stage(&mut self, batch: &Batch) -> Result<()> {
@@ -233,7 +155,7 @@ impl Arm for CpuSs {
             return Ok(());
         }
         let hint_free = batch.hints.is_empty();
-        if let Some((mut model, _)) = self.reg_launch(&Shape::of(batch)) {
+        if let Some((mut model, _)) = self.model.reg_launch(&Shape::of(batch)) {
             model.use_hints = !hint_free;
             self.counts = PathCounts::default();
             self.reg_counts = self
@@ -256,7 +178,7 @@ impl Arm for CpuSs {
             return Ok(());
         }
         self.reg_counts = RegCounts::default();
-        let launch = self.launch_params(&Shape::of(batch));
+        let launch = self.model.launch_params(&Shape::of(batch));
         self.counts = self
             .output
             .par_chunks_mut(k)

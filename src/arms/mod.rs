@@ -1,17 +1,12 @@
 //! Arms: the things a case is run on. An arm knows how to stage a batch and
 //! launch its kernel(s); it knows nothing about timing or checking.
 
+pub mod baselines;
 pub mod cpu_ref;
 pub mod cpu_ss;
-pub mod baselines;
 pub mod registry;
 pub mod ss;
-pub mod ss_clus;
-pub mod ss_clus_stream;
-pub mod ss_reg;
-pub mod ss_routed;
 pub mod ss_varlen;
-pub mod staged;
 
 use crate::error::Result;
 use crate::gpu::KernelBuild;
@@ -24,23 +19,12 @@ pub enum Backend {
     Gpu,
 }
 
-/// A planned value as a 32-bit kernel scalar, or why it does not fit.
-pub(crate) fn to_u32(value: usize, what: &str) -> std::result::Result<u32, String> {
-    u32::try_from(value)
-        .map_err(|_| format!("{what} = {value} does not fit a 32-bit kernel scalar"))
-}
-
-/// The shape facts an arm needs to decide admissibility and its variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Shape {
-    pub rows: usize,
-    /// Largest valid row length in the batch.
-    pub n: usize,
-    pub npad: usize,
-    pub k: usize,
-}
+/// The shape facts an arm needs to decide admissibility and its variant
+/// (the product's own shape type).
+pub use crate::topk::Shape;
 
 impl Shape {
+    /// The shape of `batch`: its rows, longest valid row, stride and k.
     pub fn of(batch: &Batch) -> Shape {
         Shape {
             rows: batch.rows,

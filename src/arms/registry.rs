@@ -1,7 +1,10 @@
 //! The arm registry: every name the command line accepts, what it runs on,
 //! and how to build it. An A/A twin is spelled `ARM#2`: a separate instance
-//! of the same arm whose records carry the suffixed name.
+//! of the same arm whose records carry the suffixed name. A knob variant is
+//! spelled `ARM@NAME`: an instance that runs with the knobs of variant NAME
+//! (an experiment's `[variants.NAME]`) instead of the run's.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::cpu_ref::CpuRef;
@@ -9,6 +12,35 @@ use super::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::Gpu;
 use crate::grid::Batch;
+use crate::topk::Tuning;
+
+/// The knobs each arm instance of a run gets: the run's own (`--knob`,
+/// `--tune`), or for an arm spelled `ARM@NAME` those of variant NAME.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tunings {
+    pub base: Tuning,
+    pub variants: BTreeMap<String, Tuning>,
+}
+
+impl Tunings {
+    /// The tuning of arm `name`.
+    pub fn for_arm(&self, name: &str) -> Result<&Tuning> {
+        match split_name(name).2 {
+            None => Ok(&self.base),
+            Some(variant) => self.variants.get(variant).ok_or_else(|| {
+                let defined = if self.variants.is_empty() {
+                    " (variants come from `gvr-bench experiment FILE.toml`)".to_string()
+                } else {
+                    let names: Vec<&str> = self.variants.keys().map(String::as_str).collect();
+                    format!(" (defined: {})", names.join(", "))
+                };
+                GvrError::Usage(format!(
+                    "arm `{name}` names knob variant `{variant}`, which this run does not define{defined}"
+                ))
+            }),
+        }
+    }
+}
 
 /// Environment variable that exposes test-only arms (e.g. `cpu-broken`) in
 /// the binary, so integration tests can exercise failure paths.
@@ -127,18 +159,33 @@ pub fn known_arms() -> Vec<ArmInfo> {
 /// The arms a run without a GPU uses.
 pub const CPU_ARMS: [&str; 2] = ["cpu-ref", "cpu-ss"];
 
-/// Split `ARM#2` into (`ARM`, Some(2)).
-fn split_twin(name: &str) -> (&str, Option<&str>) {
-    match name.split_once('#') {
-        Some((base, suffix)) => (base, Some(suffix)),
+/// Split `ARM#2@v` into (`ARM`, Some("2"), Some("v")).
+fn split_name(name: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, variant) = match name.split_once('@') {
+        Some((rest, variant)) => (rest, Some(variant)),
         None => (name, None),
+    };
+    match rest.split_once('#') {
+        Some((base, twin)) => (base, Some(twin), variant),
+        None => (rest, None, variant),
     }
 }
 
 /// Look up an arm name (A/A suffix allowed); unknown → a usage error listing
 /// the known arms.
 pub fn info(name: &str) -> Result<ArmInfo> {
-    let (base, suffix) = split_twin(name);
+    let (base, suffix, variant) = split_name(name);
+    if let Some(variant) = variant {
+        let ok = !variant.is_empty()
+            && variant
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok {
+            return Err(GvrError::Usage(format!(
+                "arm `{name}`: a knob variant is spelled ARM@NAME with NAME of letters, digits, `_` and `-`"
+            )));
+        }
+    }
     if let Some(suffix) = suffix {
         if suffix.is_empty() || !suffix.chars().all(|c| c.is_ascii_digit()) {
             return Err(GvrError::Usage(format!(
@@ -177,27 +224,38 @@ pub fn parse_arm_list(list: &str) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Build an arm by name. GPU arms need `gpu`; an A/A twin `ARM#n` is a fresh
-/// instance of `ARM` whose `name()` reports the suffixed name.
+/// Build an arm by name with production knobs. GPU arms need `gpu`; an A/A
+/// twin `ARM#n` is a fresh instance of `ARM` whose `name()` reports the
+/// suffixed name.
 pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
-    try_create(name, gpu)?
+    create_tuned(name, gpu, &Tunings::default())
+}
+
+/// [`create`] with the knobs `tunings` gives the arm.
+pub fn create_tuned(name: &str, gpu: Option<Arc<Gpu>>, tunings: &Tunings) -> Result<Box<dyn Arm>> {
+    try_create(name, gpu, tunings)?
         .ok_or_else(|| GvrError::Usage(format!("arm `{name}` is not built into this binary yet")))
 }
 
-/// Like `create`, but `Ok(None)` for a known GPU arm whose kernels are not
-/// part of this binary yet (default arm lists skip those instead of failing).
-pub fn try_create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Option<Box<dyn Arm>>> {
+/// Like `create_tuned`, but `Ok(None)` for a known GPU arm whose kernels are
+/// not part of this binary yet (default arm lists skip those instead of
+/// failing).
+pub fn try_create(
+    name: &str,
+    gpu: Option<Arc<Gpu>>,
+    tunings: &Tunings,
+) -> Result<Option<Box<dyn Arm>>> {
     let info = info(name)?;
+    let tuning = tunings.for_arm(name)?;
     let base: Box<dyn Arm> = match info.name {
         "cpu-ref" => Box::new(CpuRef::new()),
         "cpu-ss" => Box::new(super::cpu_ss::CpuSs::new()),
         "cpu-broken" => Box::new(BrokenArm {
             inner: CpuRef::new(),
         }),
-        "ss" | "ss-main" => super::ss::create(info.name, gpu)?,
-        "ss-regclus" => super::ss_clus::create(info.name, gpu)?,
-        "ss-clus" => super::ss_clus_stream::create(info.name, gpu)?,
-        "ss-reg" => super::ss_reg::create(gpu)?,
+        "ss" | "ss-main" | "ss-reg" | "ss-clus" | "ss-regclus" => {
+            super::ss::create(info.name, gpu, tuning)?
+        }
         "ss-varlen" | "ss-varlen-hints" => super::ss_varlen::create(info.name, gpu)?,
         gpu_arm => {
             let gpu = gpu.ok_or_else(|| {

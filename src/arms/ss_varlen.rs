@@ -1,5 +1,5 @@
 //! `ss-varlen` and `ss-varlen-hints`: every harness batch through the
-//! production varlen entry (src/varlen) — per-request `kv_lens` on the
+//! production varlen entry (crate::topk::varlen) — per-request `kv_lens` on the
 //! device, `next_n` MTP rows per request, the compress ratio, one launch.
 //!
 //! - `ss-varlen` is the production (HOST-C) call: hint-free.
@@ -17,13 +17,12 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
 
-use super::ss::profile_for;
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::{DeviceBatch, Gpu};
 use crate::grid::Batch;
-use crate::route::DeviceProfile;
-use crate::varlen::{self, EnvelopeSource, VarlenIo, VarlenPlan, VarlenShape, VarlenTopK};
+use crate::topk::varlen::{self, EnvelopeSource, VarlenIo, VarlenPlan, VarlenShape, VarlenTopK};
+use crate::topk::{profile_for, DeviceProfile};
 
 /// The varlen call a harness batch stands for: (shape, kv_lens).
 pub fn varlen_call(batch: &Batch) -> std::result::Result<(VarlenShape, Vec<i32>), String> {

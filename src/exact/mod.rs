@@ -15,9 +15,7 @@ pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThresho
 pub use reference::{order_key, reference_topk};
 pub use soak::soak_case;
 
-/// Value every output slot holds before an arm runs; a slot still holding it
-/// afterwards was never written.
-pub const UNWRITTEN: i32 = i32::MIN;
+pub use crate::grid::UNWRITTEN;
 
 /// Verdict for one (case, arm).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 use super::{check_output, fastest, FloorRecord, FloorShape, FloorTry, FLOOR_ARM};
-use crate::arms::staged::StagedLaunch;
-use crate::arms::{to_u32, Arm, Backend, Shape};
+use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::KernelSource;
-use crate::gpu::{Gpu, Workspace};
+use crate::gpu::{DeviceBatch, Gpu, KernelBuild, Workspace};
 use crate::grid::Batch;
 use crate::timing::{Protocol, Timer};
+use crate::topk::launcher::Launcher;
+use crate::topk::to_u32;
 
 pub const SOURCE: KernelSource = crate::gpu::sources::FLOOR;
 const GRID_ENTRY: &str = "floor_grid";
@@ -40,7 +41,8 @@ unsafe impl DeviceRepr for FloorParams {}
 
 /// The floor kernels over one staged batch, one shape at a time.
 pub struct FloorKernel {
-    launch: StagedLaunch,
+    launch: Launcher,
+    batch: Option<DeviceBatch>,
     workspace: Workspace,
     shape: FloorShape,
     params: FloorParams,
@@ -55,7 +57,8 @@ impl FloorKernel {
     pub fn new(gpu: Arc<Gpu>) -> FloorKernel {
         FloorKernel {
             workspace: Workspace::new(&gpu),
-            launch: StagedLaunch::new(gpu, FLOOR_ARM),
+            launch: Launcher::new(gpu, FLOOR_ARM),
+            batch: None,
             shape: FloorShape {
                 block: 256,
                 parts: 1,
@@ -94,12 +97,14 @@ impl FloorKernel {
                         shape.label()
                     )));
                 }
-                let defines = [
-                    ("FLOOR_RING_STAGES", ring.stages.to_string()),
-                    ("FLOOR_RING_CHUNK", ring.chunk.to_string()),
-                ];
-                self.launch
-                    .load(&SOURCE, &defines, RING_ENTRY, ring.bytes())?;
+                let build = KernelBuild {
+                    source: SOURCE,
+                    defines: vec![
+                        ("FLOOR_RING_STAGES", ring.stages.to_string()),
+                        ("FLOOR_RING_CHUNK", ring.chunk.to_string()),
+                    ],
+                };
+                self.launch.load(&build, RING_ENTRY, ring.bytes())?;
             }
             None => {
                 let entry = if shape.cluster {
@@ -107,7 +112,11 @@ impl FloorKernel {
                 } else {
                     GRID_ENTRY
                 };
-                self.launch.load(&SOURCE, &[], entry, 0)?;
+                let build = KernelBuild {
+                    source: SOURCE,
+                    defines: Vec::new(),
+                };
+                self.launch.load(&build, entry, 0)?;
             }
         }
         self.params.slice = to_u32(shape.slice(self.n_max), "slice").map_err(GvrError::Usage)?;
@@ -118,7 +127,12 @@ impl FloorKernel {
     /// Poison the output slots only, keeping the hand-off counters as the
     /// last launch left them (a test that they restore themselves).
     pub fn poison_slots(&mut self) -> Result<()> {
-        self.launch.poison_output()
+        self.staged()?.poison_output()
+    }
+
+    fn staged(&mut self) -> Result<&mut DeviceBatch> {
+        let not_staged = self.launch.not_loaded();
+        self.batch.as_mut().ok_or(not_staged)
     }
 }
 
@@ -143,12 +157,14 @@ impl Arm for FloorKernel {
         self.n_max = batch.n_max();
         // Two words per row, zero between launches (the last arriver restores them).
         self.workspace.ensure(8 * batch.rows)?;
-        self.launch.stage(batch)
+        self.batch = None;
+        self.batch = Some(DeviceBatch::upload(self.launch.gpu(), batch)?);
+        Ok(())
     }
 
     fn poison_output(&mut self) -> Result<()> {
         self.workspace.zero()?;
-        self.launch.poison_output()
+        self.staged()?.poison_output()
     }
 
     fn launch(&mut self) -> Result<()> {
@@ -168,14 +184,21 @@ impl Arm for FloorKernel {
         // sized; the grid is (parts, rows) and every part reads inside its
         // row's stride (slice · parts covers the longest row, loads stop at n; the
         // ring entry gets its stages · chunk bytes of dynamic shared memory).
+        let batch = self
+            .batch
+            .as_mut()
+            .ok_or_else(|| self.launch.not_loaded())?;
         unsafe {
             self.launch
-                .launch_rows(self.params, config, cluster, workspace)
+                .launch_rows(batch, self.params, config, cluster, workspace)
         }
     }
 
     fn read_output(&mut self) -> Result<Vec<i32>> {
-        self.launch.read_output()
+        let gpu = self.launch.gpu().clone();
+        let batch = self.staged()?;
+        gpu.synchronize()?;
+        batch.download_output()
     }
 }
 

@@ -12,8 +12,8 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{driver_err, Gpu};
 use crate::error::{GvrError, Result};
-use crate::exact::UNWRITTEN;
 use crate::grid::Batch;
+pub use crate::grid::UNWRITTEN;
 
 /// Name used in input errors about a batch (it has no file of its own).
 const BATCH_LABEL: &str = "<batch>";

@@ -35,7 +35,7 @@ pub use cudarc::driver::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{GvrError, Result};
-pub use batch::{DeviceBatch, SharedInputs, StagedInputs, Workspace};
+pub use batch::{DeviceBatch, SharedInputs, StagedInputs, Workspace, UNWRITTEN};
 pub use cache::{cache_key, default_cache_dir, CacheKeyInputs, DiskCache};
 pub use flush::L2Flusher;
 pub use launch::KernelArgs;

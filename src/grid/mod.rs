@@ -14,6 +14,10 @@ pub use cells::{dsa886_cells, smoke_cells};
 pub use gridfile::{grid_csv_string, load_grid, parse_grid, write_grid};
 pub use select::{select, Selection, Shard};
 
+/// Value every output slot holds before an arm runs; a slot still holding it
+/// afterwards was never written.
+pub const UNWRITTEN: i32 = i32::MIN;
+
 /// The 11 batch sizes of the canonical grid.
 pub const BATCH_SIZES: [usize; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 

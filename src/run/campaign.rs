@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use crate::arms::{registry, Arm, Backend, Shape};
+use crate::arms::registry::{self, Tunings};
+use crate::arms::{Arm, Backend, Shape};
 use crate::capture::{CaptureSet, CellData, CellMeta};
 use crate::env_manifest::EnvManifest;
 use crate::error::{GvrError, Result};
@@ -58,6 +59,8 @@ pub struct GridConfig {
     pub bandwidth: bool,
     /// Also measure each case's latency floor into `floor.jsonl` (GPU only).
     pub floor: bool,
+    /// The knobs of every arm instance (`--knob`, `--tune`, experiment variants).
+    pub tunings: Tunings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -224,18 +227,23 @@ pub type BuiltArms = (Vec<String>, Vec<Box<dyn Arm>>);
 
 /// Instantiate the arms. An explicitly requested arm must build; from a
 /// default list, GPU arms not yet in this binary are skipped with a note.
-pub fn build_arms(names: Vec<String>, defaults: bool, gpu: &Option<Arc<Gpu>>) -> Result<BuiltArms> {
+pub fn build_arms(
+    names: Vec<String>,
+    defaults: bool,
+    gpu: &Option<Arc<Gpu>>,
+    tunings: &Tunings,
+) -> Result<BuiltArms> {
     if !defaults {
         let arms = names
             .iter()
-            .map(|n| registry::create(n, gpu.clone()))
+            .map(|n| registry::create_tuned(n, gpu.clone(), tunings))
             .collect::<Result<_>>()?;
         return Ok((names, arms));
     }
     let mut built = Vec::new();
     let mut skipped = Vec::new();
     for name in names {
-        match registry::try_create(&name, gpu.clone())? {
+        match registry::try_create(&name, gpu.clone(), tunings)? {
             Some(arm) => built.push((name, arm)),
             None => skipped.push(name),
         }
@@ -518,7 +526,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         no_gpu_reason.as_deref(),
     )?;
     let defaults = cfg.arms.is_none() && cfg.aa.is_none();
-    let (arm_names, mut arms) = build_arms(arm_names, defaults, &gpu)?;
+    let (arm_names, mut arms) = build_arms(arm_names, defaults, &gpu, &cfg.tunings)?;
     let mut host_timer = HostTimer;
     let mut gpu_timer = gpu
         .clone()
@@ -1011,6 +1019,7 @@ mod tests {
             aa: None,
             bandwidth: false,
             floor: false,
+            tunings: Tunings::default(),
         };
         let outcome = run_grid(&cfg).unwrap();
         assert_eq!(outcome.records_written, 2);

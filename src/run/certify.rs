@@ -32,6 +32,8 @@ pub struct CertifyConfig {
     pub poison_pad: bool,
     pub device: usize,
     pub cpu_only: bool,
+    /// The knobs of every arm instance (`--knob`, `--tune`).
+    pub tunings: crate::arms::registry::Tunings,
 }
 
 /// Per-arm tally.
@@ -159,7 +161,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
     let rows_mode = cfg.selection.rows;
     let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
     let names = resolve_arms(cfg.arms.as_deref(), None, &gpu, no_gpu_reason.as_deref())?;
-    let (names, mut arms) = build_arms(names, cfg.arms.is_none(), &gpu)?;
+    let (names, mut arms) = build_arms(names, cfg.arms.is_none(), &gpu, &cfg.tunings)?;
     let mut tallies: Vec<ArmTally> = names
         .iter()
         .map(|n| ArmTally {

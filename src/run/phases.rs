@@ -44,6 +44,8 @@ pub struct PhasesConfig {
     /// Directory for `phases.jsonl` (one record per case and arm, appended
     /// as each finishes), `phases.md` and `manifest.json` (the environment).
     pub out: Option<PathBuf>,
+    /// The knobs of every arm instance (`--knob`, `--tune`).
+    pub tunings: crate::arms::registry::Tunings,
 }
 
 /// What a machine without a GPU is told (the CLI then gives no `--cpu` hint).
@@ -181,7 +183,7 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
         other => other,
     })?;
     gpu.set_phase_probe(true);
-    let (names, mut arms) = build_arms(cfg.arms.clone(), false, &Some(gpu.clone()))?;
+    let (names, mut arms) = build_arms(cfg.arms.clone(), false, &Some(gpu.clone()), &cfg.tunings)?;
     let protocol = probe_protocol(cfg.cold_reps, cfg.flush_bytes);
     let mut timer = GpuTimer::new(gpu.clone(), protocol)?;
     // With --out: the environment next to the records (device, binary,

@@ -10,14 +10,14 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use gvr_bench::arms::cpu_ss::{select_row, PathCounts};
-use gvr_bench::arms::ss::{self, Mode};
 use gvr_bench::arms::{registry, Shape};
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, check_row};
 use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
-use gvr_bench::route::{DeviceProfile, MainParams};
+use gvr_bench::topk::cpu::{select_row, PathCounts};
+use gvr_bench::topk::families::main::{self, Mode};
+use gvr_bench::topk::route::{DeviceProfile, MainParams};
 
 pub const PAD: f32 = 3e38;
 

@@ -11,7 +11,7 @@
 //!
 //! The grid's batch-uniform entry is the same kernels with `next_n = 0`
 //! (a per-row length array); the arms `ss-varlen` and `ss-varlen-hints`
-//! (src/arms/ss_varlen.rs) run every harness batch through this entry.
+//! (crate::arms::ss_varlen) run every harness batch through this entry.
 
 pub mod contract;
 pub mod launcher;
@@ -19,4 +19,4 @@ pub mod plan;
 
 pub use contract::{envelope, ContractError, EnvelopeSource, VarlenShape};
 pub use launcher::{VarlenIo, VarlenTopK};
-pub use plan::{plan, FamilyLaunch, VarlenPlan};
+pub use plan::{plan, VarlenPlan};

@@ -1,33 +1,29 @@
-//! `ss-reg`: the register-resident self-sampling family (`kernels/ss_reg.cu`,
-//! GVR_V2_SPEC.md §4.1) on the GPU, one CTA per row.
+//! The register-resident family `reg` (kernels/ss/reg.cu), one CTA per row.
 //!
-//! The launch is a pure function of the shape ([`plan_reg`]): the route's
-//! [`RegPlan`] when `route()` picks `reg` or `regimg`, else the smallest
-//! compiled register shape whose capacity (BLK·VPT float4 plus one tail
-//! scalar per thread, [`reg_capacity`]) holds the row, with the route's §5.1
-//! rules for CMP / QC / DEG. Rows longer than 17,408 values are refused. `regimg` shapes run the IMG entry (row image in shared
-//! memory for the hint gather, 1024/1/2048).
+//! The launch is a pure function of the shape and the route's decision
+//! ([`plan`]): the route's [`RegPlan`] when it picks `reg` or `regimg`, else
+//! the smallest compiled register shape whose capacity (BLK·VPT float4 plus
+//! one tail scalar per thread, [`reg_capacity`]) holds the row, with the
+//! route's rules for CMP / QC / DEG. Rows longer than 17,408 values are
+//! refused. `regimg` shapes run the IMG entry (row image in shared memory for
+//! the hint gather, 1024/1/2048).
 //!
 //! Per launch the host does the launch only (no reads, no syncs).
 
-use std::sync::Arc;
-
-use super::staged::{StagedLaunch, TuningSwitch};
-
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
-use crate::arms::ss::admits as ss_admits;
-use crate::arms::{to_u32, Arm, Backend, Shape};
-use crate::error::{GvrError, Result};
+use crate::error::Result;
 use crate::gpu::sources::{Defines, SS_REG};
-use crate::gpu::{Gpu, KernelBuild};
-use crate::grid::Batch;
-use crate::route::dispatch::{
+use crate::gpu::{DeviceBatch, KernelBuild};
+use crate::topk::launcher::Launcher;
+use crate::topk::route::dispatch::{
     reg_drop_few, reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out,
     reg_stage_out_extra,
 };
-use crate::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
-use crate::route::{reg_capacity, route, DeviceProfile, Family, RegPlan};
+use crate::topk::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
+use crate::topk::route::{reg_capacity, route, DeviceProfile, Family, RegPlan, RouteDecision};
+use crate::topk::tuning::{Scope, Tuning};
+use crate::topk::{admits, to_u32, Shape};
 
 /// One compiled entry point of `ss_reg.cu`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,14 +168,14 @@ pub struct SsRegArgs {
     pub cr_shift: u32,
     /// Emit form, an index of [`EMIT_FORMS`]: 1 per-bin cursors (CUR) or 0
     /// warp-aggregated slots, as the route plans (`RegPlan::cur`) or as
-    /// [`REG_EMIT_ENV`] forces.
+    /// the `reg.emit` knob forces.
     pub cur: u32,
     /// Next-wave L2 prefetch distance in rows (the launch's resident CTAs;
     /// 0 = off), set at stage time from the occupancy of the loaded entry.
     pub ahead: u32,
     /// The row length whose loads the kernel issues before each row's own
     /// length arrives (`SS_REG_ROW_AHEAD`; a row of another length loads
-    /// again); 0 = none. See [`ROW_AHEAD`].
+    /// again); 0 = none (`reg_row_ahead` of the route decides).
     pub row_guess: u32,
 }
 
@@ -213,137 +209,20 @@ pub enum RegSource {
     /// The route picked another family; the smallest register shape that
     /// holds the row was chosen instead.
     Nearest(Family),
-    /// `GVR_SS_REG_ENTRY` named the entry (a tuning run).
+    /// The `reg.entry` knob named the entry (a tuning run).
     Forced,
 }
 
-/// Tuning switch of `ss-reg`: `GVR_SS_REG_ENTRY=ss_reg_b512_v4` launches
-/// every shape that entry holds with it (route knobs for CMP / QC / DEG as
-/// for a non-routed shape), so one device run can compare register shapes
-/// on the same inputs. `ss` never reads it.
-pub const REG_ENTRY_ENV: &str = "GVR_SS_REG_ENTRY";
-
-/// Tuning switch of the register families: `GVR_SS_REG_EMIT=cur` makes
-/// every reg launch of `ss` and `ss-reg` emit in that form instead of the
-/// route's per-shape choice (recorded in the variant), so one device run
-/// compares the forms on the same inputs.
-pub const REG_EMIT_ENV: &str = "GVR_SS_REG_EMIT";
-
-/// The kernel's emit forms (`SsRegParams::cur` of ss_reg.cu), by code.
+/// The kernel's emit forms (`SsRegParams::cur` of reg.cu), by code.
 pub const EMIT_FORMS: [&str; 2] = ["slots", "cur"];
 
-/// The next-wave L2 prefetch (`ss_prefetch_next_wave`, kernels/ss_common.cuh).
-/// On by default: issued after the histogram barrier it measured +4 to +9 %
-/// on the one-CTA-per-SM 1024 x 4 entry at B 256-1024 (kernels/TUNING.md,
-/// 2026-12-03f); where it would lose, [`next_wave_ahead`] keeps it off.
-pub const NEXT_WAVE: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_NEXT_WAVE",
-    default: true,
-    on_suffix: "+wave",
-    off_suffix: "+nowave",
-};
-
-/// Each launch built with only the emit form it runs (`SS_REG_EMIT_FORM`),
-/// instead of both forms behind the runtime `cur` word: compiled-in code a
-/// launch never runs cost the one-wave reg launches 1-3 % in the case of the
-/// next-wave prefetch (2026-12-03f). Measured on the H200 (reports/h200/
-/// 2026-12-03g, 700 cases N <= 17.5K, two interleaved pairs, radix-normalised):
-/// on vs off 1.005 / 1.006, every family variant 0.998-1.011.
-pub const EMIT_SPLIT: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_EMIT_SPLIT",
-    default: true,
-    on_suffix: "+split",
-    off_suffix: "+both",
-};
-
-/// The first hint indices loaded ahead of the row where
-/// [`reg_hints_first`] says so (`SS_REG_HINTS_FIRST`); off: never.
-pub const HINTS_FIRST: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_HINTS_FIRST",
-    default: true,
-    on_suffix: "+hintsfirst",
-    off_suffix: "+nohintsfirst",
-};
-
-/// Slots-form launches gather their emitted indices in shared memory where
-/// [`reg_stage_out`] says so (`SS_REG_STAGE_OUT`); off: never.
-pub const STAGE_OUT: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_STAGE_OUT",
-    default: true,
-    on_suffix: "+stageout",
-    off_suffix: "+nostageout",
-};
-
-/// Slots-form launches of k > NBH stage in k extra words of shared memory
-/// where [`reg_stage_out_extra`] says so and the entry's CTAs per SM still
-/// fit (`SS_REG_STAGE_OUT` 2). Measured on the H200 (reports/h200/2026-12-04,
-/// same binary, two interleaved rounds, radix-normalised): 512/2 at 4111 × K 2048
-/// +26 / +22 % at B 512 / 1,024, every other (entry, n, k, B) group of WAVE
-/// 0.994–1.014; WAVE 1.019–1.021.
-pub const STAGE_EXTRA: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_STAGE_EXTRA",
-    default: true,
-    on_suffix: "+stageextra",
-    off_suffix: "+nostageextra",
-};
-
-/// The batch's row length loaded ahead of each row's own (`SS_REG_ROW_AHEAD`,
-/// `SsRegArgs::row_guess`) in the batch-uniform entry where
-/// [`reg_row_ahead`] says so; off: the row always waits for its length.
-pub const ROW_AHEAD: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_ROW_AHEAD",
-    default: true,
-    on_suffix: "+rowahead",
-    off_suffix: "+norowahead",
-};
-
-/// Rows of k < n ≤ k + 4 take the drop-few path where [`reg_drop_few`]
-/// says so for the launch and the entry compiles it ([`RegEntry::drops_few`]);
-/// off (or elsewhere): the launch is built with `SS_REG_DROP_MAX` 0, the
-/// code of every launch before the path existed.
-pub const DROP_FEW: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_DROP_FEW",
-    default: true,
-    on_suffix: "+dropfew",
-    off_suffix: "+nodropfew",
-};
-
 /// The kernel's bound on n − k for the drop-few path (0: never; the
-/// source's default is [`crate::route::dispatch::REG_DROP_MAX`]).
+/// source's default is [`crate::topk::route::dispatch::REG_DROP_MAX`]).
 pub const DROP_MAX_DEFINE: &str = "SS_REG_DROP_MAX";
 
-/// Slots-form launches of the 32-register 512/2 entry emit from bit masks
-/// where [`reg_mask_slots_32`] says so (`SS_REG_EMIT_MASK` 2); off: the
-/// two-visit slots there, as the source's default builds.
-pub const MASK_SLOTS_32: TuningSwitch = TuningSwitch {
-    env: "GVR_SS_REG_MASK_SLOTS_32",
-    default: true,
-    on_suffix: "+mask32",
-    off_suffix: "+nomask32",
-};
-
-/// `SS_REG_EMIT_MASK` of kernels/ss_reg.cu (also a `GVR_SS_REG_DEFINES` knob,
-/// which then decides every build).
+/// `SS_REG_EMIT_MASK` of kernels/ss/reg.cu (also a tuning knob, which then
+/// decides every build).
 pub const EMIT_MASK_DEFINE: &str = "SS_REG_EMIT_MASK";
-
-/// Tuning switch of the register families: `GVR_SS_REG_DEFINES=SS_REG_HINT_NC=1`
-/// builds every reg launch of `ss` and `ss-reg` with those kernel knobs
-/// (kernels/ss_reg.cu documents each), so one device run can compare them on
-/// the same inputs. The variant records them.
-pub const REG_DEFINES_ENV: &str = "GVR_SS_REG_DEFINES";
-
-/// The knobs [`REG_DEFINES_ENV`] may set, with their admitted value ranges.
-const REG_TUNABLE_DEFINES: [super::ss::TuningKnob; 3] = [
-    ("SS_REG_HINT_NC", 0, 1),
-    (EMIT_MASK_DEFINE, 0, 2),
-    (DROP_MAX_DEFINE, 0, 8),
-];
-
-/// The register families' kernel knobs from the value of [`REG_DEFINES_ENV`]
-/// (unset: none).
-pub fn reg_knobs(spec: Option<&str>) -> std::result::Result<Defines, String> {
-    super::ss::parse_optional_knobs(REG_DEFINES_ENV, "ss_reg.cu", &REG_TUNABLE_DEFINES, spec)
-}
 
 /// Share of the L2 that one wave's prefetched rows may fill (H200: 60 MiB;
 /// the rows of the running wave stream through the rest).
@@ -388,10 +267,7 @@ pub const ROW_AHEAD_DEFINE: &str = "SS_REG_ROW_AHEAD";
 /// default is 0).
 pub const STAGE_OUT_DEFINE: &str = "SS_REG_STAGE_OUT";
 
-/// Both emit forms compiled, the `cur` word picking (the source's default).
-pub const EMIT_FORM_BOTH: u32 = 2;
-
-/// The emit form called `name` (its kernel code), or a usage error.
+/// The emit form called `name` (its kernel code).
 pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
     EMIT_FORMS
         .iter()
@@ -399,25 +275,13 @@ pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
         .map(|code| code as u32)
         .ok_or_else(|| {
             format!(
-                "{REG_EMIT_ENV}={name} is not an emit form (one of: {})",
+                "reg.emit={name} is not an emit form (one of: {})",
                 EMIT_FORMS.join(", ")
             )
         })
 }
 
-/// [`REG_EMIT_ENV`] (unset: `None`), checked before the arm is built.
-pub fn emit_form_from_env() -> Result<Option<u32>> {
-    match std::env::var(REG_EMIT_ENV) {
-        Ok(name) => {
-            let code = emit_form_named(&name).map_err(GvrError::Usage)?;
-            tracing::warn!("{REG_EMIT_ENV}={name}: every reg launch emits in that form");
-            Ok(Some(code))
-        }
-        Err(_) => Ok(None),
-    }
-}
-
-/// The entry called `name`, or a usage error listing the names.
+/// The entry called `name`, or why there is none.
 pub fn entry_named(name: &str) -> std::result::Result<RegEntry, String> {
     REG_ENTRIES
         .iter()
@@ -426,7 +290,7 @@ pub fn entry_named(name: &str) -> std::result::Result<RegEntry, String> {
         .ok_or_else(|| {
             let names: Vec<String> = REG_ENTRIES.iter().map(RegEntry::name).collect();
             format!(
-                "{REG_ENTRY_ENV}={name} is not a compiled reg entry (one of: {})",
+                "reg.entry={name} is not a compiled reg entry (one of: {})",
                 names.join(", ")
             )
         })
@@ -442,8 +306,6 @@ pub struct RegLaunch {
     /// (1, rows, 1): rows are `blockIdx.y`.
     pub grid: (u32, u32, u32),
     pub dyn_smem_bytes: u32,
-    /// The arm's tuning switches (each non-default one a variant suffix).
-    pub switches: RegSwitches,
     /// [`reg_stage_out`] holds for the batch and entry on the planned device.
     pub stage_out_fits: bool,
     /// [`reg_stage_out_extra`] holds and MINB CTAs still fit an SM with the
@@ -451,72 +313,6 @@ pub struct RegLaunch {
     pub stage_extra_fits: bool,
     /// [`reg_drop_few`] holds for the batch on the planned device.
     pub drop_few_fits: bool,
-}
-
-/// The tuning switches of the register families, as the arm holds them and
-/// every launch it plans carries them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RegSwitches {
-    /// The next-wave L2 prefetch (`GVR_SS_NEXT_WAVE`; variant `+wave` /
-    /// `+nowave` when it is not the default).
-    pub next_wave: bool,
-    /// A build with only the launch's emit form (`GVR_SS_REG_EMIT_SPLIT`;
-    /// variant `+split` / `+both` when it is not the default).
-    pub emit_split: bool,
-    /// The hint indices ahead of the row where the rule says so
-    /// (`GVR_SS_REG_HINTS_FIRST`; see [`RegLaunch::hints_first`]).
-    pub hints_first: bool,
-    /// The staged slots emit where the rule says so (`GVR_SS_REG_STAGE_OUT`;
-    /// see [`RegLaunch::stage_out`]).
-    pub stage_out: bool,
-    /// Staging in extra words where k > NBH (`GVR_SS_REG_STAGE_EXTRA`).
-    pub stage_extra: bool,
-    /// The row loaded ahead of its length (`GVR_SS_REG_ROW_AHEAD`).
-    pub row_ahead: bool,
-    /// The mask slots in the 512/2 entry (`GVR_SS_REG_MASK_SLOTS_32`).
-    pub mask_slots_32: bool,
-    /// The drop-few path where the rule says so (`GVR_SS_REG_DROP_FEW`).
-    pub drop_few: bool,
-    /// Kernel knobs of `GVR_SS_REG_DEFINES` (variant suffix ` +NAME=VALUE`).
-    pub knobs: Defines,
-}
-
-impl Default for RegSwitches {
-    fn default() -> RegSwitches {
-        RegSwitches {
-            next_wave: NEXT_WAVE.default,
-            emit_split: EMIT_SPLIT.default,
-            hints_first: HINTS_FIRST.default,
-            stage_out: STAGE_OUT.default,
-            stage_extra: STAGE_EXTRA.default,
-            row_ahead: ROW_AHEAD.default,
-            mask_slots_32: MASK_SLOTS_32.default,
-            drop_few: DROP_FEW.default,
-            knobs: Defines::new(),
-        }
-    }
-}
-
-impl RegSwitches {
-    /// The switches the environment sets (unset: the defaults).
-    pub fn from_env() -> Result<RegSwitches> {
-        let knobs =
-            reg_knobs(std::env::var(REG_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
-        if !knobs.is_empty() {
-            tracing::warn!("{REG_DEFINES_ENV}: every reg launch is built with {knobs:?}");
-        }
-        Ok(RegSwitches {
-            next_wave: NEXT_WAVE.from_env()?,
-            emit_split: EMIT_SPLIT.from_env()?,
-            hints_first: HINTS_FIRST.from_env()?,
-            stage_out: STAGE_OUT.from_env()?,
-            stage_extra: STAGE_EXTRA.from_env()?,
-            row_ahead: ROW_AHEAD.from_env()?,
-            mask_slots_32: MASK_SLOTS_32.from_env()?,
-            drop_few: DROP_FEW.from_env()?,
-            knobs,
-        })
-    }
 }
 
 impl RegLaunch {
@@ -527,32 +323,20 @@ impl RegLaunch {
         if self.args.cur != u32::from(self.plan.cur) {
             tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
         }
-        let sw = &self.switches;
-        tail += NEXT_WAVE.suffix(sw.next_wave);
-        tail += EMIT_SPLIT.suffix(sw.emit_split);
-        tail += HINTS_FIRST.suffix(sw.hints_first);
-        tail += STAGE_OUT.suffix(sw.stage_out);
-        tail += STAGE_EXTRA.suffix(sw.stage_extra);
-        tail += ROW_AHEAD.suffix(sw.row_ahead);
-        tail += MASK_SLOTS_32.suffix(sw.mask_slots_32);
-        tail += DROP_FEW.suffix(sw.drop_few);
-        let variant = match self.source {
+        match self.source {
             RegSource::Routed(family) => format!("{}/{tail}", family.name()),
             RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
             RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
             RegSource::Forced => format!("reg(forced)/{tail}"),
-        };
-        super::ss::with_knobs(variant, &self.switches.knobs)
+        }
     }
 
-    /// Whether the kernel loads the first hint indices ahead of the row:
-    /// the rule is on, the launch reads hints, its entry holds 4 float4 per
-    /// thread in registers only (the 32-register entries measured 1-3 %
-    /// slower with it; the image entry gathers from shared memory) and
-    /// [`reg_hints_first`] holds for its rows.
+    /// Whether the kernel loads the first hint indices ahead of the row: the
+    /// launch reads hints, its entry holds 4 float4 per thread in registers
+    /// only (the 32-register entries measured slower with it; the image entry
+    /// gathers from shared memory) and [`reg_hints_first`] holds for its rows.
     pub fn hints_first(&self) -> bool {
-        self.switches.hints_first
-            && self.args.use_hints != 0
+        self.args.use_hints != 0
             && self.entry.vpt == 4
             && !self.entry.img
             && reg_hints_first(
@@ -563,57 +347,35 @@ impl RegLaunch {
     }
 
     /// Whether the launch's slots emit gathers its indices in shared memory:
-    /// the rule is on, the launch emits in the slots form and
-    /// [`reg_stage_out`] holds for its batch and entry.
+    /// it emits in the slots form and [`reg_stage_out`] holds for its batch
+    /// and entry.
     pub fn stage_out(&self) -> bool {
-        self.switches.stage_out && self.args.cur == 0 && self.stage_out_fits
+        self.args.cur == 0 && self.stage_out_fits
     }
 
-    /// Whether it stages in k extra words instead (k > NBH; see
-    /// [`STAGE_EXTRA`]).
+    /// Whether it stages in k extra words instead (k > NBH, where the
+    /// entry's CTAs per SM still fit with them).
     pub fn stage_extra(&self) -> bool {
-        self.switches.stage_extra && self.args.cur == 0 && self.stage_extra_fits
+        self.args.cur == 0 && self.stage_extra_fits
     }
 
     /// Whether the launch's build compiles the mask slots into the
-    /// 32-register entries (`SS_REG_EMIT_MASK` 2): the switch is on, the
-    /// launch emits in the slots form, [`reg_mask_slots_32`] holds for its
-    /// entry and k, and no `GVR_SS_REG_DEFINES` knob sets the define.
+    /// 32-register entries (`SS_REG_EMIT_MASK` 2): the launch emits in the
+    /// slots form and [`reg_mask_slots_32`] holds for its entry and k.
     pub fn mask_slots_32(&self) -> bool {
-        self.switches.mask_slots_32
-            && self.args.cur == 0
+        self.args.cur == 0
             && reg_mask_slots_32(
                 self.entry.blk,
                 self.entry.vpt,
                 self.args.k as usize,
                 self.entry.nbh,
             )
-            && !self
-                .switches
-                .knobs
-                .iter()
-                .any(|(name, _)| *name == EMIT_MASK_DEFINE)
     }
 
-    /// Whether the launch's build takes the drop-few path for rows of
-    /// k < n ≤ k + 4: the switch is on, its entry compiles the path,
-    /// [`reg_drop_few`] holds for its batch, and no `GVR_SS_REG_DEFINES` knob
-    /// sets the bound (a knob of 1–8 takes the path wherever the entry has it).
+    /// Whether the launch takes the drop-few path for rows of k < n ≤ k + 4:
+    /// its entry compiles the path and [`reg_drop_few`] holds for its batch.
     pub fn drop_few(&self) -> bool {
-        self.entry.drops_few()
-            && match self.drop_max_knob() {
-                Some(value) => value != "0",
-                None => self.switches.drop_few && self.drop_few_fits,
-            }
-    }
-
-    /// The value a `GVR_SS_REG_DEFINES` knob gives `SS_REG_DROP_MAX`, if any.
-    fn drop_max_knob(&self) -> Option<&str> {
-        self.switches
-            .knobs
-            .iter()
-            .find(|(name, _)| *name == DROP_MAX_DEFINE)
-            .map(|(_, value)| value.as_str())
+        self.entry.drops_few() && self.drop_few_fits
     }
 
     /// `SS_REG_STAGE_OUT` of the launch's build: 0 direct stores, 1 staged
@@ -639,19 +401,14 @@ impl RegLaunch {
             }
     }
 
-    /// The defines of the build this launch runs: the next-wave prefetch
-    /// compiled in (`prefetch`) or out, with [`Self::emit_split`] only the
-    /// emit form of `args.cur` (else both, `cur` picking at run time),
-    /// [`Self::hints_first`] and the tuning knobs.
+    /// The defines the plan builds this launch with: the next-wave prefetch
+    /// compiled in (`prefetch`) or out, only the emit form of `args.cur`,
+    /// [`Self::hints_first`], the staging mode, the row-ahead loads, the mask
+    /// slots and the drop-few bound.
     pub fn build_defines(&self, prefetch: bool) -> Defines {
-        let form = if self.switches.emit_split {
-            self.args.cur.to_string()
-        } else {
-            EMIT_FORM_BOTH.to_string()
-        };
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, u32::from(prefetch).to_string()),
-            (EMIT_FORM_DEFINE, form),
+            (EMIT_FORM_DEFINE, self.args.cur.to_string()),
             (
                 HINTS_FIRST_DEFINE,
                 u32::from(self.hints_first()).to_string(),
@@ -665,11 +422,19 @@ impl RegLaunch {
         if self.mask_slots_32() {
             defines.push((EMIT_MASK_DEFINE, "2".to_string()));
         }
-        if self.drop_max_knob().is_none() && !self.drop_few() {
+        if !self.drop_few() {
             defines.push((DROP_MAX_DEFINE, "0".to_string()));
         }
-        defines.extend(self.switches.knobs.iter().cloned());
         defines
+    }
+
+    /// The build of this launch with the next-wave prefetch in or out, the
+    /// tuning's macros for kernels/ss/reg.cu on top.
+    pub fn build(&self, prefetch: bool, tuning: &Tuning) -> KernelBuild {
+        KernelBuild {
+            source: SS_REG,
+            defines: tuning.over(&SS_REG, self.build_defines(prefetch)),
+        }
     }
 
     pub fn config(&self) -> LaunchConfig {
@@ -679,7 +444,47 @@ impl RegLaunch {
             shared_mem_bytes: self.launch_smem_bytes(),
         }
     }
+
+    /// Load the launch's build, and with the occupancy of the build without
+    /// the prefetch decide the next-wave prefetch distance (`args.ahead`);
+    /// where it prefetches, load the build with the prefetch. Launches that
+    /// prefetch nothing run a build without it (compiled in with ahead = 0
+    /// it cost one-wave batches 1-3 %); one CTA per SM stays one with it.
+    pub fn prepare(&mut self, launcher: &mut Launcher, tuning: &Tuning) -> Result<()> {
+        let name = self.entry.name();
+        launcher.load(&self.build(false, tuning), &name, self.launch_smem_bytes())?;
+        let per_sm = launcher.resident_ctas_per_sm(self.entry.blk, self.launch_smem_bytes())?;
+        let facts = &launcher.gpu().facts;
+        self.args.ahead = next_wave_ahead(
+            u64::from(self.grid.1),
+            per_sm,
+            u64::from(facts.sms),
+            u64::from(self.args.npad) * 4,
+            facts.l2_bytes,
+        );
+        if self.args.ahead > 0 {
+            launcher.load(&self.build(true, tuning), &name, self.launch_smem_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Enqueue the launch over `batch`.
+    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches the `ss_reg_*` entry points in
+        // kernels/ss/reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
+        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem
+        // (plus k staging words where the plan stages there), which the plan
+        // checked against the device's opt-in limit.
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), None, None) }
+    }
 }
+
+/// The knob scopes a register launch's variant names.
+pub const SCOPES: [Scope; 2] = [Scope::AllFamilies, Scope::Reg];
 
 /// The §5.1 plan knobs for a register shape chosen outside the route.
 fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProfile) -> RegPlan {
@@ -690,27 +495,35 @@ fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProf
         nbh: entry.nbh,
         kpt: 1,
         deg,
-        cur: crate::route::dispatch::reg_cursor_emit(b, n, k, dev),
+        cur: crate::topk::route::dispatch::reg_cursor_emit(b, n, k, dev),
         cmp: if deg { n } else { n.min(2560) },
         qc: if wide { 96 } else { 1024 },
     }
 }
 
-/// The register launch for `shape` on `dev`, or why there is none.
+/// The register launch for `shape` with production tuning, routing it first
+/// (for callers without a decision: the CPU model, tests).
 pub fn plan_reg(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<RegLaunch, String> {
-    plan_reg_with(shape, dev, None)
+    admits(shape)?;
+    let decision = route(shape.rows.max(1), shape.n, shape.npad, shape.k, dev);
+    plan(shape, dev, &decision, &Tuning::default())
 }
 
-/// [`plan_reg`], with the entry forced when `forced` is given.
-pub fn plan_reg_with(
+/// The register launch for `shape` given the route's `decision`: the route's
+/// plan when it picks reg / regimg, else the smallest register shape that
+/// holds the row; `reg.entry` and `reg.emit` of `tuning` override the entry
+/// and the emit form. The row is loaded ahead of its length where
+/// [`reg_row_ahead`] says so.
+pub fn plan(
     shape: &Shape,
     dev: &DeviceProfile,
-    forced: Option<RegEntry>,
+    decision: &RouteDecision,
+    tuning: &Tuning,
 ) -> std::result::Result<RegLaunch, String> {
-    ss_admits(shape)?;
+    admits(shape)?;
+    let forced = tuning.get("reg.entry").map(entry_named).transpose()?;
     let b = shape.rows.max(1);
     let n = shape.n;
-    let decision = route(b, shape.n, shape.npad, shape.k, dev);
     let (entry, plan, source) = match (forced, decision.family, decision.reg) {
         (Some(entry), _, _) => (
             entry,
@@ -777,6 +590,17 @@ pub fn plan_reg_with(
             dev.smem_optin
         ));
     }
+    let cur = match tuning.get("reg.emit") {
+        Some(name) => emit_form_named(name)?,
+        None => plan.cur as u32,
+    };
+    let row_guess = if reg_row_ahead(shape.rows, entry.vpt, entry.img, dev) {
+        // The batch-uniform entry: the rows' lengths are the shape's n (the
+        // longest; a shorter row loads again).
+        to_u32(shape.n, "n")?
+    } else {
+        0
+    };
     Ok(RegLaunch {
         entry,
         args: SsRegArgs {
@@ -787,15 +611,14 @@ pub fn plan_reg_with(
             use_hints: 1,
             next_n: 0,
             cr_shift: 0,
-            cur: plan.cur as u32,
+            cur,
             ahead: 0,
-            row_guess: 0,
+            row_guess,
         },
         plan,
         source,
         grid: (1, to_u32(shape.rows, "rows")?, 1),
         dyn_smem_bytes: to_u32(dyn_smem, "shared memory")?,
-        switches: RegSwitches::default(),
         stage_out_fits: reg_stage_out(b, shape.k, entry.blk, entry.nbh, dev),
         drop_few_fits: reg_drop_few(b, n, shape.k, (entry.blk, entry.vpt, entry.img), dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
@@ -805,259 +628,18 @@ pub fn plan_reg_with(
     })
 }
 
-/// Build the `ss-reg` arm (registry entry point).
-pub fn create(gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
-    let gpu = gpu.ok_or_else(|| {
-        GvrError::Usage(
-            "arm `ss-reg` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
-                .into(),
-        )
-    })?;
-    let forced = match std::env::var(REG_ENTRY_ENV) {
-        Ok(name) => {
-            let entry = entry_named(&name).map_err(GvrError::Usage)?;
-            tracing::warn!("{REG_ENTRY_ENV}={name}: ss-reg launches that entry for every shape");
-            Some(entry)
-        }
-        Err(_) => None,
-    };
-    Ok(Box::new(
-        SsReg::new(gpu)
-            .with_forced_entry(forced)
-            .with_env_tuning()?,
-    ))
-}
-
-/// The GPU arm (also usable by `ss` for the shapes the route sends to reg).
-pub struct SsReg {
-    device: DeviceProfile,
-    use_hints: bool,
-    staged: StagedLaunch,
-    plan: Option<RegLaunch>,
-    /// `GVR_SS_REG_ENTRY` (the `ss-reg` arm only).
-    forced: Option<RegEntry>,
-    /// `GVR_SS_REG_EMIT`: the emit form of every launch.
-    emit: Option<u32>,
-    /// The tuning switches every launch carries.
-    switches: RegSwitches,
-}
-
-impl SsReg {
-    pub fn new(gpu: Arc<Gpu>) -> SsReg {
-        SsReg {
-            device: super::ss::profile_for(&gpu),
-            use_hints: true,
-            staged: StagedLaunch::new(gpu, "ss-reg"),
-            plan: None,
-            forced: None,
-            emit: None,
-            switches: RegSwitches::default(),
-        }
-    }
-
-    /// This arm with the tuning switches the environment sets:
-    /// `GVR_SS_REG_EMIT`, `GVR_SS_NEXT_WAVE`, `GVR_SS_REG_EMIT_SPLIT`,
-    /// `GVR_SS_REG_HINTS_FIRST`, `GVR_SS_REG_STAGE_OUT`, `GVR_SS_REG_STAGE_EXTRA`,
-    /// `GVR_SS_REG_ROW_AHEAD`, `GVR_SS_REG_MASK_SLOTS_32`, `GVR_SS_REG_DROP_FEW`,
-    /// `GVR_SS_REG_DEFINES`.
-    pub fn with_env_tuning(mut self) -> Result<SsReg> {
-        self.switches = RegSwitches::from_env()?;
-        Ok(self.with_emit_form(emit_form_from_env()?))
-    }
-
-    /// Gather the slots emit's indices in shared memory where the rule says
-    /// so (`GVR_SS_REG_STAGE_OUT`).
-    pub fn with_stage_out(mut self, on: bool) -> SsReg {
-        self.switches.stage_out = on;
-        self
-    }
-
-    /// Stage in k extra words of shared memory where k > NBH
-    /// (`GVR_SS_REG_STAGE_EXTRA`).
-    pub fn with_stage_extra(mut self, on: bool) -> SsReg {
-        self.switches.stage_extra = on;
-        self
-    }
-
-    /// Build every launch with these kernel knobs (`GVR_SS_REG_DEFINES`).
-    pub fn with_knobs(mut self, knobs: Defines) -> SsReg {
-        self.switches.knobs = knobs;
-        self
-    }
-
-    /// Load the first hint indices ahead of the row where the rule says so
-    /// (`GVR_SS_REG_HINTS_FIRST`).
-    pub fn with_hints_first(mut self, on: bool) -> SsReg {
-        self.switches.hints_first = on;
-        self
-    }
-
-    /// Prefetch the next wave's rows into L2 (`GVR_SS_NEXT_WAVE`).
-    pub fn with_next_wave(mut self, on: bool) -> SsReg {
-        self.switches.next_wave = on;
-        self
-    }
-
-    /// Build each launch with only its emit form (`GVR_SS_REG_EMIT_SPLIT`).
-    pub fn with_emit_split(mut self, on: bool) -> SsReg {
-        self.switches.emit_split = on;
-        self
-    }
-
-    /// Emit every launch in form `code` of [`EMIT_FORMS`] (`GVR_SS_REG_EMIT`).
-    pub fn with_emit_form(mut self, code: Option<u32>) -> SsReg {
-        self.emit = code;
-        self
-    }
-
-    /// Launch `entry` for every shape it holds (`GVR_SS_REG_ENTRY`).
-    pub fn with_forced_entry(mut self, entry: Option<RegEntry>) -> SsReg {
-        self.forced = entry;
-        self
-    }
-
-    /// `false`: bracket from the first k values of each row (production
-    /// hint-free mode) instead of the staged hints.
-    pub fn with_hints(mut self, use_hints: bool) -> SsReg {
-        self.use_hints = use_hints;
-        self
-    }
-
-    /// The staged launch's next-wave prefetch distance (`SsRegArgs::ahead`).
-    pub fn staged_ahead(&self) -> Option<u32> {
-        self.plan.as_ref().map(|p| p.args.ahead)
-    }
-
-    /// The launch planned for `shape` on this arm's device.
-    pub fn plan(&self, shape: &Shape) -> std::result::Result<RegLaunch, String> {
-        let mut launch = plan_reg_with(shape, &self.device, self.forced)?;
-        launch.args.use_hints = u32::from(self.use_hints);
-        if let Some(code) = self.emit {
-            launch.args.cur = code;
-        }
-        let entry = &launch.entry;
-        if self.switches.row_ahead && reg_row_ahead(shape.rows, entry.vpt, entry.img, &self.device)
-        {
-            // The batch-uniform entry: the rows' lengths are the shape's n
-            // (the longest; a shorter row loads again).
-            launch.args.row_guess = to_u32(shape.n, "n")?;
-        }
-        launch.switches = self.switches.clone();
-        Ok(launch)
-    }
-}
-
-impl Arm for SsReg {
-    fn name(&self) -> &str {
-        "ss-reg"
-    }
-
-    fn backend(&self) -> Backend {
-        Backend::Gpu
-    }
-
-    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
-        self.plan(shape).map(|_| ())
-    }
-
-    fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape).ok().map(|p| p.variant())
-    }
-
-    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
-        let Ok(plan) = self.plan(shape) else {
-            return Vec::new();
-        };
-        // The prefetch build only where `stage` may load it (its distance
-        // comes from the occupancy of the first build, known once loaded).
-        let prefetch: &[bool] = if plan.switches.next_wave {
-            &[false, true]
-        } else {
-            &[false]
-        };
-        prefetch
-            .iter()
-            .map(|&on| KernelBuild {
-                source: SS_REG,
-                defines: plan.build_defines(on),
-            })
-            .collect()
-    }
-
-    fn stage(&mut self, batch: &Batch) -> Result<()> {
-        let shape = Shape::of(batch);
-        let mut plan = self.plan(&shape).map_err(|reason| {
-            GvrError::Usage(format!("arm ss-reg does not admit this batch: {reason}"))
-        })?;
-        // Launches that prefetch nothing run a build without the prefetch:
-        // compiled in with ahead = 0 it measured 1-3 % slower on one-wave
-        // batches (kernels/TUNING.md, 2026-12-03f). The occupancy that decides
-        // comes from that build; one CTA per SM stays one with the prefetch.
-        let name = plan.entry.name();
-        self.staged.load(
-            &SS_REG,
-            &plan.build_defines(false),
-            &name,
-            plan.launch_smem_bytes(),
-        )?;
-        if plan.switches.next_wave {
-            let per_sm = self
-                .staged
-                .resident_ctas_per_sm(plan.entry.blk, plan.launch_smem_bytes())?;
-            let facts = &self.staged.gpu().facts;
-            plan.args.ahead = next_wave_ahead(
-                shape.rows as u64,
-                per_sm,
-                u64::from(facts.sms),
-                shape.npad as u64 * 4,
-                facts.l2_bytes,
-            );
-            if plan.args.ahead > 0 {
-                self.staged.load(
-                    &SS_REG,
-                    &plan.build_defines(true),
-                    &name,
-                    plan.launch_smem_bytes(),
-                )?;
-            }
-        }
-        self.staged.stage(batch)?;
-        self.plan = Some(plan);
-        Ok(())
-    }
-
-    fn poison_output(&mut self) -> Result<()> {
-        self.staged.poison_output()
-    }
-
-    fn launch(&mut self) -> Result<()> {
-        let Some(plan) = self.plan.as_ref() else {
-            return Err(self.staged.not_staged());
-        };
-        if plan.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches the `ss_reg_*` entry points in
-        // kernels/ss_reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
-        // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
-        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem
-        // (plus k staging words where the plan stages there), which the plan
-        // checked against the device's opt-in limit.
-        unsafe {
-            self.staged
-                .launch_rows(plan.args, plan.config(), None, None)
-        }
-    }
-
-    fn read_output(&mut self) -> Result<Vec<i32>> {
-        self.staged.read_output()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arms::ss::SUPPORTED_K;
+    use crate::topk::SUPPORTED_K;
+
+    fn tuned(knobs: &[&str]) -> Tuning {
+        let mut t = Tuning::default();
+        for k in knobs {
+            t.set_assignment(k).unwrap();
+        }
+        t
+    }
 
     fn shape(rows: usize, n: usize, k: usize) -> Shape {
         Shape {
@@ -1069,22 +651,6 @@ mod tests {
     }
 
     const L2: u64 = 60 << 20;
-
-    #[test]
-    fn only_a_non_default_setting_marks_the_variant() {
-        for switch in [NEXT_WAVE, EMIT_SPLIT] {
-            assert_eq!(switch.suffix(switch.default), "");
-            let other = switch.suffix(!switch.default);
-            let expected = if switch.default {
-                switch.off_suffix
-            } else {
-                switch.on_suffix
-            };
-            assert_eq!(other, expected, "{}", switch.env);
-            assert!(!other.is_empty());
-        }
-        assert_ne!(NEXT_WAVE.on_suffix, EMIT_SPLIT.on_suffix);
-    }
 
     #[test]
     fn next_wave_ahead_is_the_resident_count_only_when_a_later_wave_exists() {
@@ -1116,7 +682,7 @@ mod tests {
     }
 
     #[test]
-    fn the_drop_few_path_follows_the_entry_the_batch_the_switch_and_the_knob() {
+    fn the_drop_few_path_follows_the_entry_the_batch_and_the_knob() {
         let dev = DeviceProfile::h200();
         let off = (DROP_MAX_DEFINE, "0".to_string());
         let drop_defines = |l: &RegLaunch| {
@@ -1126,18 +692,17 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         // 256/1 at B <= 2 SMs, rows within k + 4: the source's default bound.
-        let mut launch = plan_reg(&shape(8, 1027, 1024), &dev).unwrap();
+        let launch = plan_reg(&shape(8, 1027, 1024), &dev).unwrap();
         assert_eq!(launch.entry.blk, 256);
         assert!(launch.drop_few() && drop_defines(&launch).is_empty());
         assert!(!launch.variant().contains('+'), "{}", launch.variant());
-        launch.switches.drop_few = false;
-        assert!(!launch.drop_few());
-        assert_eq!(drop_defines(&launch), std::slice::from_ref(&off));
-        assert!(launch.variant().ends_with("+nodropfew"));
         // A knob decides alone, and appears once.
-        launch.switches.knobs = reg_knobs(Some("SS_REG_DROP_MAX=2")).unwrap();
-        assert!(launch.drop_few());
-        assert_eq!(drop_defines(&launch), [(DROP_MAX_DEFINE, "2".to_string())]);
+        let built = launch.build(false, &tuned(&["SS_REG_DROP_MAX=2"])).defines;
+        let set: Vec<_> = built
+            .iter()
+            .filter(|(n, _)| *n == DROP_MAX_DEFINE)
+            .collect();
+        assert_eq!(set, [&(DROP_MAX_DEFINE, "2".to_string())]);
         // Beyond 2 SMs of rows, and in an entry without the path: built out.
         let big = plan_reg(&shape(512, 1027, 1024), &dev).unwrap();
         assert!(!big.drop_few());
@@ -1160,10 +725,6 @@ mod tests {
     #[test]
     fn a_launch_builds_with_its_prefetch_and_emit_defines() {
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
-        assert!(
-            launch.switches.emit_split,
-            "one form per build by default (measured)"
-        );
         let planned_cur = launch.args.cur;
         for cur in [0u32, 1] {
             launch.args.cur = cur;
@@ -1181,21 +742,18 @@ mod tests {
         }
         launch.args.cur = planned_cur;
         assert!(!launch.variant().contains('+'), "{}", launch.variant());
-        launch.switches.emit_split = false;
-        let both = EMIT_FORM_BOTH.to_string();
         launch.args.use_hints = 0; // hint-free: nothing to load ahead
         assert_eq!(
             launch.build_defines(false),
             [
                 (NEXT_WAVE_DEFINE, "0".to_string()),
-                (EMIT_FORM_DEFINE, both),
+                (EMIT_FORM_DEFINE, planned_cur.to_string()),
                 (HINTS_FIRST_DEFINE, "0".to_string()),
                 (STAGE_OUT_DEFINE, "0".to_string()),
                 (ROW_AHEAD_DEFINE, "0".to_string()),
                 (DROP_MAX_DEFINE, "0".to_string())
             ]
         );
-        assert!(launch.variant().ends_with("+both"), "{}", launch.variant());
         // A row length to load ahead builds the kernel that does.
         launch.args.row_guess = 16_387;
         assert!(launch
@@ -1214,8 +772,7 @@ mod tests {
                 "{define}"
             );
         }
-        assert!(crate::gpu::sources::SS_KNOBS
-            .contains(&format!("#define {EMIT_FORM_DEFINE} {EMIT_FORM_BOTH}\n")));
+        assert!(crate::gpu::sources::SS_KNOBS.contains(&format!("#define {EMIT_FORM_DEFINE} 2\n")));
         assert!(
             crate::gpu::sources::SS_KNOBS.contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n"))
         );
@@ -1224,36 +781,55 @@ mod tests {
 
     #[test]
     fn reg_knobs_reach_the_build_and_the_variant() {
-        assert_eq!(reg_knobs(None), Ok(Vec::new()));
-        let knobs = reg_knobs(Some("SS_REG_HINT_NC=1")).unwrap();
-        assert_eq!(knobs, [("SS_REG_HINT_NC", "1".to_string())]);
-        assert!(reg_knobs(Some("SS_REG_HINT_NC=2")).is_err());
-        let err = reg_knobs(Some("SS_PFD=1")).unwrap_err();
-        assert!(err.contains("SS_REG_HINT_NC"), "{err}");
-        let mut launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
-        launch.switches.knobs = knobs;
-        assert!(launch
-            .build_defines(false)
-            .contains(&("SS_REG_HINT_NC", "1".to_string())));
+        let t = tuned(&["SS_REG_HINT_NC=1", "SS_L2_DIST=1"]);
+        let launch = plan_reg(&shape(256, 16_387, 2048), &DeviceProfile::h200()).unwrap();
+        let defines = launch.build(false, &t).defines;
+        assert!(defines.contains(&("SS_REG_HINT_NC", "1".to_string())));
         assert!(
-            launch.variant().ends_with(" +SS_REG_HINT_NC=1"),
-            "{}",
-            launch.variant()
+            !defines.iter().any(|(n, _)| *n == "SS_L2_DIST"),
+            "a main knob"
         );
-        // Every knob is defaulted in the kernel source.
-        for (name, _, _) in REG_TUNABLE_DEFINES {
-            assert!(
-                crate::gpu::sources::SS_KNOBS.contains(&format!("#ifndef {name}\n")),
-                "{name}"
-            );
-        }
+        assert_eq!(t.label(&SCOPES), " +SS_REG_HINT_NC=1");
+    }
+
+    #[test]
+    fn the_entry_and_emit_knobs_override_the_plan() {
+        let dev = DeviceProfile::h200();
+        let s = shape(256, 4096, 512);
+        let d = route(256, 4096, s.npad, 512, &dev);
+        let p = plan(
+            &s,
+            &dev,
+            &d,
+            &tuned(&["reg.entry=ss_reg_b1024_v4", "reg.emit=cur"]),
+        )
+        .unwrap();
+        assert_eq!((p.entry.blk, p.entry.vpt, p.args.cur), (1024, 4, 1));
+        assert_eq!(p.source, RegSource::Forced);
+        assert!(
+            p.variant().starts_with("reg(forced)/blk1024/v4"),
+            "{}",
+            p.variant()
+        );
+    }
+
+    #[test]
+    fn every_knob_entry_name_is_a_compiled_entry() {
+        let mut names: Vec<String> = REG_ENTRIES.iter().map(RegEntry::name).collect();
+        let mut knob: Vec<String> = crate::topk::tuning::REG_ENTRY_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        names.sort();
+        knob.sort();
+        assert_eq!(names, knob);
     }
 
     #[test]
     fn the_drop_few_default_matches_the_route() {
         let line = format!(
             "#define SS_REG_DROP_MAX {}u\n",
-            crate::route::dispatch::REG_DROP_MAX
+            crate::topk::route::dispatch::REG_DROP_MAX
         );
         assert!(
             crate::gpu::sources::SS_KNOBS.contains(&line),
@@ -1262,7 +838,7 @@ mod tests {
     }
 
     #[test]
-    fn mask_slots_32_builds_follow_the_rule_the_switch_and_the_knob() {
+    fn mask_slots_32_builds_follow_the_rule_and_the_knob() {
         let dev = DeviceProfile::h200();
         let mask = (EMIT_MASK_DEFINE, "2".to_string());
         // 512/2 slots launches of K 1,024 (B 256-512 of 4,111): the mask build.
@@ -1270,23 +846,13 @@ mod tests {
         assert_eq!((launch.entry.blk, launch.entry.vpt), (512, 2));
         launch.args.cur = 0;
         assert!(launch.build_defines(false).contains(&mask));
-        launch.switches.mask_slots_32 = false;
-        assert!(!launch.build_defines(false).contains(&mask));
-        assert!(
-            launch.variant().contains("+nomask32"),
-            "{}",
-            launch.variant()
-        );
-        launch.switches.mask_slots_32 = true;
         // A knob's value decides alone (one definition of the macro).
-        launch.switches.knobs = reg_knobs(Some("SS_REG_EMIT_MASK=0")).unwrap();
-        let defines = launch.build_defines(false);
+        let defines = launch.build(false, &tuned(&["SS_REG_EMIT_MASK=0"])).defines;
         let set: Vec<_> = defines
             .iter()
             .filter(|(n, _)| *n == EMIT_MASK_DEFINE)
             .collect();
         assert_eq!(set, [&(EMIT_MASK_DEFINE, "0".to_string())]);
-        launch.switches.knobs.clear();
         // Cursors launches, k > NBH and other entries keep the default build.
         launch.args.cur = 1;
         assert!(!launch.build_defines(false).contains(&mask));
@@ -1301,17 +867,12 @@ mod tests {
     }
 
     #[test]
-    fn hints_first_follows_the_rule_the_switch_and_the_hint_mode() {
+    fn hints_first_follows_the_rule_and_the_hint_mode() {
         let dev = DeviceProfile::h200();
         let mut launch = plan_reg(&shape(256, 16_387, 2048), &dev).unwrap();
         assert!(launch.hints_first());
-        launch.switches.hints_first = false;
-        assert!(!launch.hints_first());
-        assert!(
-            launch.variant().ends_with("+nohintsfirst"),
-            "{}",
-            launch.variant()
-        );
+        launch.args.use_hints = 0;
+        assert!(!launch.hints_first(), "hint-free launches load no hints");
         // Below the row threshold, for rows that cannot be hinted, and in the
         // 32-register entries (1024/1 at 64 rows, 512/2 at 512).
         for (rows, n, k) in [
@@ -1331,7 +892,7 @@ mod tests {
         assert_eq!(emit_form_named("cur"), Ok(1));
         let err = emit_form_named("ballot").unwrap_err();
         assert!(
-            err.contains("GVR_SS_REG_EMIT=ballot") && err.contains("slots, cur"),
+            err.contains("reg.emit=ballot") && err.contains("slots, cur"),
             "{err}"
         );
     }
@@ -1413,9 +974,6 @@ mod tests {
                 .find(|(name, _)| *name == STAGE_OUT_DEFINE)
                 .map(|(_, value)| value);
             assert_eq!(define, Some(mode.to_string()));
-            let mut off = launch.clone();
-            off.switches.stage_out = false;
-            assert!(!off.stage_out());
             let mut cursors = launch.clone();
             cursors.args.cur = 1;
             assert_eq!(
@@ -1427,9 +985,9 @@ mod tests {
     }
 
     #[test]
-    fn rows_of_k_above_nbh_stage_in_extra_words_unless_switched_off() {
+    fn rows_of_k_above_nbh_stage_in_extra_words() {
         let dev = DeviceProfile::h200();
-        let mut launch = plan_reg(&shape(1024, 4111, 2048), &dev).unwrap();
+        let launch = plan_reg(&shape(1024, 4111, 2048), &dev).unwrap();
         assert_eq!(
             (launch.entry.blk, launch.entry.vpt, launch.entry.nbh),
             (512, 2, 1024)
@@ -1447,10 +1005,6 @@ mod tests {
         // Four 512/2 CTAs per SM still fit with the extra 8 KB each.
         let per_cta = launch.launch_smem_bytes() as usize + 512 + DRIVER_SMEM_PER_CTA;
         assert!(4 * per_cta <= SMEM_PER_SM);
-        launch.switches.stage_extra = false;
-        assert_eq!(launch.stage_out_mode(), 0);
-        assert!(launch.variant().ends_with("+nostageextra"));
-        assert_eq!(launch.launch_smem_bytes(), launch.dyn_smem_bytes);
         // Where k <= NBH the histogram stages (mode 1) whatever the switch.
         let fits = plan_reg(&shape(1024, 8207, 2048), &dev).unwrap();
         assert_eq!(fits.stage_out_mode(), 1);
@@ -1498,8 +1052,10 @@ mod tests {
         let p = plan_reg(&shape(1, 4096, 512), &b200).unwrap();
         assert_eq!(p.variant(), "regimg/blk1024/v1");
         assert!(p.entry.img);
-        let img = entry_named("ss_regimg_b1024_v1").unwrap();
-        let p = plan_reg_with(&shape(16, 4096, 512), &DeviceProfile::h200(), Some(img)).unwrap();
+        let h200 = DeviceProfile::h200();
+        let s = shape(16, 4096, 512);
+        let d = route(16, 4096, s.npad, 512, &h200);
+        let p = plan(&s, &h200, &d, &tuned(&["reg.entry=ss_regimg_b1024_v1"])).unwrap();
         assert_eq!(p.variant(), "regimg(forced)/blk1024/v1");
         assert!(p.dyn_smem_bytes as usize >= (p.entry.nbh as usize + 4096) * 4);
         let err = entry_named("ss_reg_b64_v1").unwrap_err();
@@ -1578,10 +1134,5 @@ mod tests {
             k: 512,
         };
         assert!(plan_reg(&bad_pad, &dev).unwrap_err().contains("npad"));
-        assert!(create(None)
-            .err()
-            .expect("no GPU")
-            .to_string()
-            .contains("GPU"));
     }
 }

@@ -750,7 +750,7 @@ mod tests {
 #[cfg(test)]
 mod wave_tests {
     use super::*;
-    use crate::route::DeviceProfile;
+    use crate::topk::route::DeviceProfile;
 
     #[test]
     fn staging_bounds_k2048_blk256_to_three_ctas_per_sm() {

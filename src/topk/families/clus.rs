@@ -1,33 +1,26 @@
-//! The clustered streaming family `clus` (GVR_V2_SPEC §4.2): the GPU arm
-//! `ss-clus` (kernels/ss_clus_stream.cu, main's one-CTA-per-row algorithm
-//! with the row pass spread over a thread-block cluster of CS ∈ {2, 4, 8}
-//! CTAs, histograms merged over DSMEM) and its pure launch plan.
+//! The clustered streaming family `clus` (kernels/ss/clus.cu): main's
+//! one-CTA-per-row algorithm with the row pass spread over a thread-block
+//! cluster of CS ∈ {2, 4, 8} CTAs, histograms merged over DSMEM.
 //!
-//! - [`plan_clus_stream`] admits exactly the shapes `route()` gives to
-//!   `Family::Clus`, with the route's CS and `route::clus_params` (the
-//!   delegate `ss` needs);
-//! - [`plan_clus_stream_forced`] also plans every other shape whose rows
-//!   are long enough (for certification): the route's CS when it picks clus,
-//!   else the largest co-resident CS, else CS = 2 in waves (correct: no
-//!   cluster waits on another).
+//! - [`plan_routed`] admits exactly the shapes the route gives to
+//!   `Family::Clus`, with the route's CS and `route::clus_params`;
+//! - [`plan_forced`] also plans every other shape whose rows are long enough
+//!   (`ss-clus`, for certification): the largest co-resident CS, else CS = 2
+//!   in waves (correct: no cluster waits on another).
 //!
 //! The plan is a pure function of the shape and the device profile, so it is
 //! unit-tested without a GPU; `launch` only enqueues.
 
-use std::sync::Arc;
-
-use super::staged::StagedLaunch;
-
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
-use super::ss::admits as ss_admits;
-use super::{to_u32, Arm, Backend, Shape};
-use crate::error::{GvrError, Result};
+use crate::error::Result;
 use crate::gpu::sources::{Defines, SS_CLUS_STREAM};
-use crate::gpu::{Gpu, KernelBuild};
-use crate::grid::Batch;
-use crate::route::params::{aim_base, aim_min};
-use crate::route::{clus_params, route, DeviceProfile, Family, MainParams};
+use crate::gpu::{DeviceBatch, KernelBuild};
+use crate::topk::launcher::Launcher;
+use crate::topk::route::params::{aim_base, aim_min};
+use crate::topk::route::{clus_params, DeviceProfile, Family, MainParams, RouteDecision};
+use crate::topk::tuning::{Scope, Tuning};
+use crate::topk::{admits, to_u32, Shape};
 
 /// Threads per CTA of every compiled clus entry.
 pub const CLUS_BLK: u32 = 1024;
@@ -97,17 +90,37 @@ const MERGE_SPREAD_FROM_CS: u32 = 8;
 const MERGE_SPREAD_DEFINE: &str = "CL_MERGE_SPREAD";
 
 impl ClusStreamLaunch {
-    /// The defines this launch's module is built with: the merge form for its
-    /// cluster size, then `tuning` (the [`CLUS_DEFINES_ENV`] knobs; one that
-    /// sets the merge form overrides the cluster size's).
-    pub fn build_defines(&self, tuning: &Defines) -> Defines {
+    /// The defines the plan builds this launch with: the merge form for its
+    /// cluster size.
+    pub fn build_defines(&self) -> Defines {
         let mut defines = Defines::new();
-        let tuned = tuning.iter().any(|(name, _)| *name == MERGE_SPREAD_DEFINE);
-        if self.cluster >= MERGE_SPREAD_FROM_CS && !tuned {
+        if self.cluster >= MERGE_SPREAD_FROM_CS {
             defines.push((MERGE_SPREAD_DEFINE, "1".to_string()));
         }
-        defines.extend(tuning.iter().cloned());
         defines
+    }
+
+    /// The build of this launch, the tuning's macros for kernels/ss/clus.cu
+    /// on top (a `CL_MERGE_SPREAD` knob replaces the cluster size's form).
+    pub fn build(&self, tuning: &Tuning) -> KernelBuild {
+        KernelBuild {
+            source: SS_CLUS_STREAM,
+            defines: tuning.over(&SS_CLUS_STREAM, self.build_defines()),
+        }
+    }
+
+    /// Enqueue the launch over `batch`.
+    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches `ss_clus_u*` in kernels/ss/clus.cu:
+        // f32 [rows*npad], i32 [rows] per-row lengths (next_n = 0), i32
+        // [rows*k] hints, i32 [rows*k] output, the by-value SsClusParams
+        // (ClusStreamArgs, same layout). Grid (CS, rows) with clusters of
+        // (CS,1,1), 1024 threads, the planned dynamic shared memory (prelude
+        // + staging + ck64, the kernel's layout).
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
     }
 
     /// Recorded variant, e.g. `clus/cl4/u8`.
@@ -210,6 +223,7 @@ fn launch_for(
     dev: &DeviceProfile,
     cs: u32,
     routed: bool,
+    tuning: &Tuning,
 ) -> std::result::Result<ClusStreamLaunch, String> {
     let b = shape.rows.max(1);
     let params = clus_params(b, shape.n, shape.npad, shape.k, cs, dev);
@@ -231,20 +245,23 @@ fn launch_for(
         dyn_smem_bytes: to_u32(smem, "shared memory")?,
         u: params.u,
         routed,
-        args: kernel_args(&params, cs)?,
+        args: with_sample_knobs(kernel_args(&params, cs)?, tuning),
         params,
     })
 }
 
+/// The knob scopes a clus launch's variant names.
+pub const SCOPES: [Scope; 2] = [Scope::AllFamilies, Scope::Clus];
+
 /// The clus launch for a shape the route gives to `Family::Clus` (with the
 /// route's CS); every other shape is refused with a reason.
-pub fn plan_clus_stream(
+pub fn plan_routed(
     shape: &Shape,
     dev: &DeviceProfile,
+    decision: &RouteDecision,
+    tuning: &Tuning,
 ) -> std::result::Result<ClusStreamLaunch, String> {
-    ss_admits(shape)?;
-    let b = shape.rows.max(1);
-    let decision = route(b, shape.n, shape.npad, shape.k, dev);
+    admits(shape)?;
     if decision.family != Family::Clus {
         return Err(format!(
             "the route picks {} ({}) for this shape, not clus",
@@ -252,21 +269,23 @@ pub fn plan_clus_stream(
             decision.reason
         ));
     }
-    launch_for(shape, dev, decision.cluster, true)
+    launch_for(shape, dev, decision.cluster, true, tuning)
 }
 
 /// The clus launch for any shape with rows of at least
 /// [`CLUS_FORCED_MIN_N`] values: the routed plan when the route picks clus,
 /// else the largest CS of 8/4/2 (≤ `dev.max_cluster`) whose clusters are
 /// all co-resident, else CS = 2 (clusters then run in waves).
-pub fn plan_clus_stream_forced(
+pub fn plan_forced(
     shape: &Shape,
     dev: &DeviceProfile,
+    decision: &RouteDecision,
+    tuning: &Tuning,
 ) -> std::result::Result<ClusStreamLaunch, String> {
-    if let Ok(plan) = plan_clus_stream(shape, dev) {
+    if let Ok(plan) = plan_routed(shape, dev, decision, tuning) {
         return Ok(plan);
     }
-    ss_admits(shape)?;
+    admits(shape)?;
     if shape.n < CLUS_FORCED_MIN_N {
         return Err(format!(
             "rows of {} values are too short for a clustered stream (at least {CLUS_FORCED_MIN_N})",
@@ -280,56 +299,25 @@ pub fn plan_clus_stream_forced(
         .copied()
         .find(|&cs| cs <= dev.max_cluster && dev.cluster_fits(cs, b))
         .unwrap_or(2);
-    launch_for(shape, dev, cs, false)
+    launch_for(shape, dev, cs, false, tuning)
 }
 
-/// Tuning switch of `ss-clus`: `GVR_SS_CLUS_DEFINES=CL_L2_NEXT=0` builds
-/// `ss_clus_stream.cu` with those pass knobs (the kernel documents each) for a
-/// same-inputs comparison. The variant records them; `ss` never reads it.
-pub const CLUS_DEFINES_ENV: &str = "GVR_SS_CLUS_DEFINES";
-
-/// The knobs [`CLUS_DEFINES_ENV`] may set, with their admitted value ranges.
-const CLUS_TUNABLE_DEFINES: [super::ss::TuningKnob; 6] = [
-    ("CL_L2_NEXT", 0, 1),
-    ("CL_MERGE_SPREAD", 0, 1),
-    ("CL_L2_FIRST", 0, 1),
-    ("CL_SAMPLE_AHEAD", 0, 1),
-    ("CL_THRESHOLD_TRIM", 0, 1),
-    ("CL_SCAN_FORM", 0, 1),
-];
-
-/// `ss-clus`'s kernel knobs from the value of [`CLUS_DEFINES_ENV`] (unset: none).
-pub fn clus_switches(defines: Option<&str>) -> std::result::Result<Defines, String> {
-    super::ss::parse_optional_knobs(
-        CLUS_DEFINES_ENV,
-        "ss_clus_stream.cu",
-        &CLUS_TUNABLE_DEFINES,
-        defines,
-    )
-}
-
-/// Tuning switch of `ss-clus`: `GVR_SS_CLUS_SAMPLE=aim8=12,amin8=16,sfac=32`
-/// replaces the launch's sample knobs (aim8 / amin8: `aim_base` / `amin` in
-/// eighths of k; sfac: SFAC) and redoes its QUAD schedule, as
-/// `GVR_SS_MAIN_SAMPLE` does for `ss-main` (host-only; clus keeps main's
-/// retry ladder, so a short rung costs a second pass, not a whole-row select).
-/// The variant records them; `ss` never reads it.
-pub const CLUS_SAMPLE_ENV: &str = "GVR_SS_CLUS_SAMPLE";
-
-/// The knobs [`CLUS_SAMPLE_ENV`] may set, with their admitted value ranges.
-const CLUS_SAMPLE_KNOBS: [super::ss::TuningKnob; 3] =
-    [("aim8", 8, 64), ("amin8", 8, 64), ("sfac", 8, 512)];
-
-/// `args` with the sample knobs of [`CLUS_SAMPLE_ENV`] replaced and the
-/// schedule redone from them.
-pub fn with_clus_sample_knobs(mut args: ClusStreamArgs, knobs: &Defines) -> ClusStreamArgs {
-    if knobs.is_empty() {
+/// `args` with the sample knobs of `tuning` (`clus.aim8`, `clus.amin8`,
+/// `clus.sfac`) replaced and the schedule redone from them.
+pub fn with_sample_knobs(mut args: ClusStreamArgs, tuning: &Tuning) -> ClusStreamArgs {
+    let eighths = |name: &str| {
+        tuning
+            .int(name)
+            .map(|x| (args.k as u64 * x as u64 / 8) as u32)
+    };
+    let (aim, amin) = (eighths("clus.aim8"), eighths("clus.amin8"));
+    let sfac = tuning.int("clus.sfac").map(|v| v as u32);
+    if aim.is_none() && amin.is_none() && sfac.is_none() {
         return args;
     }
-    let o = super::ss::SampleOverride::from_knobs(knobs, args.k);
-    args.aim_base = o.aim_base.unwrap_or(args.aim_base);
-    args.amin = o.amin.unwrap_or(args.amin);
-    args.sfac = o.sfac.unwrap_or(args.sfac);
+    args.aim_base = aim.unwrap_or(args.aim_base);
+    args.amin = amin.unwrap_or(args.amin);
+    args.sfac = sfac.unwrap_or(args.sfac);
     if args.smp > 0 {
         let recompute = ClusStreamArgs {
             n_plan: u32::MAX,
@@ -339,144 +327,38 @@ pub fn with_clus_sample_knobs(mut args: ClusStreamArgs, knobs: &Defines) -> Clus
     }
     args
 }
-
-/// Build `ss-clus` (registry entry point).
-pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
-    if name != "ss-clus" {
-        return Err(GvrError::Usage(format!(
-            "arm `{name}` is not built by arms::ss_clus_stream"
-        )));
-    }
-    let gpu = gpu.ok_or_else(|| {
-        GvrError::Usage(format!(
-            "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
-        ))
-    })?;
-    let tuning =
-        clus_switches(std::env::var(CLUS_DEFINES_ENV).ok().as_deref()).map_err(GvrError::Usage)?;
-    if !tuning.is_empty() {
-        tracing::warn!("{CLUS_DEFINES_ENV}: ss-clus builds its kernel with {tuning:?}");
-    }
-    let sample = super::ss::parse_optional_knobs(
-        CLUS_SAMPLE_ENV,
-        "the clus launch",
-        &CLUS_SAMPLE_KNOBS,
-        std::env::var(CLUS_SAMPLE_ENV).ok().as_deref(),
-    )
-    .map_err(GvrError::Usage)?;
-    if !sample.is_empty() {
-        tracing::warn!("{CLUS_SAMPLE_ENV}: ss-clus plans its launches with {sample:?}");
-    }
-    let mut arm = SsClusStream::new(gpu);
-    arm.tuning = tuning;
-    arm.sample = sample;
-    Ok(Box::new(arm))
-}
-
-/// The `ss-clus` GPU arm: the routed plan where the route picks clus, the
-/// forced plan elsewhere (recorded as `(forced)` in the variant).
-pub struct SsClusStream {
-    device: DeviceProfile,
-    staged: StagedLaunch,
-    plan: Option<ClusStreamLaunch>,
-    /// Kernel knobs of [`CLUS_DEFINES_ENV`] (empty for `ss`'s clus picks).
-    tuning: Defines,
-    /// Sample knobs of [`CLUS_SAMPLE_ENV`].
-    sample: Defines,
-}
-
-impl SsClusStream {
-    pub fn new(gpu: Arc<Gpu>) -> SsClusStream {
-        SsClusStream {
-            device: super::ss::profile_for(&gpu),
-            staged: StagedLaunch::new(gpu, "ss-clus"),
-            plan: None,
-            tuning: Vec::new(),
-            sample: Vec::new(),
-        }
-    }
-}
-
-impl Arm for SsClusStream {
-    fn name(&self) -> &str {
-        "ss-clus"
-    }
-
-    fn backend(&self) -> Backend {
-        Backend::Gpu
-    }
-
-    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
-        plan_clus_stream_forced(shape, &self.device).map(|_| ())
-    }
-
-    fn variant(&self, shape: &Shape) -> Option<String> {
-        plan_clus_stream_forced(shape, &self.device).ok().map(|p| {
-            super::ss::with_knobs(
-                super::ss::with_knobs(p.variant(), &self.tuning),
-                &self.sample,
-            )
-        })
-    }
-
-    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
-        match plan_clus_stream_forced(shape, &self.device) {
-            Ok(plan) => vec![KernelBuild {
-                source: SS_CLUS_STREAM,
-                defines: plan.build_defines(&self.tuning),
-            }],
-            Err(_) => Vec::new(),
-        }
-    }
-
-    fn stage(&mut self, batch: &Batch) -> Result<()> {
-        let mut plan =
-            plan_clus_stream_forced(&Shape::of(batch), &self.device).map_err(|reason| {
-                GvrError::Usage(format!("arm ss-clus does not admit this batch: {reason}"))
-            })?;
-        plan.args = with_clus_sample_knobs(plan.args, &self.sample);
-        self.staged.load(
-            &SS_CLUS_STREAM,
-            &plan.build_defines(&self.tuning),
-            &plan.entry,
-            plan.dyn_smem_bytes,
-        )?;
-        self.staged.stage(batch)?;
-        self.plan = Some(plan);
-        Ok(())
-    }
-
-    fn poison_output(&mut self) -> Result<()> {
-        self.staged.poison_output()
-    }
-
-    fn launch(&mut self) -> Result<()> {
-        let Some(plan) = self.plan.as_ref() else {
-            return Err(self.staged.not_staged());
-        };
-        if plan.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches `ss_clus_u*` in
-        // kernels/ss_clus_stream.cu: f32 [rows*npad], i32 [rows] per-row
-        // lengths (next_n = 0), i32 [rows*k] hints, i32 [rows*k] output, the
-        // by-value SsClusParams (ClusStreamArgs, same layout). Grid (CS,
-        // rows) with clusters of (CS,1,1), 1024 threads, the planned dynamic
-        // shared memory (prelude + staging + ck64, the kernel's layout).
-        unsafe {
-            self.staged
-                .launch_rows(plan.args, plan.config(), Some(plan.cluster), None)
-        }
-    }
-
-    fn read_output(&mut self) -> Result<Vec<i32>> {
-        self.staged.read_output()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::route::route;
+
+    fn decide(s: &Shape, dev: &DeviceProfile) -> RouteDecision {
+        route(s.rows.max(1), s.n, s.npad, s.k, dev)
+    }
+
+    fn plan_clus_stream(
+        s: &Shape,
+        dev: &DeviceProfile,
+    ) -> std::result::Result<ClusStreamLaunch, String> {
+        admits(s)?;
+        plan_routed(s, dev, &decide(s, dev), &Tuning::default())
+    }
+
+    fn plan_clus_stream_forced(
+        s: &Shape,
+        dev: &DeviceProfile,
+    ) -> std::result::Result<ClusStreamLaunch, String> {
+        admits(s)?;
+        plan_forced(s, dev, &decide(s, dev), &Tuning::default())
+    }
+
+    fn tuned(knobs: &[&str]) -> Tuning {
+        let mut t = Tuning::default();
+        for k in knobs {
+            t.set_assignment(k).unwrap();
+        }
+        t
+    }
     use crate::gpu::sources::declared_entries;
 
     fn shape(rows: usize, n: usize, k: usize) -> Shape {
@@ -676,9 +558,8 @@ mod tests {
         };
         let plan = plan_clus_stream_forced(&shape, &dev).unwrap();
         let base = plan.args;
-        assert_eq!(with_clus_sample_knobs(base, &vec![]), base);
-        let knobs = vec![("aim8", "16".to_string()), ("amin8", "16".to_string())];
-        let low = with_clus_sample_knobs(base, &knobs);
+        assert_eq!(with_sample_knobs(base, &Tuning::default()), base);
+        let low = with_sample_knobs(base, &tuned(&["clus.aim8=16", "clus.amin8=16"]));
         assert_eq!((low.aim_base, low.amin), (2048, 2048));
         assert!(
             low.amin < base.amin && low.smp > base.smp,
@@ -689,38 +570,25 @@ mod tests {
     }
 
     #[test]
-    fn clus_switches_take_known_knobs_and_refuse_the_rest() {
-        assert_eq!(clus_switches(None).unwrap(), vec![]);
-        assert_eq!(
-            clus_switches(Some("CL_L2_NEXT=0")).unwrap(),
-            vec![("CL_L2_NEXT", "0".to_string())]
-        );
-        for bad in ["CL_L2_NEXT=2", "SS_L2_DIST=0", "CL_L2_FIRST"] {
-            let err = clus_switches(Some(bad)).unwrap_err();
-            assert!(err.starts_with(CLUS_DEFINES_ENV), "{bad}: {err}");
-        }
-    }
-
-    #[test]
     fn clusters_of_eight_build_the_spread_merge_unless_a_knob_says_otherwise() {
         let dev = DeviceProfile::h200();
         let eight = plan_clus_stream_forced(&shape(8, 131_072, 512), &dev).unwrap();
         let two = plan_clus_stream_forced(&shape(256, 131_072, 512), &dev).unwrap();
         assert_eq!((eight.cluster, two.cluster), (8, 2));
         let spread = vec![("CL_MERGE_SPREAD", "1".to_string())];
-        assert_eq!(eight.build_defines(&vec![]), spread);
-        assert_eq!(two.build_defines(&vec![]), vec![]);
-        // A knob of the env switch replaces the cluster size's choice, in both directions.
+        assert_eq!(eight.build(&Tuning::default()).defines, spread);
+        assert_eq!(two.build(&Tuning::default()).defines, vec![]);
+        // A knob replaces the cluster size's choice, in both directions.
         let off = vec![("CL_MERGE_SPREAD", "0".to_string())];
-        assert_eq!(eight.build_defines(&off), off);
-        assert_eq!(two.build_defines(&spread), spread);
+        assert_eq!(eight.build(&tuned(&["CL_MERGE_SPREAD=0"])).defines, off);
+        assert_eq!(two.build(&tuned(&["CL_MERGE_SPREAD=1"])).defines, spread);
         // Other knobs keep it.
         let l2 = vec![("CL_L2_NEXT", "0".to_string())];
         assert_eq!(
-            eight.build_defines(&l2),
+            eight.build(&tuned(&["CL_L2_NEXT=0"])).defines,
             vec![spread[0].clone(), l2[0].clone()]
         );
-        assert_eq!(two.build_defines(&l2), l2);
+        assert_eq!(two.build(&tuned(&["CL_L2_NEXT=0"])).defines, l2);
     }
 
     #[test]

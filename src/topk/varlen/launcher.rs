@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig};
 
-use super::plan::{FamilyLaunch, VarlenPlan};
+use super::plan::VarlenPlan;
 use crate::error::{GvrError, Result};
 use crate::gpu::launch::KernelArgs;
-use crate::gpu::sources::{SS_CLUS, SS_CLUS_STREAM, SS_MAIN, SS_REG, SS_VALUES};
+use crate::gpu::sources::SS_VALUES;
 use crate::gpu::{Gpu, Workspace};
+use crate::topk::{Plan, Tuning};
 
 /// Device buffers of one call. `kv_lens` has one entry per request;
 /// `hints` (when the plan reads hints) is request-level `[requests, k]`;
@@ -53,28 +54,18 @@ impl VarlenTopK {
         // Varlen register launches never prefetch the next wave (ahead = 0;
         // the kernel's prefetch takes per-row lengths only): they run the
         // build without it, as `ss-reg` does for such launches.
-        let (source, entry, smem, defines) = match &plan.launch {
-            FamilyLaunch::Main(p) => (
-                SS_MAIN,
-                p.entry.clone(),
-                p.dyn_smem_bytes,
-                crate::arms::ss::device_defines(gpu.facts.sms),
-            ),
-            FamilyLaunch::Reg(p) => (
-                SS_REG,
+        let production = Tuning::production();
+        let (build, entry, smem) = match &plan.launch {
+            Plan::Main(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
+            Plan::Reg(p) => (
+                p.build(false, &production),
                 p.entry.name(),
                 p.dyn_smem_bytes,
-                p.build_defines(false),
             ),
-            FamilyLaunch::Clus(p) => (
-                SS_CLUS_STREAM,
-                p.entry.clone(),
-                p.dyn_smem_bytes,
-                p.build_defines(&Vec::new()),
-            ),
-            FamilyLaunch::RegClus(p) => (SS_CLUS, p.entry.clone(), p.dyn_smem_bytes, Vec::new()),
+            Plan::Clus(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
+            Plan::RegClus(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
         };
-        let module = gpu.module(&source, &defines)?;
+        let module = gpu.module(&build.source, &build.defines)?;
         let function = gpu.function(&module, &entry)?;
         if smem > 48 * 1024 {
             gpu.set_max_dynamic_smem(&function, smem as usize)?;
@@ -161,23 +152,23 @@ impl VarlenTopK {
         // every buffer size was checked above; grid/block/smem/cluster come
         // from the family plan the params were built for.
         match &self.plan.launch {
-            FamilyLaunch::Main(p) => {
+            Plan::Main(p) => {
                 args.value(p.args);
                 let ws = self.workspace.ensure(workspace_len(&self.plan))?;
                 args.buffer(gpu, ws);
                 unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }?;
             }
-            FamilyLaunch::Reg(p) => {
+            Plan::Reg(p) => {
                 args.value(p.args);
                 unsafe { gpu.launch_raw(&self.function, p.config(), &mut args) }?;
             }
-            FamilyLaunch::Clus(p) => {
+            Plan::Clus(p) => {
                 args.value(p.args);
                 unsafe {
                     gpu.launch_cluster(&self.function, p.config(), (p.cluster, 1, 1), &mut args)
                 }?;
             }
-            FamilyLaunch::RegClus(p) => {
+            Plan::RegClus(p) => {
                 args.value(p.args);
                 unsafe {
                     gpu.launch_cluster(&self.function, p.config(), (p.cluster, 1, 1), &mut args)

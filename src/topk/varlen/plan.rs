@@ -12,22 +12,8 @@
 use cudarc::driver::LaunchConfig;
 
 use super::contract::{route_len, ContractError, VarlenShape};
-use crate::arms::ss::{self, Mode, SsPlan};
-use crate::arms::ss_clus::{plan_regclus, ClusLaunch};
-use crate::arms::ss_clus_stream::{plan_clus_stream, ClusStreamLaunch};
-use crate::arms::ss_reg::{plan_reg, RegLaunch};
-use crate::arms::ss_routed::{delegate_for, Delegate};
-use crate::arms::Shape;
-use crate::route::DeviceProfile;
-
-/// The family launch a varlen call makes (one kernel per call).
-#[derive(Debug, Clone, PartialEq)]
-pub enum FamilyLaunch {
-    Main(SsPlan),
-    Reg(RegLaunch),
-    Clus(ClusStreamLaunch),
-    RegClus(ClusLaunch),
-}
+use crate::topk::route::DeviceProfile;
+use crate::topk::{Plan, Shape, Tuning};
 
 /// Everything a varlen call launches, fixed at plan time.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,18 +23,14 @@ pub struct VarlenPlan {
     pub n_env: usize,
     /// Request-level hints are read (HOST-B); `false`: hint-free (HOST-C).
     pub hints: bool,
-    pub launch: FamilyLaunch,
+    /// The family launch (one kernel per call), with the varlen scalars set.
+    pub launch: Plan,
 }
 
 impl VarlenPlan {
     /// Recorded variant, e.g. `varlen/reg/blk1024/v4`.
     pub fn variant(&self) -> String {
-        let family = match &self.launch {
-            FamilyLaunch::Main(p) => p.variant(),
-            FamilyLaunch::Reg(p) => p.variant(),
-            FamilyLaunch::Clus(p) => p.variant(),
-            FamilyLaunch::RegClus(p) => p.variant(),
-        };
+        let family = self.launch.family_variant();
         format!(
             "varlen{}/{family}",
             if self.hints { "" } else { "(hint-free)" }
@@ -56,20 +38,12 @@ impl VarlenPlan {
     }
 
     pub fn config(&self) -> LaunchConfig {
-        match &self.launch {
-            FamilyLaunch::Main(p) => p.config(),
-            FamilyLaunch::Reg(p) => p.config(),
-            FamilyLaunch::Clus(p) => p.config(),
-            FamilyLaunch::RegClus(p) => p.config(),
-        }
+        self.launch.config()
     }
 
     /// Bytes of the SPLIT workspace the launch needs (0 for other plans).
     pub fn workspace_bytes(&self) -> usize {
-        match &self.launch {
-            FamilyLaunch::Main(p) => p.workspace_bytes,
-            _ => 0,
-        }
+        self.launch.workspace_bytes()
     }
 }
 
@@ -92,47 +66,41 @@ pub fn plan(
         npad: shape.npad.max(n).div_ceil(64) * 64,
         k: shape.k,
     };
-    let refused = |family: &str, reason: String| {
-        ContractError(format!(
-            "{family} cannot serve this varlen launch: {reason}"
-        ))
-    };
+    let refused =
+        |reason: &str| ContractError(format!("no family can serve this varlen launch: {reason}"));
     let next_n = shape.next_n;
     let cr_shift = shape.cr_shift();
     let npad = shape.npad as u32; // validate() checked it fits
-    let launch = match delegate_for(&family_shape, dev) {
-        Delegate::Main => {
-            let mut p =
-                ss::plan(Mode::Routed, &family_shape, dev).map_err(|r| refused("main", r))?;
+    let mut launch = Plan::routed(&family_shape, dev, &Tuning::production())
+        .map_err(|reason| refused(&reason))?;
+    match &mut launch {
+        Plan::Main(p) => {
             p.args.npad = npad;
             p.args.next_n = next_n;
             p.args.cr_shift = cr_shift;
-            FamilyLaunch::Main(p)
         }
-        Delegate::Reg => {
-            let mut p = plan_reg(&family_shape, dev).map_err(|r| refused("reg", r))?;
+        Plan::Reg(p) => {
             p.args.npad = npad;
             p.args.use_hints = u32::from(hints);
             p.args.next_n = next_n;
             p.args.cr_shift = cr_shift;
-            FamilyLaunch::Reg(p)
+            // Row lengths come from kv_lens on the device: no row is loaded
+            // for a guessed length, and no next wave is prefetched.
+            p.args.row_guess = 0;
+            p.args.ahead = 0;
         }
-        Delegate::Clus => {
-            let mut p = plan_clus_stream(&family_shape, dev).map_err(|r| refused("clus", r))?;
+        Plan::Clus(p) => {
             p.args.npad = npad;
             p.args.next_n = next_n;
             p.args.cr_shift = cr_shift;
-            FamilyLaunch::Clus(p)
         }
-        Delegate::RegClus => {
-            let mut p = plan_regclus(&family_shape, dev).map_err(|r| refused("reg_clus", r))?;
+        Plan::RegClus(p) => {
             p.args.npad = npad;
             p.args.hint_free = u32::from(!hints);
             p.args.next_n = next_n;
             p.args.cr_shift = cr_shift;
-            FamilyLaunch::RegClus(p)
         }
-    };
+    }
     Ok(VarlenPlan {
         shape: *shape,
         n_env,
@@ -144,7 +112,7 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::varlen::contract::{envelope, EnvelopeSource};
+    use crate::topk::varlen::contract::{envelope, EnvelopeSource};
 
     fn shape(rows: usize, npad: usize, k: usize, next_n: u32, cr: u32) -> VarlenShape {
         VarlenShape {
@@ -170,11 +138,11 @@ mod tests {
             let s = shape(rows * 2, n, k, 2, 4);
             let p = plan(&s, n, false, &dev).unwrap();
             match &p.launch {
-                FamilyLaunch::Main(m) => {
+                Plan::Main(m) => {
                     seen[0] = true;
                     assert_eq!((m.args.next_n, m.args.cr_shift), (2, 2));
                 }
-                FamilyLaunch::Reg(r) => {
+                Plan::Reg(r) => {
                     seen[1] = true;
                     assert_eq!(
                         (r.args.next_n, r.args.cr_shift, r.args.use_hints),
@@ -183,11 +151,11 @@ mod tests {
                     // Never a next-wave prefetch: the launcher loads the build without it.
                     assert_eq!(r.args.ahead, 0);
                 }
-                FamilyLaunch::Clus(c) => {
+                Plan::Clus(c) => {
                     seen[3] = true;
                     assert_eq!((c.args.next_n, c.args.cr_shift), (2, 2));
                 }
-                FamilyLaunch::RegClus(c) => {
+                Plan::RegClus(c) => {
                     seen[2] = true;
                     assert_eq!(
                         (c.args.next_n, c.args.cr_shift, c.args.hint_free),

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::keys::{
     candidate_key, crossing, cursors, emit_narrowed, fkey, invkey, narrow, Crossing, BINS,
 };
-use crate::exact::UNWRITTEN;
-use crate::route::params::{
+use crate::gpu::UNWRITTEN;
+use crate::topk::route::params::{
     MainParams, FALLBACK_LEVELS, MIN_WINDOW_WIDTH, RANK_REFINE_MAX, REFINE_LEVELS, SENTINEL_HI,
     SENTINEL_LO, SPLIT_SLAB_CAP,
 };

@@ -10,8 +10,8 @@
 //! and that its result is exact.
 
 use super::keys::fkey;
-use crate::exact::UNWRITTEN;
-use crate::route::dispatch::REG_DROP_MAX;
+use crate::gpu::UNWRITTEN;
+use crate::topk::route::dispatch::REG_DROP_MAX;
 
 /// The launch knobs the reg kernel receives (per launch, not per row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,27 +1,20 @@
-//! The clustered self-sampling families (GVR_V2_SPEC §4.2, §4.3): the GPU
-//! arm `ss-regclus` (kernels/ss_clus.cu, register-resident rows spread over
-//! a thread-block cluster of CS ∈ {2, 4, 8} CTAs) and its pure launch plan.
+//! The clustered register family `reg_clus` (kernels/ss/reg_clus.cu):
+//! register-resident rows spread over a thread-block cluster of CS ∈ {2, 4,
+//! 8} CTAs.
 //!
-//! `clus` (clustered streaming, §4.2) lives in kernels/ss_clus_stream.cu
-//! and src/arms/ss_clus_stream.rs (arm `ss-clus`).
-//!
-//! The plan is a pure function of the shape and the device profile, so it is
-//! unit-tested without a GPU; `launch` only enqueues (no host reads, no
-//! synchronisation).
-
-use std::sync::Arc;
-
-use super::staged::StagedLaunch;
+//! The plan is a pure function of the shape, the device profile and the
+//! route's decision, so it is unit-tested without a GPU; `launch` only
+//! enqueues (no host reads, no synchronisation).
 
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
-use super::ss::admits as ss_admits;
-use super::{Arm, Backend, Shape};
-use crate::error::{GvrError, Result};
+use crate::error::Result;
 use crate::gpu::sources::SS_CLUS;
-use crate::gpu::{Gpu, KernelBuild};
-use crate::grid::Batch;
-use crate::route::{reg_clus_float4s, route, DeviceProfile, Family};
+use crate::gpu::{DeviceBatch, KernelBuild};
+use crate::topk::launcher::Launcher;
+use crate::topk::route::{reg_clus_float4s, DeviceProfile, Family, RouteDecision};
+use crate::topk::tuning::{Scope, Tuning};
+use crate::topk::{admits, Shape};
 
 /// Threads per CTA of every compiled reg_clus entry.
 pub const REGCLUS_BLK: u32 = 1024;
@@ -93,7 +86,31 @@ impl ClusLaunch {
             shared_mem_bytes: self.dyn_smem_bytes,
         }
     }
+
+    /// The build of this launch: the tuning's macros for kernels/ss/reg_clus.cu.
+    pub fn build(&self, tuning: &Tuning) -> KernelBuild {
+        KernelBuild {
+            source: SS_CLUS,
+            defines: tuning.over(&SS_CLUS, Vec::new()),
+        }
+    }
+
+    /// Enqueue the launch over `batch`.
+    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches `ss_regclus_v*` in
+        // kernels/ss/reg_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
+        // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
+        // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
+    }
 }
+
+/// The knob scopes a reg_clus launch's variant names.
+pub const SCOPES: [Scope; 1] = [Scope::AllFamilies];
 
 /// Entry point of a reg_clus plan with `vpt` float4 per thread.
 pub fn regclus_entry(vpt: u32) -> String {
@@ -117,8 +134,12 @@ fn cluster_for(n: usize, vpt: u32) -> usize {
 /// co-resident for all rows, else the fewest CTAs per row (largest VPT)
 /// whose single cluster fits — clusters then run in waves, which is correct
 /// because no cluster waits on another.
-pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {
-    ss_admits(shape)?;
+pub fn plan(
+    shape: &Shape,
+    dev: &DeviceProfile,
+    decision: &RouteDecision,
+) -> std::result::Result<ClusLaunch, String> {
+    admits(shape)?;
     if shape.k > REGCLUS_MAX_K {
         return Err(format!(
             "reg_clus serves k <= {REGCLUS_MAX_K}, not k = {}",
@@ -132,7 +153,6 @@ pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<C
         ));
     }
     let b = shape.rows.max(1);
-    let decision = route(b, shape.n, shape.npad, shape.k, dev);
     let max_cs = dev.max_cluster.min(8) as usize;
     let (cs, vpt, routed) = match (decision.family, decision.reg) {
         (Family::RegClus, Some(reg)) => (decision.cluster as usize, reg.vpt, true),
@@ -180,115 +200,17 @@ pub fn plan_regclus(shape: &Shape, dev: &DeviceProfile) -> std::result::Result<C
     })
 }
 
-/// Build `ss-regclus` (registry entry point).
-pub fn create(name: &str, gpu: Option<Arc<Gpu>>) -> Result<Box<dyn Arm>> {
-    if name != "ss-regclus" {
-        return Err(GvrError::Usage(format!(
-            "arm `{name}` is not built by arms::ss_clus"
-        )));
-    }
-    let gpu = gpu.ok_or_else(|| {
-        GvrError::Usage(format!(
-            "arm `{name}` runs on the GPU, and this run has none (CPU arms: cpu-ref, cpu-ss)"
-        ))
-    })?;
-    Ok(Box::new(SsRegClus::new(gpu)))
-}
-
-/// The `ss-regclus` GPU arm.
-pub struct SsRegClus {
-    device: DeviceProfile,
-    staged: StagedLaunch,
-    plan: Option<ClusLaunch>,
-}
-
-impl SsRegClus {
-    pub fn new(gpu: Arc<Gpu>) -> SsRegClus {
-        SsRegClus {
-            device: super::ss::profile_for(&gpu),
-            staged: StagedLaunch::new(gpu, "ss-regclus"),
-            plan: None,
-        }
-    }
-
-    /// The launch planned for `shape`.
-    fn plan(&self, shape: &Shape) -> std::result::Result<ClusLaunch, String> {
-        plan_regclus(shape, &self.device)
-    }
-}
-
-impl Arm for SsRegClus {
-    fn name(&self) -> &str {
-        "ss-regclus"
-    }
-
-    fn backend(&self) -> Backend {
-        Backend::Gpu
-    }
-
-    fn admits(&self, shape: &Shape) -> std::result::Result<(), String> {
-        self.plan(shape).map(|_| ())
-    }
-
-    fn variant(&self, shape: &Shape) -> Option<String> {
-        self.plan(shape).ok().map(|p| p.variant())
-    }
-
-    fn builds(&self, shape: &Shape) -> Vec<KernelBuild> {
-        match self.plan(shape) {
-            Ok(_) => vec![KernelBuild {
-                source: SS_CLUS,
-                defines: Vec::new(),
-            }],
-            Err(_) => Vec::new(),
-        }
-    }
-
-    fn stage(&mut self, batch: &Batch) -> Result<()> {
-        let plan = self.plan(&Shape::of(batch)).map_err(|reason| {
-            GvrError::Usage(format!(
-                "arm ss-regclus does not admit this batch: {reason}"
-            ))
-        })?;
-        self.staged
-            .load(&SS_CLUS, &[], &plan.entry, plan.dyn_smem_bytes)?;
-        self.staged.stage(batch)?;
-        self.plan = Some(plan);
-        Ok(())
-    }
-
-    fn poison_output(&mut self) -> Result<()> {
-        self.staged.poison_output()
-    }
-
-    fn launch(&mut self) -> Result<()> {
-        let Some(plan) = self.plan.as_ref() else {
-            return Err(self.staged.not_staged());
-        };
-        if plan.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches `ss_regclus_v*` in
-        // kernels/ss_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
-        // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
-        // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
-        // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
-        unsafe {
-            self.staged
-                .launch_rows(plan.args, plan.config(), Some(plan.cluster), None)
-        }
-    }
-
-    fn read_output(&mut self) -> Result<Vec<i32>> {
-        self.staged.read_output()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::route::route;
+
+    fn plan_regclus(s: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {
+        admits(s)?;
+        plan(s, dev, &route(s.rows.max(1), s.n, s.npad, s.k, dev))
+    }
     use crate::gpu::sources::declared_entries;
-    use crate::route::REG_CLUS_MAX_N;
+    use crate::topk::route::REG_CLUS_MAX_N;
 
     fn shape(rows: usize, n: usize, k: usize) -> Shape {
         Shape {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::arms::ss::SUPPORTED_K;
+use crate::topk::SUPPORTED_K;
 
 /// MTP rows per request the contract serves (DeepSeek decode: 1–4).
 pub const NEXT_N_RANGE: std::ops::RangeInclusive<u32> = 1..=4;
