@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue-5 full campaign on one H200 (no build: carries the release binary).
+# The full campaign on one GPU machine (no build: uses a prebuilt release binary):
+# every case of the grid x every arm, the report, the A/A noise floor, packed.
 #
-#   OUT=$OUT scripts/h200_campaign.sh                # the whole dsa886 grid
-#   SHARD=0/2 OUT=$OUT scripts/h200_campaign.sh      # half of it (one device call);
-#   SHARD=1/2 OUT=$OUT scripts/h200_campaign.sh      # the other half (next call)
-#   DEVICES=0,1,2,3 OUT=$OUT scripts/h200_campaign.sh  # one worker per GPU, merged
+#   OUT=$OUT scripts/campaign.sh                     # the whole dsa886 grid
+#   SHARD=0/2 OUT=$OUT scripts/campaign.sh           # half of it (one device call);
+#   SHARD=1/2 OUT=$OUT scripts/campaign.sh           # the other half (next call)
+#   DEVICES=0,1,2,3 OUT=$OUT scripts/campaign.sh       # one worker per GPU, merged
 #
 # Steps: synthetic captures (deterministic, so two calls agree on the capture
 # hash), `gpu info`, the grid of every arm + radix A/A twin + torch peer
@@ -15,21 +16,20 @@
 # with SIGINT after its current case (exit 130, resumable: the next call with
 # the same RUN_DIR on a warm machine continues it); what finished is packed.
 #
-# Merging two shard calls on the host afterwards (merge, reports, A/A, targets, what the
-# tree keeps): scripts/campaign_post.sh FILES_AT reports/h200/<date>/campaign-<sha>
+# Merging two shard calls on the host afterwards (merge, reports, A/A, what the tree
+# keeps): scripts/campaign_post.sh FILES_AT reports/<gpu>/<date>/campaign-<sha>
 #
 # FLOOR=1 adds `--floor` (each case's latency floor into floor.jsonl); AA_ARM=
 # and PEER= (empty) leave out the A/A twin and the torch peer.
 #
 # Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
 # sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
-# BUDGET_S (whole-script seconds; default 570 with SHARD, to fit a 10-minute
-# device call, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
-# after 50 s for report and packing, or 1500 without a budget: on the H100 of
-# 2026-12-05i they took ~6 s in all, while a 100 s reserve stopped shard 1's
-# grid at 217 s of the ~250 it needed: its torch peer took a second call).
+# BUDGET_S (whole-script seconds; default 570 with SHARD, so a half fits a
+# 10-minute job, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
+# after 50 s for report and packing, or 1500 without a budget; report and
+# packing take seconds, so a larger reserve only cuts the grid short).
 set -u
-OUT="${OUT:-$PWD/h200_out}"; mkdir -p "$OUT"
+OUT="${OUT:-$PWD/campaign_out}"; mkdir -p "$OUT"
 BIN="${GVR_BIN:-target/release/gvr-bench}"
 CAPS="${CAPS:-/tmp/gvr-caps}"
 GRID="${GRID:-grids/dsa886.csv}"

@@ -5,16 +5,16 @@
 # call (the run directories and `.done` marks live in /tmp of the machine, so a
 # fresh machine starts over). Results: $OUT/s0/campaign-0of2.tgz, $OUT/s1/...
 #
-#   OUT=$OUT GVR_BIN=devbin/x/gvr-bench [CALL_S=585] [THEN="a.sh b.sh"] bash scripts/h200_campaign_calls.sh
+#   OUT=$OUT GVR_BIN=path/to/gvr-bench [CALL_S=585] [THEN="a.sh b.sh"] bash scripts/campaign_calls.sh
 #
-# THEN: experiment call scripts to run once both shards are done, in the same call if
+# THEN: further scripts (e.g. a `gvr-bench experiment` wrapper) to run once both shards are done, in the same call if
 # time is left (each with OUT=$OUT/<script name> and an even share of what is left as
 # BUDGET_S; a script given under 60 s is skipped and says so).
 # NEED_GPU: a substring of the GPU's name (e.g. H200); on any other card the campaign is
 # skipped (its numbers would not be comparable with the record) and THEN runs at once —
 # or THEN_ELSE instead, when given (experiments worth a call on any card).
 #
-# Merge and read them with scripts/campaign_post.sh (merge, reports, A/A, targets).
+# Merge and read them with scripts/campaign_post.sh (merge, reports, A/A).
 set -u
 : "${OUT:?set OUT}"
 T=${CALL_S:-585}
@@ -33,7 +33,7 @@ for s in 0 1; do
   left=$((T - SECONDS))
   if [ "$left" -lt 200 ]; then echo "shard $s: not started ($left s left in this call)"; break; fi
   mkdir -p "$OUT/s$s"
-  SHARD=$s/2 OUT="$OUT/s$s" GVR_BIN="$B" BUDGET_S=$left bash scripts/h200_campaign.sh > /dev/null 2>&1 && touch "$d.done"
+  SHARD=$s/2 OUT="$OUT/s$s" GVR_BIN="$B" BUDGET_S=$left bash scripts/campaign.sh > /dev/null 2>&1 && touch "$d.done"
   echo "shard $s at ${SECONDS} s: $(grep -E 'grid rc' "$OUT/s$s/campaign.log" | tail -1)"
   [ -f "$d.done" ] || break
 done
