@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Same-inputs A/B of experiment runs (scripts/h200_experiments.sh), each case
-normalised by the radix time of its own run, so run-to-run clock drift cancels.
+"""Same-inputs A/B of several runs of one selection (e.g. `gvr-bench grid` runs with
+different `--knob` values, each with `radix` among its arms), each case normalised by the
+radix time of its own run, so run-to-run clock drift cancels. `gvr-bench experiment`
+prints the same table for the variants of one experiment file; this script compares runs
+made separately.
 
     scripts/ab_compare.py [--by FIELD,FIELD] RUNS_DIR BASE:CAND1,CAND2:ARM [BASE:CAND:ARM ...]
     scripts/ab_compare.py RUNS_DIR RUN:RUN:ss/ss-main     # two arms of one run

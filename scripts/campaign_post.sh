@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Host side of a full campaign (scripts/h200_campaign_calls.sh): both shards' tarballs
+# Host side of a full campaign (scripts/campaign_calls.sh): both shards' tarballs
 # from a device call's files -> one merged run, its report (and one against torch), the
-# A/A noise floor, the issue-4 targets against every baseline and, given a committed
-# campaign, a radix-normalised per-case comparison with it. Keeps what the tree holds
-# of a campaign: run/results.jsonl.gz (gzip -9), manifest and environment, the two
-# summaries, three SVGs, aa.json / aa.txt, targets.txt, the comparison and both shard logs.
+# A/A noise floor and, given an earlier campaign's records, a radix-normalised per-case
+# comparison with it. Writes what the tree keeps of a campaign of record (manifest and
+# environment, the two summaries, three SVGs, report/cases.csv.gz without the per-rep
+# columns, aa.json / aa.txt, the comparison) plus the raw run/results.jsonl.gz and
+# both shard logs. Commit the raw files once so that history keeps them, then `git rm`
+# them in the next commit and name that first commit in reports/README.md ("raw at"):
+# .ci/check_tree.sh holds the tree to 15 MiB.
 #
 #   scripts/campaign_post.sh FILES_AT DEST [BASE_RESULTS_GZ BASE_LABEL]
 #
 #   FILES_AT         holds s0/campaign-0of2.tgz and s1/campaign-1of2.tgz (the call's $OUT)
-#   DEST             e.g. reports/h200/2026-12-06/campaign-<sha> (must not exist yet)
-#   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. one `git show`n out of
-#                    reports/h200/2026-12-04h/campaign-b3724ed/run/), labelled BASE_LABEL
+#   DEST             e.g. reports/<gpu>/<date>/campaign-<sha> (must not exist yet)
+#   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. the previous campaign's,
+#                    `git show <raw-at commit>:<its path>`), labelled BASE_LABEL
 #
 # GVR_BIN (default target/release/gvr-bench) does the merge, report and A/A.
 set -euo pipefail
 if [ $# -ne 2 ] && [ $# -ne 4 ]; then
-  sed -n '9,15p' "$0" >&2
+  sed -n '12,19p' "$0" >&2
   exit 2
 fi
 FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
@@ -39,14 +42,6 @@ for s in 0 1; do cp "$T/s$s/campaign.log" "$DEST/logs/shard$s.log"; done
 "$BIN" report "$T/run" --out "$T/report" > /dev/null
 "$BIN" report "$T/run" --base torch --out "$T/report-torch" --no-plots > /dev/null
 "$BIN" aa "$T/run" --arm radix --arm-b 'radix#2' --out "$DEST/aa.json" > "$DEST/aa.txt"
-{
-  python3 "$HERE/issue4_targets.py" "$T/run/results.jsonl"
-  for base in radix-mcta filtered gvr1 torch; do
-    echo
-    # (head closes the pipe early: the script's status is not the step's)
-    python3 "$HERE/issue4_targets.py" "$T/run/results.jsonl" --base "$base" | head -3 || true
-  done
-} > "$DEST/targets.txt"
 if [ -n "$BASE_GZ" ]; then
   mkdir -p "$T/cmp"
   cp "$BASE_GZ" "$T/cmp/$BASE_LABEL.jsonl.gz"
@@ -59,9 +54,26 @@ gzip -9 -c "$T/run/results.jsonl" > "$DEST/run/results.jsonl.gz"
 cp "$T/run/manifest.json" "$DEST/run/"
 [ -f "$T/s0/run-0of2/environment.txt" ] && cp "$T/s0/run-0of2/environment.txt" "$DEST/run/"
 cp "$T/report/summary.md" "$DEST/report/"
+# The per-case table less the columns derived from others or holding every rep
+# (results.jsonl keeps those): a third of the size.
+python3 - "$T/report/cases.csv" "$DEST/report/cases.csv.gz" <<'PY'
+import csv, gzip, io, sys
+drop = {"read_bandwidth_gbps", "roofline_fraction", "cold_us", "warm_us"}
+with open(sys.argv[1], newline="") as f, gzip.GzipFile(sys.argv[2], "wb", 9, mtime=0) as raw:
+    rows = csv.reader(f)
+    head = next(rows)
+    keep = [i for i, name in enumerate(head) if name not in drop]
+    out = io.TextIOWrapper(raw, newline="")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow([head[i] for i in keep])
+    for row in rows:
+        w.writerow([row[i] for i in keep])
+    out.flush()
+    out.detach()
+PY
 cp "$T/report-torch/summary.md" "$DEST/report/summary-torch-base.md"
 for svg in heatmap_radix ratio_hist_radix ratio_hist_torch; do
   [ -f "$T/report/$svg.svg" ] && cp "$T/report/$svg.svg" "$DEST/report/"
 done
-head -12 "$DEST/targets.txt"
+sed -n '1,40p' "$DEST/report/summary.md"
 echo "kept in $DEST: $(du -sh "$DEST" | cut -f1)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check for the H200: builds nothing. Uses the prebuilt
+# Device check for a GPU machine: builds nothing. Uses the prebuilt
 # target/release/gvr-bench and writes every log under $OUT (default
 # ./device_check_out).
 #

@@ -2,7 +2,7 @@
 """Convert TensorRT-LLM DSA indexer decode captures into a gvr-bench capture set.
 
 Input: one or more ISL directories written by the DSA capture hook in the
-per-layer layout (docs: METHOD.md §1.2-1.3):
+per-layer layout (docs/captures.md, "Importing TensorRT-LLM captures"):
 
     <ISL dir>/manifest.json          hook manifest (model_variant, index_topk, ...)
     <ISL dir>/_COMPLETE              marker written when the run finished
@@ -14,7 +14,7 @@ per-layer layout (docs: METHOD.md §1.2-1.3):
 keys `L<layer>_S<step>`. `.npz` needs only numpy; `.pt` needs torch, which is
 imported only when such a file is met.
 
-Output: captures/FORMAT.md (manifest.json + one .safetensors per layer).
+Output: docs/captures.md (manifest.json + one .safetensors per layer).
 
 Rules applied (each is a documented quirk of the upstream captures):
   * an ISL dir without manifest.json or _COMPLETE is refused (partial runs);
@@ -254,7 +254,7 @@ def convert_isl_dir(isl_dir, args, out_dir, warnings):
     model = model_from_manifest(source_manifest, args.model, isl_dir)
     isl = isl_label(isl_dir, args.isl)
     k, cr = MODEL_K[model], MODEL_CR[model]
-    next_n = 1  # the hook runs with MTP off (METHOD.md §1.1)
+    next_n = 1  # the hook records decode with multi-token prediction off
 
     layers, paths = read_layers(isl_dir, model, args.layers)
 

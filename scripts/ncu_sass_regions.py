@@ -4,8 +4,10 @@
     scripts/ncu_sass_regions.py SASS_CSV[.gz] --marks            # landmarks
     scripts/ncu_sass_regions.py SASS_CSV[.gz] CUT,CUT,... NAME,NAME,... [LINE,...]
 
-SASS_CSV is the `--page source --csv --print-source sass` export that
-scripts/h200_ncu.sh writes (`<label>.sass.csv`, gzipped in reports/). With
+SASS_CSV is Nsight Compute's per-SASS source page of one profiled launch, e.g.
+    ncu --set full -k regex:ss_main -c 1 -o prof target/release/gvr-bench certify --arms ss-main --cells CELL --batches 1
+    ncu --import prof.ncu-rep --page source --csv --print-source sass > prof.sass.csv
+(plain or gzipped). With
 --marks it lists the executed loads, barriers, calls and exits (row index,
 executions, samples), from which the region cuts are chosen; otherwise it
 prints each region [cut_i, cut_i+1)'s share of all warp stall samples and of

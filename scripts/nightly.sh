@@ -13,9 +13,8 @@
 #                                         # baseline + noise floor, then commit them
 #
 # Then an exactness soak: `certify --soak` on NIGHTLY_SOAK randomized batches
-# per K (default 300; 0 skips it) on the shipped self-sampling paths (an estimated
-# ~40 s: the 12-arm soak of reports/h200/2026-12-05e took 170 s for 1,071 cases per
-# arm, ~13 ms per case and arm with its kernel builds) from a seed that changes every night
+# per K (default 300; 0 skips it) on the shipped self-sampling paths (about 40 s on
+# an H200: ~13 ms per case and arm with its kernel builds) from a seed that changes every night
 # (YYYYMMDD·1000, printed; NIGHTLY_SOAK_SEED overrides), so the nights
 # together cover new inputs; an inexact batch fails the gate (exit 1) and its
 # line names the seed that replays it.
@@ -25,7 +24,9 @@
 # NIGHTLY_CASES (default 300), NIGHTLY_ARMS (default ss,radix), RUN_DIR,
 # NIGHTLY_BASELINE (default reports/nightly/baseline), NIGHTLY_NOISE (default
 # reports/nightly/noise.json), NIGHTLY_SOAK, NIGHTLY_SOAK_SEED,
-# NIGHTLY_SOAK_ARMS (default ss,ss-varlen,ss-varlen-hints).
+# NIGHTLY_SOAK_ARMS (default ss,ss-varlen,ss-varlen-hints), NIGHTLY_GRID_ARGS (extra
+# arguments for the gated grid run, split on spaces: e.g. a `--knob NAME=VALUE` that
+# slows `ss` down, to see the gate fail).
 set -uo pipefail
 BIN="${GVR_BIN:-target/release/gvr-bench}"
 CAPS="${CAPTURES:-/tmp/gvr-caps}"
@@ -37,12 +38,13 @@ RUN="${RUN_DIR:-runs/nightly-$(date -u +%Y%m%dT%H%M%SZ)}"
 SOAK="${NIGHTLY_SOAK:-300}"
 SOAK_SEED="${NIGHTLY_SOAK_SEED:-$(( $(date -u +%Y%m%d) * 1000 ))}"
 SOAK_ARMS="${NIGHTLY_SOAK_ARMS:-ss,ss-varlen,ss-varlen-hints}"
+read -r -a GRID_ARGS <<< "${NIGHTLY_GRID_ARGS:-}"
 
 if [ ! -f "$CAPS/manifest.json" ]; then
   "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0 >/dev/null || exit $?
 fi
 "$BIN" grid --captures "$CAPS" --grid grids/dsa886.csv --sample "$CASES" \
-  --arms "$ARMS" --aa ss --out "$RUN" --no-report || exit $?
+  --arms "$ARMS" --aa ss --out "$RUN" --no-report "${GRID_ARGS[@]}" || exit $?
 
 if [ "${NIGHTLY_REBASELINE:-0}" = 1 ]; then
   mkdir -p "$BASE"

@@ -4,25 +4,49 @@
     scripts/phase_table.py PHASES_DIR [PHASES_DIR ...] [--floor RUN_DIR] [--median-cta]
 
 Reads PHASES_DIR/phases.jsonl (or .jsonl.gz) and prints, per (family of the
-record's variant, N band, B band, as scripts/floor_gaps.py bands them): the
+record's variant, N band, B band): the
 cases, the median probe-build cold time, the median launch span (first CTA
 entry to last exit, global timer) and the median µs of each phase of the
 critical CTA (the one that left last; `--median-cta`: the median CTA per
 phase). With `--floor RUN_DIR` (a `grid --floor` run, e.g.
-reports/h200/2026-12-04i/floor-3cb3970/run) it adds, for the same cases, the
+its directory, with floor.jsonl[.gz] and results.jsonl[.gz]) it adds, for the same cases, the
 median floor and timed ss µs, so each chain's phases can be read against what
 one read-and-meet of the same rows costs. Only exact records with launches
 enter; the others are counted at the end.
 """
 import argparse
+import gzip
 import json
 import os
 import signal
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from floor_gaps import b_band, mean, n_band, records  # noqa: E402
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def n_band(n):
+    """The row-length band a case belongs to (the grid's ISL rungs, padded)."""
+    for top, label in ((2100, "N<=2K"), (4300, "N<=4K"), (8500, "N<=8K"), (17500, "N<=16K"),
+                       (70000, "N<=64K"), (140000, "N<=128K")):
+        if n <= top:
+            return label
+    return "N>128K"
+
+
+def b_band(b):
+    return "B=1" if b == 1 else "B2-8" if b <= 8 else "B16-64" if b <= 64 else "B128-256" if b <= 256 else "B512+"
+
+
+def records(run, name):
+    """The JSON lines of RUN/NAME, or of RUN/NAME.gz."""
+    for path, opener in ((os.path.join(run, name), open), (os.path.join(run, name + ".gz"), gzip.open)):
+        if os.path.isfile(path):
+            with opener(path, "rt") as f:
+                return [json.loads(line) for line in f if line.strip()]
+    sys.exit(f"{run}: no {name} or {name}.gz")
 
 PHASES = ["length", "sample", "histogram", "threshold", "pass", "hand-off", "verify", "emit", "finish"]
 

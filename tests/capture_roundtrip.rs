@@ -1,5 +1,5 @@
 //! Capture format round-trip and one test per loader rejection rule
-//! (captures/FORMAT.md). Every rejection must be `GvrError::Input` (exit 2)
+//! (docs/captures.md). Every rejection must be `GvrError::Input` (exit 2)
 //! naming the offending file and field.
 
 use std::collections::HashMap;

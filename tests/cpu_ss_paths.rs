@@ -3,7 +3,7 @@
 //! and the answer on that path is exact.
 //!
 //! The constructions read the sample geometry from `route::main_params`, so
-//! they keep aiming at the sample even if the §3.0 numbers change.
+//! they keep aiming at the sample even if the launch's sample numbers change.
 
 use gvr_bench::exact::check_row;
 use gvr_bench::topk::cpu::{select_row, PathCounts};
@@ -247,7 +247,7 @@ fn split_row_accepts_on_the_shared_sample_rung() {
 
 #[test]
 fn split_row_with_tshg_starts_at_the_floor() {
-    // The §3.12 example (16, 131072, 512): R = 9 with TSH staging.
+    // The upstream worked example (16, 131072, 512): R = 9 with TSH staging.
     let n = 131_072;
     let params = main_params(16, n, n, 512, 9, &DeviceProfile::b200());
     assert!(params.tshg);
@@ -300,7 +300,7 @@ fn sample_positions_of(p: &MainParams) -> Vec<usize> {
 
 #[test]
 fn nan_rows_never_panic_and_fill_every_slot_with_unique_indices() {
-    // NaN order is implementation-specific (§1.6): only the structure is checked.
+    // NaN order is implementation-specific: only the structure is checked.
     let n = 40_000;
     for (every, hints) in [
         (3usize, no_hints()),

@@ -49,7 +49,7 @@ fn probe_builds_compile_and_export_the_stamp_array() {
         // The stamps must not reshape the code they time: no probe entry
         // spills more than one register. ss_clus_u4 spills one (4 B, 8 B
         // frame) since its counted scan and trimmed threshold phase became
-        // the default (kernels/TUNING.md 2026-12-05e); its timed build spills
+        // the default (docs/decisions.md); its timed build spills
         // nothing (tests/ss_kernel_compile.rs).
         let entries = parse_ptxas_log(&built.log);
         assert_eq!(

@@ -1,5 +1,5 @@
 //! scripts/ptx_entries_diff.py (the per-entry "PTX unchanged" check behind
-//! TUNING and report claims) ignores what a rebuild renames — branch labels,
+//! claims that a kernel change leaves the code alone) ignores what a rebuild renames — branch labels,
 //! call sequence numbers, mangled helper names — and reports a changed
 //! instruction. Needs python3 (standard library only); without it the test
 //! prints SKIPPED and returns.

@@ -1,5 +1,5 @@
 //! Route on the H200 profile through the public API: streaming decisions
-//! carry exactly the §3.0 parameters the GPU host side will pass, and the
+//! carry exactly the launch parameters the GPU host side will pass, and the
 //! SM-count adaptations (132 instead of 148) move the family boundaries.
 //! The H200 family table is printed (`-- --nocapture`) for the report.
 

@@ -145,7 +145,7 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
         .zip(b.logits.chunks(b.npad))
         .any(|(&n, row)| row[..n as usize].iter().any(|x| x.is_nan()))
     {
-        // NaN order is implementation-specific (spec §1.6): structure only.
+        // NaN order is implementation-specific: structure only.
         for r in 0..b.rows {
             let slots = &out[r * b.k..(r + 1) * b.k];
             let n = b.n[r] as usize;
@@ -507,7 +507,7 @@ fn compiled_entries_at_full_size_are_exact() {
 
 #[test]
 fn nan_rows_keep_the_output_structure() {
-    // NaN order is implementation-specific (spec §1.6): k unique in-range
+    // NaN order is implementation-specific: k unique in-range
     // indices, whether NaN sits in the hints (bracket guard → escape) or
     // only in the row (trash bin).
     let Some(exe) = emulator() else { return };
@@ -563,7 +563,7 @@ fn soak_rounds_of_varlen_calls_are_exact() {
 
 #[test]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
-    // The varlen entry (GVR_V2_SPEC §6) on reg_clus: kv_lens per request,
+    // The varlen entry on reg_clus: kv_lens per request,
     // next_n rows per request, compress ratio, request-level hints or
     // hint-free; zero-window, short and clustered rows in one launch.
     let Some(exe) = emulator() else { return };

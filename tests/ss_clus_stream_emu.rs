@@ -558,9 +558,9 @@ fn randomized_rows_match_the_reference() {
 
 #[test]
 fn the_threshold_trim_build_stays_exact() {
-    // GVR_SS_CLUS_DEFINES=CL_THRESHOLD_TRIM=0: the threshold phase with its
-    // middle barrier and the ladder width by division (the form before
-    // 2026-12-05e; the default build trims).
+    // CL_THRESHOLD_TRIM=0: the threshold phase with its middle barrier and
+    // the ladder width by division (the untrimmed form; the default build
+    // trims).
     knob_build_takes_the_default_paths("CL_THRESHOLD_TRIM=0", 4321);
 }
 

@@ -433,9 +433,9 @@ fn the_start_prefetch_variants_stay_exact() {
 
 #[test]
 fn the_threshold_trim_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: the threshold phase with its middle barrier (the
-    // form before 2026-12-05e), and the trimmed threshold phase on the
-    // one-CTA entries too.
+    // SS_THRESHOLD_TRIM: the threshold phase with its middle barrier (the
+    // untrimmed form), and the trimmed threshold phase on the one-CTA
+    // entries too.
     for defines in [
         vec!["-DSS_THRESHOLD_TRIM=0".to_string()],
         vec!["-DSS_THRESHOLD_TRIM=3".to_string()],
@@ -843,7 +843,7 @@ fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
 
 #[test]
 fn varlen_on_a_column_sliced_arena_view_is_exact() {
-    // GVR_V2_SPEC §9 item 17: the launch planned for the slice (max_seq_len =
+    // The upstream checklist's sliced-arena case: the launch planned for the slice (max_seq_len =
     // the slice width), run with the arena's 256-rounded row stride; the
     // columns past the slice belong to another tensor (+3e38 here), which
     // the kernel may touch only through masked pad loads.
@@ -896,7 +896,7 @@ fn soak_rounds_of_varlen_calls_are_exact() {
 
 #[test]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
-    // The varlen entry (GVR_V2_SPEC §6): kv_lens per request in the length
+    // The varlen entry: kv_lens per request in the length
     // array, next_n rows per request, compress ratio 1 or 4, request-level
     // hints; zero-window, short and long requests in one launch, SPLIT and
     // one CTA per row.

@@ -7,7 +7,7 @@
 //!
 //! Two halves:
 //! - on every machine, each constructed batch is run through the CPU model
-//!   of the kernel (`cpu_ss::select_row`) with the exact §3.0 parameters the
+//!   of the kernel (`cpu_ss::select_row`) with the exact launch parameters the
 //!   `ss-main` plan launches, and the test asserts the intended path was
 //!   taken (so the GPU half provably covers it) and that the model is exact;
 //! - with a GPU (the H200), both arms run every batch twice without
@@ -208,7 +208,7 @@ fn degenerate_hints_are_exact() {
 
 #[test]
 fn nan_rows_fill_every_slot_with_unique_indices() {
-    // NaN order is implementation-specific (§1.6): structure only.
+    // NaN order is implementation-specific: structure only.
     let Some(gpu) = open_gpu() else { return };
     let n = 40_000;
     for every in [1usize, 3, 50] {

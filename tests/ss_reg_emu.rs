@@ -181,7 +181,7 @@ impl RegEmu {
         }
     }
 
-    /// Entry `id` with the §5.1 CMP / QC for the batch's longest row.
+    /// Entry `id` with the route's CMP / QC for the batch's longest row.
     fn forced(id: u32, b: &Batch, rows: usize) -> RegEmu {
         let (block, nbh) = if (id as usize) < REG_ENTRIES.len() {
             let e = REG_ENTRIES[id as usize];
@@ -309,7 +309,7 @@ fn emu_check_form(exe: &Path, b: &Batch, launch: &RegEmu, label: &str) -> Vec<u3
 }
 
 /// Tie-aware exact for NaN-free rows; for rows with NaN (order is
-/// implementation-specific, §1.6) every slot must still hold a unique index
+/// implementation-specific) every slot must still hold a unique index
 /// in [0, n).
 fn check_row_any(b: &Batch, r: usize, out: &[i32], label: &str) {
     let row = b.row(r);
@@ -979,7 +979,7 @@ fn dump_ss_reg_ptxas_log() {
 
 #[test]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
-    // The varlen entry (GVR_V2_SPEC §6) on the register family: kv_lens per
+    // The varlen entry on the register family: kv_lens per
     // request in the length array, next_n rows per request, compress ratio,
     // request-level hints or hint-free; zero-window, short, DEG and
     // bracketed rows in one launch. Rows are checked exact (the CPU model
@@ -998,7 +998,7 @@ fn production_varlen_calls_are_exact_in_the_kernel_source() {
         ];
         let kv_lens = ss_support::varlen_kv(next_n, cr, &widths);
         let slice = ss_support::varlen_emu_case(k, next_n, cr, &kv_lens, 909 + next_n as u64);
-        // Also on a column-sliced arena view (§9 item 17): the launch planned
+        // Also on a column-sliced arena view (the upstream checklist's sliced-arena case): the launch planned
         // for the slice, the arena's 256-rounded stride, foreign columns +3e38.
         let arena = slice.in_arena();
         for (view, case) in [("slice", &slice), ("arena", &arena)] {

@@ -1,5 +1,5 @@
-//! The production varlen entry on the GPU (src/varlen, GVR_V2_SPEC §6 and the
-//! §9 checklist items 3, 9, 10, 11, 13, 16, 18, 19): per-request kv_lens on
+//! The production varlen entry on the GPU (src/varlen, on the
+//! cases of the upstream varlen checklist): per-request kv_lens on
 //! the device, next_n 1–4, compress ratio 1/4, request-level hints and
 //! hint-free, the values output, zero-window and short rows, every family
 //! the envelope routes to, and CUDA-graph capture + replay while kv_lens
@@ -103,7 +103,7 @@ fn check(s: &VarlenShape, inp: &Inputs, out: &[i32], values: Option<&[f32]>, lab
     for (r, &n) in inp.lens.iter().enumerate() {
         let row = &out[r * s.k..(r + 1) * s.k];
         if n <= s.k {
-            // Short and zero-window rows: identity then −1 (§1.4).
+            // Short and zero-window rows: identity then −1.
             for (j, &i) in row.iter().enumerate() {
                 let want = if j < n { j as i32 } else { -1 };
                 assert_eq!(i, want, "{label}: short row {r} (n {n}) slot {j}");
@@ -207,7 +207,7 @@ fn eager(
     call.launcher.plan().variant()
 }
 
-/// The upstream varlen cases (§9 items 9, 10, 11, 16, 19) plus values (3).
+/// The upstream varlen checklist's cases plus the values output.
 fn contract_cases() -> Vec<(String, VarlenShape, Vec<i32>)> {
     let mut cases = Vec::new();
     let mut push = |label: &str, k: usize, next_n: u32, cr: u32, kv: Vec<i32>| {
@@ -260,7 +260,7 @@ fn contract_cases() -> Vec<(String, VarlenShape, Vec<i32>)> {
     cases
 }
 
-/// A column-sliced view of a wider arena (GVR_V2_SPEC §9 item 17): the same
+/// A column-sliced view of a wider arena (the upstream checklist's sliced-arena case): the same
 /// rows at the next multiple of 256 above the slice's stride; the launch keeps
 /// the slice's envelope (planned for the slice, launched on the arena).
 fn arena_of(slice: &VarlenShape) -> (VarlenShape, usize) {
@@ -343,7 +343,7 @@ fn column_sliced_arena_views_are_exact() {
 #[test]
 #[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
 fn values_output_matches_the_gather() {
-    // §9 item 3: k = 512, n = 8192, 2 rows; and a short row's values.
+    // Upstream checklist case: k = 512, n = 8192, 2 rows; and a short row's values.
     let Some(gpu) = open_gpu() else { return };
     let s = shape(2, 8192, 512, 1, 1);
     eager(&gpu, &s, &[8192, 8192], true, true, "item3");
@@ -358,7 +358,7 @@ fn every_family_replays_in_a_cuda_graph_while_kv_lens_grow() {
     // (label, shape, kv at step 0, growth per step): each row's kv grows by
     // `growth` tokens per replay; the graph was captured once.
     let cases: Vec<(&str, VarlenShape, Vec<i32>, i32)> = vec![
-        // §9 item 13: 4 rows, k = 512, msl 262,144; row 0 crosses n ≤ k,
+        // Upstream checklist case: 4 rows, k = 512, msl 262,144; row 0 crosses n ≤ k,
         // row 1 walks over the 131,072 band edge.
         (
             "item13-main",
@@ -474,7 +474,7 @@ fn bad_buffers_are_refused_before_any_launch() {
     let e = call.launcher.launch(&mut io).unwrap_err().to_string();
     assert!(e.contains("hint-free"), "{e}");
     // Request-shaped indices under MTP ([requests, k] for rows = 2·requests)
-    // would be written out of bounds: refused (spec §9 item 12).
+    // would be written out of bounds: refused, as upstream requires.
     let mut short_out = gpu.upload(&vec![0i32; s.requests() * s.k]).unwrap();
     let mut io = VarlenIo {
         logits: &call.logits,

@@ -1,4 +1,4 @@
-// filtered.cu — FilteredTopK ("filtered" arm; BASELINES.md (d2)/(e1)).
+// filtered.cu — FilteredTopK ("filtered" arm).
 //
 // One CTA of 1024 threads per row. Shared memory: two ping-pong buffers of
 // FT_CAP candidate INDICES (dynamic, 128 KiB) and two 256-bin histograms.

@@ -1,5 +1,5 @@
 // gvr1.cu — GVR V1, Guess-Verify-Refine with previous-step hints ("gvr1"
-// arm; BASELINES.md (b)). One CTA of 512 threads per row (`gvr1_topk`), or
+// arm). One CTA of 512 threads per row (`gvr1_topk`), or
 // a thread-block cluster of CS ∈ {2, 4, 8} CTAs per row for small batches of
 // long rows (`gvr1_topk_c2/_c4/_c8`; the host plan picks the tier).
 //
@@ -15,7 +15,7 @@
 //          the low end unmeasured, the low end itself is tried next (exact
 //          hints: c(min hinted) = k).
 //  Collect one pass writes every x >= T (key + index) to shared memory.
-//  Refine  exact key-space narrowing (GVR_V2_SPEC §2.3, 2048 bins) on the
+//  Refine exact key-space narrowing (2048 bins) on the
 //          candidates, then emission: key above the final range → winner,
 //          equal to the k-th key → tie slots up to k.
 //

@@ -1,5 +1,5 @@
 // radix_mcta.cu — single-pass multi-CTA radix top-K ("radix-mcta" arm),
-// after the FlashInfer / TRT-LLM CuTeDSL design (BASELINES.md (c), (d1)).
+// after the FlashInfer / TRT-LLM CuTeDSL design.
 //
 // A "group" of `cpg` CTAs serves one row at a time; groups loop over rows
 // (row = group, group + groups, ...). Each CTA stages its contiguous chunk

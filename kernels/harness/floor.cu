@@ -120,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
 }
 
 // The host emulator (tests/floor_emu.rs) runs CTAs one at a time and has no
-// cluster barrier or bulk copy for these kernels: the H200 test
+// cluster barrier or bulk copy for these kernels: the GPU test
 // (tests/floor_gpu.rs) covers them.
 #ifndef SS_EMULATION
 extern "C" __global__ void __launch_bounds__(1024, 1)

@@ -2,8 +2,8 @@
 // `flush_*` so the spill gate in tests/nvrtc_compile.rs treats them as cold.
 //
 // flush_l2: evicts the L2 before a cold rep by streaming `words16` 16-byte
-// stores over a buffer far larger than the L2 (default 512 MiB vs 60 MiB on
-// H200). Stores allocate in L2 on Hopper, so after this kernel the L2 holds
+// stores over a buffer far larger than the L2 (default 512 MiB vs 50–60 MiB on
+// an H100 / H200). Stores allocate in L2 on Hopper, so after this kernel the L2 holds
 // flush-buffer lines only and the arm's inputs must come from HBM. `salt`
 // changes the stored pattern every rep so no layer can treat the write as a
 // no-op.
@@ -35,7 +35,7 @@ extern "C" __global__ void flush_spin(unsigned long long cycles) {
 
 // flush_slowdown_read: a deliberately wasted pass over the arm's input, used
 // only to prove that the nightly regression gate catches a slower kernel
-// (`GVR_SS_SLOWDOWN=1` makes the `ss` arm launch it before its own kernel; the
+// (the slowdown diagnostic makes the `ss` arm launch it before its own kernel; the
 // timer counts it like any kernel of the arm). It reads `words16` 16-byte words
 // and writes `sink` only for an impossible XOR pattern, so the loads stay.
 extern "C" __global__ void flush_slowdown_read(const uint4* __restrict__ data,

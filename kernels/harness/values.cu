@@ -1,5 +1,5 @@
-// ss_values.cu — the optional values output of the self-sampling top-K
-// (GVR_V2_SPEC §1.3): values[r, j] = logits[r, idx[r, j]], and -FLT_MAX where
+// values.cu — the optional values output of the self-sampling top-K:
+// values[r, j] = logits[r, idx[r, j]], and -FLT_MAX where
 // the index is -1 (short and zero-window rows). A separate launch on the same
 // stream, after the top-K kernel: the selection kernels never carry values
 // through their emit paths, so this costs rows·k gathers only when asked for.

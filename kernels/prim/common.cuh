@@ -23,7 +23,7 @@ typedef unsigned short u16;
 #define GVR_FULL_MASK 0xffffffffu
 
 // ---------------------------------------------------------------------------
-// Order-preserving key (GVR_V2_SPEC §2.1): unsigned order of fkey(x) equals
+// Order-preserving key: unsigned order of fkey(x) equals
 // numeric order of x over all finite values and ±inf; fkey(-0) < fkey(+0).
 // ---------------------------------------------------------------------------
 __device__ __forceinline__ u32 fkey(float x) {
@@ -117,7 +117,7 @@ __device__ __forceinline__ u32 block_sum(u32 v, u32* scratch) {
 }
 
 // ---------------------------------------------------------------------------
-// Crossing bin over an ascending shared histogram (GVR_V2_SPEC §2.2).
+// Crossing bin over an ascending shared histogram.
 // Given target t >= 1, finds bin B with after(B) < t <= after(B) + h[B],
 // where after(B) = sum of h[j] for j > B. If the histogram total is < t the
 // crossing is "fake": bin 0 is pinned (callers that need a real crossing
@@ -199,7 +199,7 @@ __device__ __forceinline__ void red_global_add(u32* p, u32 v) {
 }
 
 // ---------------------------------------------------------------------------
-// Clocks of the phase probe (ss_common.cuh SS_PHASE_PROBE): the SM's cycle
+// Clocks of the phase probe (ss/common.cuh SS_PHASE_PROBE): the SM's cycle
 // counter and the global nanosecond timer. The "memory" clobber makes each
 // read a compiler barrier, so a mark stays between the loads and stores
 // around it in the source.

@@ -1,33 +1,33 @@
-// ss_clus_stream.cu — self-sampling GVR V2, clustered streaming family
-// `clus` (arm `ss-clus`; GVR_V2_SPEC §4.2, §5.2 steps 2–4).
+// clus.cu — self-sampling GVR V2, clustered streaming family
+// `clus` (arm `ss-clus`).
 //
 // One row per thread-block cluster of CS CTAs (grid (CS, rows), cluster
 // (CS,1,1), CS ∈ {2,4,8}; any CS works, CS = 1 is main's one-CTA algorithm).
-// It is main's one-CTA-per-row algorithm (§3.1–§3.9) with the row pass
+// It is main's one-CTA-per-row algorithm with the row pass
 // spread over the cluster:
 //
-// 1. Sample (§3.2, QUAD geometry when sampled: a unit is one 64-byte line =
+// 1. Sample (QUAD geometry when sampled: a unit is one 64-byte line =
 //    4 float4 = 16 values; units j < SMP at float4 4·SS2·j). Every rank
 //    draws the SAME sample and computes the same ladder (T, H, TSH floor,
 //    hint floor), so TF and SC are bit-identical in all ranks — the bin of
-//    an element is the same whichever rank computes it (§3.11 I1 across CTAs).
-// 2. Row pass per rank (§3.4): chunks of BLK·U float4; chunk g belongs to
+//    an element is the same whichever rank computes it, in every CTA.
+// 2. Row pass per rank: chunks of BLK·U float4; chunk g belongs to
 //    rank g mod CS (interleaved: balanced for any n), the 0–3 element scalar
 //    tail to rank 0. Admit x >= TF, local 256-bin histogram, 8-byte staging
 //    (trash slot SCAP absorbs a rank's overflow).
-// 3. Merge (merge_scan0 of §2.2): block barrier, cluster barrier, then warp 0
+// 3. Merge (merge_scan0): block barrier, cluster barrier, then warp 0
 //    of every rank reads all ranks' histograms over DSMEM (16-byte loads),
 //    forms the cluster total per bin and the sum over lower ranks, scans the
 //    totals for k and writes RANK-BIASED cursors
 //    after_cluster(j) + Σ_{r<rank} h_r[j] into `mrg` (the local `hist` stays
 //    intact: peers are reading it). The cluster total is the exact number of
-//    survivors in the row; accept iff it is >= k (§3.11 I3). Otherwise the
+//    survivors in the row; accept iff it is >= k. Otherwise the
 //    retry ladder of main (TSH floor → hint floor → whole-row fallback);
 //    every input of each decision is identical in all ranks (same sample,
 //    merged totals, same hint gather), so the conditional cluster barriers
 //    cannot deadlock. A retry starts with a cluster barrier (peers may still
 //    be reading this rank's histogram) before clearing it.
-// 4. Emit (§3.7): per rank, from its staging (or, when its own staging
+// 4. Emit: per rank, from its staging (or, when its own staging
 //    overflowed, a re-sweep of its owned chunks with the same test and bin),
 //    bin >= B → p = atomicAdd(mrg[bin]) is a cluster-global output slot;
 //    p < lim1 → the output; else (crossing bin, not whole) one 8-byte DSMEM
@@ -35,9 +35,9 @@
 // 5. Exit rendezvous: one cluster barrier (all DSMEM traffic retired, no
 //    peer reads anybody's histogram any more); ranks ≠ 0 exit. Rank 0 alone
 //    refines the crossing bin from its own ck64 (O(m²) rank for m ≤ 288,
-//    else key narrowing, §3.8) or — no verified crossing, or a crossing bin
-//    above CMP — selects the whole row by key-space narrowing (§3.9 degen B,
-//    exact for any input).
+//    else key narrowing) or — no verified crossing, or a crossing bin
+//    above CMP — selects the whole row by key-space narrowing
+//    (exact for any input).
 //
 // Short rows (n ≤ k): rank 0 writes identity then −1; all ranks skip the
 // body (cluster-uniform, no barrier). n = 0: all −1.
@@ -133,7 +133,7 @@ struct ClSched {
     u32 smp, ss2, tgt, tgt2;
 };
 
-// Per-row QUAD sample schedule (§4.2; §3.0 aim): the launch's own numbers
+// Per-row QUAD sample schedule: the launch's own numbers
 // when n == n_plan, else recomputed exactly (integer / double math, every
 // thread the same result). Rust twin: `ss_clus_stream::row_schedule`.
 // A final guard keeps SMP·SS2 ≤ (n/4)/4, so the sample never reads past
@@ -184,7 +184,7 @@ __device__ __forceinline__ ClSched cl_row_schedule(const SsClusParams& p, u32 n)
     return s;
 }
 
-// §3.4 row pass of one rank: its chunks [tb, tb + BLK·U) for tb = first,
+// Row pass of one rank: its chunks [tb, tb + BLK·U) for tb = first,
 // first + step, ... (< n4), plus the scalar tail [4·n4, n) when `tail`.
 // Loads past a chunk's end are redirected to the last float4 of the padded
 // row and masked by index, never by value. Survivors are re-read with
@@ -229,7 +229,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
     }
 }
 
-// merge_scan0 (§2.2), warp 0 only: lane L owns bins [8L, 8L+8). Reads bin
+// merge_scan0, warp 0 only: lane L owns bins [8L, 8L+8). Reads bin
 // counts of every rank over DSMEM (two 16-byte loads per rank), forms the
 // cluster totals and the sum over lower ranks, scans the totals for target
 // k (≥ 1) and writes the rank-biased cursors after_cluster(j) + Σ_{r<rank}
@@ -352,7 +352,7 @@ __device__ __forceinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u
 }
 #endif
 
-// §3.7 emit of one admitted element with the merged, rank-biased cursors:
+// Emit of one admitted element with the merged, rank-biased cursors:
 // winners (and the whole crossing bin when needed whole) straight to the
 // output, crossing-bin candidates into rank 0's ck64 over DSMEM.
 __device__ __forceinline__ void cl_emit_one(float x, u32 idx, float tf, float sc, u32 cbin, u32 above, u32 lim1,
@@ -426,7 +426,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     }
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
     SS_PROBE(SS_MARK_LEN);
-    if (n <= k) {  // short row (§1.4), cluster-uniform
+    if (n <= k) {  // short row, cluster-uniform
         if (rank == 0u) write_identity_row(out + (u64)row * k, n, k);
         return;
     }
@@ -448,7 +448,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         sc_[CL_S_STEP] = step;
     }
 
-    // ---- P1/P2: QUAD sample and threshold ladder (§3.2, §3.3, §4.2) ----
+    // ---- P1/P2: QUAD sample and threshold ladder ----
     // Half-unit j < 2·SMP: unit j mod SMP, lower (j < SMP) or upper two float4.
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: half-unit t is loaded
@@ -510,7 +510,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         if (T > NEG_INF) {
             CL_TRACE(CL_TR_SAMPLE);
             if (tk > NEG_INF) {
-                // §4.2 upper anchor: up = max(Tk − T, 0), capped at 2·(T − T3)
+                // Upper anchor: up = max(Tk − T, 0), capped at 2·(T − T3)
                 // when the third rung lies below T; H = max(T + 4·up, T + 8·w).
                 float up = fmaxf(__fsub_rn(tk, T), 0.f);
                 if (rung3 && T > t3) up = fminf(up, __fmul_rn(2.f, __fsub_rn(T, t3)));
@@ -538,7 +538,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     }
     SS_PROBE(SS_MARK_THRESHOLD);
 
-    // ---- P3 + merge + verify + retry ladder (§3.4, §3.5, §4.2) ----
+    // ---- P3 + merge + verify + retry ladder ----
     bool valid = false, complete = false;
     u32 list_n = 0u;
     float TF = T, SC = 1.f;
@@ -580,7 +580,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         __syncthreads();
         SS_PROBE(SS_MARK_VERIFY);
         const u32 myn = sc_[CL_S_COUNT];
-        if (sc_[CL_S_MTOT] >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
+        if (sc_[CL_S_MTOT] >= k) {  // verified: the top-k is inside the admitted set
             valid = true;
             complete = myn <= p.scap;
             list_n = myn;
@@ -612,7 +612,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
         CL_TRACE(CL_TR_HINT_FLOOR);
     }
 
-    // ---- §3.7 cluster emit; §3.8 / §3.9 on rank 0 after the exit rendezvous ----
+    // ---- cluster emit; refine and fallbacks on rank 0 after the exit rendezvous ----
     const u32 cbin = sc_[CL_S_MBIN], above = sc_[CL_S_MABOVE], m = sc_[CL_S_MM];
     const u32 need = valid ? k - above : k;
     const bool whole = valid && need >= m;
@@ -639,7 +639,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     nsh.tie = sc_ + CL_S_TIE;
     if (degen) {
         CL_TRACE(valid ? CL_TR_DEGEN : CL_TR_FALLBACK);
-        // Whole-row radix select, exact for any input (§3.11 I6).
+        // Whole-row radix select, exact for any input.
         SsSrcRow src;
         src.row = X;
         ss_narrow_emit<BLK, CL_COUNTED>(src, n_, 0u, 0xffffffffu, k, n_, CL_FALLBACK_LEVELS, O, 0u, nsh);
@@ -652,7 +652,7 @@ __device__ __forceinline__ void ss_clus_body(const float* __restrict__ logits, c
     const u32 mc = m;  // == candidates written (m <= CMP)
     if (mc <= CL_RANK_MAX) {
         CL_TRACE(CL_TR_RANK);
-        // §2.4: ranks over distinct 64-bit (value, index) keys are a permutation.
+        // Ranks over distinct 64-bit (value, index) keys are a permutation.
         for (u32 i = t; i < mc; i += BLK) {
             const u64 mine = ck64[i];
             u32 r = 0;

@@ -1,7 +1,7 @@
-// ss_common.cuh — self-sampling (GVR V2) primitives beyond common.cuh:
+// ss/common.cuh — self-sampling (GVR V2) primitives beyond prim/common.cuh:
 // the warp-0 multi-target 256-bin scan, block min/max in key space, the one
 // streaming bin expression, list "sources" and exact key-space narrowing
-// with the two-predicate ballot emit (GVR_V2_SPEC §2.2–§2.4).
+// with the two-predicate ballot emit.
 #pragma once
 
 #include "prim/common.cuh"
@@ -115,7 +115,7 @@ __device__ __forceinline__ void ss_walk_reconverge() {
 }
 
 // Warp-aggregated reservation of `mine` consecutive slots per lane on
-// `counter` (§2.6): one warp scan and one atomic per warp; returns this lane's
+// `counter`: one warp scan and one atomic per warp; returns this lane's
 // first slot. Called by all 32 lanes, converged.
 __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
     const u32 incl = warp_incl_scan(mine);
@@ -127,17 +127,14 @@ __device__ __forceinline__ u32 ss_warp_reserve_n(u32 mine, u32* counter) {
 
 // Survivor walk of one classified tile whose thread t owns float4
 // tb + u·BLK + t, u < U, with admission bit 4u + e of `mask` for lane e of
-// float4 u. Reserves the warp's slots on `counter` with one atomic (§2.6),
+// float4 u. Reserves the warp's slots on `counter` with one atomic,
 // re-reads each survivor with a scalar load (the tile was just loaded: mostly
 // an L1 hit) and hands it to admit(x, idx, slot). Called
 // by all 32 lanes, converged; returns converged. Each lane walks its own
-// mask, so the warp takes as many steps as its lane with the most survivors;
-// dealing the warp's survivors round-robin to its lanes instead (one
-// shuffle-search per step, commit f223cf9) measured 0.4 % faster on rows
-// >= 64K and 5-9 % slower on shorter rows; staging from the tile's
-// registers without any re-read (PFD-0 entries, commit 49ce8e6) measured
-// 2.5 % slower at N >= 64K with 1.8x the issued instructions
-// (kernels/TUNING.md).
+// mask, so the warp takes as many steps as its lane with the most survivors.
+// That imbalance is cheaper than the alternatives: a warp-cooperative walk's
+// search and a register walk's extra instructions both cost more than they
+// saved (docs/decisions.md, SS_WALK_COOP / SS_WALK_REG).
 template <int BLK, typename Admit>
 __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 mask, u32* counter, Admit admit) {
     const u32 t = threadIdx.x;
@@ -151,17 +148,16 @@ __device__ __forceinline__ void ss_walk_survivors(const float* X, u32 tb, u32 ma
     ss_walk_reconverge();
 }
 
-// Staged output (ss_main.cu SS_MAIN_STAGE_OUT): the emit gathers the row's
+// Staged output (main.cu SS_MAIN_STAGE_OUT): the emit gathers the row's
 // indices in the 8-byte staging buffer past the `held` slots its list still
 // occupies, and one coalesced copy writes them out, instead of one scattered
-// 4-byte store per index. (The same for clus, the peers storing into rank 0's
-// staging over DSMEM, measured 3.5–8 % slower and left the source:
-// kernels/TUNING.md, 2026-12-04 eighteenth session.)
-// (ss_reg.cu stages by a host rule and keeps its own copy loop: through
-// ss_copy_out_staged its measured builds' barrier moved in the PTX.)
+// 4-byte store per index. Not for clus: there every rank stores its share in
+// parallel, and funnelling it through rank 0 serialises the stores.
+// (reg.cu stages by a host rule and keeps its own copy loop: through
+// ss_copy_out_staged the barrier of its builds would move.)
 // `mode` 0: never; 1: always; 2: where
-// k >= 2048 or k >= 4·BLK (four or more indices per thread; measured for main,
-// kernels/TUNING.md 2026-12-04 seventeenth session). True when the row's
+// k >= 2048 or k >= 4·BLK (four or more indices per thread: where coalescing
+// pays for the extra pass; docs/decisions.md). True when the row's
 // indices go to the staging slots from `held` on; false when the row writes
 // directly (mode off, or the list leaves no room for k indices).
 // Block-uniform when `held` is.
@@ -185,7 +181,7 @@ __device__ __forceinline__ void ss_copy_out_staged(const i32* staged, i32* out, 
 
 // Crossing of one target: after(bin) < t <= after(bin) + m. `valid` = 0 when
 // the target was 0 (nothing pinned). A "fake" crossing (total < t) pins bin 0;
-// callers check the total before trusting it (spec §3.11 I3).
+// callers check the total before trusting it.
 struct SsCross {
     u32 bin;
     u32 above;
@@ -193,7 +189,7 @@ struct SsCross {
     u32 valid;
 };
 
-// Row lengths and hint rows of a self-sampling launch (GVR_V2_SPEC §1.1, §6.1).
+// Row lengths and hint rows of a self-sampling launch.
 // Every ss entry takes a `lens` array, read one of two ways:
 //   next_n == 0: per-row entry (the grid's batch-uniform n is one of these):
 //                lens[row] is the row's valid length; hints are [rows, k];
@@ -221,8 +217,8 @@ __device__ __forceinline__ u32 ss_row_len(const i32* lens, u32 row, u32 next_n, 
 }
 
 // The row length in two steps, so that loads which do not need it can go out
-// between them (the loads-ahead of ss_main.cu, ss_reg.cu, ss_clus.cu and
-// ss_clus_stream.cu): issue() sends the batch-uniform length's load when
+// between them (the loads-ahead of main.cu, reg.cu, reg_clus.cu and
+// clus.cu): issue() sends the batch-uniform length's load when
 // `early` (varlen lengths come from the formula in wait()), wait() returns
 // the row's length as ss_row_len does, waiting for that load only there.
 struct SsRowLenEarly {
@@ -271,7 +267,7 @@ __device__ __forceinline__ float ss_neg_inf() { return __int_as_float(0xff800000
 // The one bin expression of the streaming families: min(sat_u32((x - lo)*sc), 255).
 // Explicit round-to-nearest intrinsics so the compiler can never contract
 // one call site differently from another: counts and cursors must agree bit
-// for bit (spec §3.11 I1). cvt.rzi.u32 saturates and maps NaN to 0.
+// for bit. cvt.rzi.u32 saturates and maps NaN to 0.
 __device__ __forceinline__ u32 ss_bin(float x, float lo, float sc) {
     u32 b = __float2uint_rz(__fmul_rn(__fsub_rn(x, lo), sc));
     return b < SS_BINS - 1u ? b : SS_BINS - 1u;
@@ -283,7 +279,7 @@ __device__ __forceinline__ u64 ld_cg_u64(const u64* p) {
     asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-// Slab words of the SPLIT spin hand-off (ss_main.cu): each word is
+// Slab words of the SPLIT spin hand-off (main.cu): each word is
 // its own flag, so its store and load are morally strong (no data race in
 // the PTX memory model) and 64-bit single-copy atomic.
 __device__ __forceinline__ u64 ld_relaxed_gpu_u64(const u64* p) {
@@ -318,7 +314,7 @@ __device__ __forceinline__ u64 ss_slab_wait(const u64* w) {
 #define SS_SLAB_WRITTEN (1ull << 63)
 
 // Staged (value, index) pair: value bits in the low word, index in the high
-// word (the SPLIT slab layout of spec §7, used for shared staging too).
+// word (the SPLIT slab layout, used for shared staging too).
 __device__ __forceinline__ u64 ss_pack(float x, u32 idx) {
     return ((u64)idx << 32) | (u64)__float_as_uint(x);
 }
@@ -336,9 +332,9 @@ __device__ __forceinline__ u64 ss_pack(float x, u32 idx) {
 // (c = 0: the fake crossing, bin 0) — eight independent compares and selects
 // instead of a dependent chain. Same results in every field (the emulator
 // tests compare the two forms' outputs bit for bit). Which entries count is
-// each module's choice (SS_SCAN_FORM of ss_main.cu and ss_clus_stream.cu):
-// measured faster on the SPLIT and cluster chains, slower on one-CTA rows at
-// B >= 256 (kernels/TUNING.md 2026-12-05e).
+// each module's choice (SS_SCAN_FORM of main.cu, CL_SCAN_FORM of clus.cu):
+// it shortens the SPLIT and cluster chains and costs one-CTA rows at B >= 256,
+// where co-resident CTAs already hide the walk (docs/decisions.md).
 // ---------------------------------------------------------------------------
 template <bool COUNTED>
 __device__ __forceinline__ u32 ss_scan256(u32* hist, u32 t0, u32 t1, u32 t2, SsCross* res, int mode) {
@@ -471,7 +467,7 @@ __device__ __forceinline__ void ss_block_minmax_once(u32* kmin, u32* kmax, u32* 
     *kmax = warp_max(l < NW ? red[32 + l] : 0u);
 }
 
-// Lazy hint bracket (§2.5): min/max of the hinted values (indices outside
+// Lazy hint bracket: min/max of the hinted values (indices outside
 // [0, n) ignored), or the ±3e38 sentinels when not GMIN < GMAX — always the
 // sentinels in hint-free mode (hint_row == nullptr). Block-uniform (in a
 // cluster, identical in every rank: same hint row, same values). `red` is
@@ -623,7 +619,7 @@ struct SsNarrowShared {
 };
 
 // ---------------------------------------------------------------------------
-// Exact key-space narrowing (spec §2.3) of `count` items whose keys all lie
+// Exact key-space narrowing of `count` items whose keys all lie
 // in [lo, hi] (`in_range` of them), selecting the `need` largest, then the
 // two-predicate ballot emit: keys > ethr to out[base + p] (p < winners), keys
 // == ethr to out[base + winners + p] (p < ties). Block-uniform: every thread

@@ -1,19 +1,19 @@
-// ss_main.cu — self-sampling GVR V2, streaming "main" family (arms `ss-main`,
-// `ss-main-base`, and `ss` for the route's main and clus picks). GVR_V2_SPEC §3.
+// main.cu — the self-sampling top-K's streaming "main" family (arms `ss-main`,
+// and `ss` for the route's main picks; docs/algorithm.md).
 //
-// Per row: draw a strided sample of the row (§3.2), histogram it into a
-// threshold ladder (§3.3), then ONE streaming pass that admits x >= T,
-// histograms the admitted values in a 256-bin window and stages them
-// (§3.4). The histogram total is the exact survivor count, so the crossing of
-// k is verified, never assumed (§3.5): too few survivors → retry lower
+// Per row: draw a strided sample of the row, histogram it into a
+// threshold ladder, then ONE streaming pass that admits x >= T,
+// histograms the admitted values in a 256-bin window and stages them.
+// The histogram total is the exact survivor count, so the crossing of
+// k is verified, never assumed: too few survivors → retry lower
 // (TSH floor, then the hint floor), at most 3 passes. The crossing splits the
-// survivors into certain winners (cursor emit, §3.7) and one crossing bin
-// refined exactly (O(m²) rank or key narrowing, §3.8). Every bounded buffer
-// has an exact escape (§3.9, §3.11 I5): staging overflow → re-sweep, crossing
+// survivors into certain winners (cursor emit) and one crossing bin
+// refined exactly (O(m²) rank or key narrowing). Every bounded buffer
+// has an exact escape: staging overflow → re-sweep, crossing
 // bin > CMP → narrowing over the staged list (degen A), failed ladder or
 // incomplete list → whole-row radix select (degen B).
 //
-// SPLIT (R CTAs per row, §3.6): every part draws the same sample so all parts
+// SPLIT (R CTAs per row): every part draws the same sample so all parts
 // agree on T without talking; each stages its slice's survivors into a global
 // per-row slab; the last CTA to arrive (packed atomic counter) rebuilds the
 // histogram from the slab and finishes the row alone; it also zeroes the row's
@@ -55,7 +55,7 @@
 // device's SM count, defined by the host.
 
 // Launch scalars, filled by the host arm (src/arms/ss.rs `SsMainArgs`, same
-// field order, all u32). The schedule fields (smp..q) are the host's §3.0
+// field order, all u32). The schedule fields (smp..q) are the host's
 // numbers for a row of length `n_plan`; rows of another length (varlen)
 // recompute them here from aim_base/amin/sfac/small_dense_en.
 struct SsMainParams {
@@ -81,9 +81,9 @@ struct SsMainParams {
     u32 unit_shift;      // sample units of 8 << unit_shift values (route::params::main_sample_unit)
 };
 
-// Global workspace of SPLIT launches (spec §7): g_don[160] u64 at 0 (arrivals
+// Global workspace of SPLIT launches: g_don[160] u64 at 0 (arrivals
 // << 32 | survivors; the low word is the slab fill cursor), bytes 1280-2047
-// unused (the removed publication count's; the layout keeps spec §7's size),
+// unused (the removed publication count's; the layout keeps its size),
 // slabs of GCAP flagged (value, index) words per row from byte 2048 (zero
 // between launches).
 #define SS_MAXC 160u
@@ -93,7 +93,7 @@ struct SsMainParams {
 #define SS_REFINE_LEVELS 6
 #define SS_FALLBACK_LEVELS 8
 
-// Path trace for the host emulator (tests/ss_emu): which §3 paths a row took,
+// Path trace for the host emulator (tests/ss_emu): which paths a row took,
 // compared there with the CPU model's path counts. Compiles to nothing on
 // the GPU.
 #define SS_TR_HINT_START 1u       // T started at the hint floor (unsampled / degenerate sample)
@@ -145,7 +145,7 @@ struct SsShared {
 
 extern __shared__ __align__(16) u64 ss_dyn[];
 
-// Per-row sample schedule (§3.0 geometry; Q comes from the grid, see the body). Mirrors
+// Per-row sample schedule (Q comes from the grid, see the body). Mirrors
 // `route::params` and is unit-tested on the host through its Rust twin
 // `ss::row_schedule`.
 struct SsRowSched {
@@ -221,7 +221,7 @@ __device__ __forceinline__ SsRowSched ss_row_schedule(const SsMainParams& p, u32
 }
 
 // Survivor walk of one classified tile of either streaming pass
-// (ss_walk_survivors): one slot reservation per warp (§2.6), each survivor
+// (ss_walk_survivors): one slot reservation per warp, each survivor
 // histogrammed (non-split) and staged.
 template <int BLK, bool SPLIT>
 __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, float tf, float sc, u32 scap,
@@ -231,7 +231,7 @@ __device__ __forceinline__ void ss_walk_tile(const float* X, u32 tb, u32 mask, f
     });
 }
 
-// §3.4: one streaming pass over the float4 range [c0, c1) (+ the scalar tail
+// One streaming pass over the float4 range [c0, c1) (+ the scalar tail
 // [4·n4, n) when `tail`). Tiles of BLK·U float4; loads past c1 are redirected
 // to the last float4 of the padded row and masked by index. Survivors are
 // re-read with scalar loads while staging, so the U float4 do not stay live.
@@ -296,8 +296,7 @@ __device__ __forceinline__ void ss_prefetch_tile_ahead(const float* X, u32 tb, u
 // spill with even one float4 carried across the walk, so they get PFD = 0
 // (L2 prefetch only — they keep 8 float4 per thread in flight per tile).
 // The one-CTA-per-row U = 4 entry carries 3 of its 4 (PFD = 3): with the
-// varlen row-length formula in the kernel (2026-12-02, third session) the
-// full tile spilled 8 B there.
+// varlen row-length formula in the kernel the full tile spills there.
 template <int U, bool SPLIT>
 struct SsPfd {
     static constexpr int value = SS_PFD >= 0   ? (SS_PFD < U ? SS_PFD : U)
@@ -316,7 +315,7 @@ struct SsPipelined {
     static constexpr bool value = !SPLIT;
 };
 
-// §3.4 pipelined pass over the float4 range [c0, c1) (+ the scalar tail).
+// Pipelined pass over the float4 range [c0, c1) (+ the scalar tail).
 // Register budget: PFD float4 of the next tile stay live across the walk
 // (4·PFD registers); the other U − PFD are issued at the next tile's start.
 template <int BLK, int U, int PFD, bool SPLIT>
@@ -372,7 +371,7 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
     }
 }
 
-// §3.7 cursor emit over a survivor list (or the whole row: the admission
+// Cursor emit over a survivor list (or the whole row: the admission
 // test is re-applied, so the same function serves the overflow re-sweep).
 // `hist` holds the cursors after(j) of the accepted scan.
 template <int BLK, class Src>
@@ -485,7 +484,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SsRowLenEarly len;
     len.issue(row_n, row, p.next_n, SS_MAIN_SAMPLE_AHEAD != 0);
     // SPLIT launches always sample in PAIRs (the host never plans QUADs for
-    // them), so their sample code carries no unit arithmetic (+2.2 %, TUNING.md).
+    // them), so their sample code carries no unit arithmetic.
     const u32 ush = SPLIT ? 0u : p.unit_shift;
     const bool ahead = SS_MAIN_SAMPLE_AHEAD != 0 && p.n_plan > k && p.n_plan <= npad && t < (p.smp << ush);
     SsPairAhead sample0;
@@ -493,7 +492,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     const u32 n = len.wait(row_n, row, p.next_n, p.cr_shift, npad);
     SS_PROBE(SS_MARK_LEN);
 
-    // Short rows (§1.4): identity then -1. Row-uniform, so a SPLIT short row
+    // Short rows: identity then -1. Row-uniform, so a SPLIT short row
     // skips the arrival protocol in every part and leaves the workspace zero.
     if (n <= k) {
         if (part == 0u) write_identity_row(out + (u64)row * k, n, k);
@@ -537,7 +536,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         s.row_len = n;
     }
 
-    // ---- P1/P2: sample and threshold ladder (§3.2, §3.3) ----
+    // ---- P1/P2: sample and threshold ladder ----
     u32 kmin = 0xffffffffu, kmax = 0u;
     const bool ahead_hit = ahead && n == p.n_plan;  // rs is the planned schedule: unit t is loaded
     const u32 pairs = rs.smp << ush;
@@ -551,10 +550,9 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     SS_PROBE(SS_MARK_SAMPLE);
     // The sample has arrived: start the slice's first tile(s) toward L2, so
     // their DRAM latency overlaps the histogram, scan and ladder. Not earlier:
-    // issued at kernel start the bulk requests delay the sample's own loads
-    // (measured, kernels/TUNING.md 2026-12-03c).
-    // BLK 256 slices of more than 4 tiles skip it (1.1–2.2 % slower there, two
-    // runs; +2–4 % up to 4 tiles).
+    // issued at kernel start the bulk requests delay the sample's own loads.
+    // BLK 256 slices of more than 4 tiles skip it: there the prefetched lines
+    // are evicted before the pass reaches them (docs/decisions.md, SS_L2_START).
     if constexpr (SS_L2_START > 0 && (SsPipelined<SPLIT>::value || (SPLIT && SS_L2_START_SPLIT != 0)))
         if (BLK >= 512 || c1 - c0 <= (u32)(4 * BLK * U))
             ss_prefetch_span<BLK>(X, c0, (u32)(SS_L2_START * BLK * U), c1);
@@ -622,7 +620,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
     __syncthreads();
     SS_PROBE(SS_MARK_THRESHOLD);
 
-    // ---- P3 + verify + retry ladder (§3.4, §3.5); SPLIT: exactly one attempt ----
+    // ---- P3 + verify + retry ladder; SPLIT: exactly one attempt ----
     const int NATT = SPLIT ? 1 : 3;
     bool valid = false, complete = false, from_slab = false;
     u32 list_n = 0u;
@@ -663,7 +661,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         __syncthreads();
         SS_PROBE(SS_MARK_VERIFY);
         const u32 tot = s.total;
-        if (tot >= k) {  // verified: the top-k is inside the admitted set (§3.11 I3)
+        if (tot >= k) {  // verified: the top-k is inside the admitted set
             cr = s.cross[0];
             valid = true;
             complete = myn <= p.scap;
@@ -694,7 +692,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
 
     u32 slab_restore = 0u;  // slab words the finisher zeroes once the list has been read from them
     if (SPLIT) {
-        // ---- §3.6 hand-off through the global slab; the last arriver finishes ----
+        // ---- hand-off through the global slab; the last arriver finishes ----
         u64* g_don = reinterpret_cast<u64*>(workspace);
         u64* slab = reinterpret_cast<u64*>(workspace + SS_WS_SLAB_OFFSET) + (u64)row * SS_GCAP;
         const u32 myn = s.count;
@@ -775,7 +773,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
     }
 
-    // ---- §3.7 classification, §3.8 refinement, §3.9 fallbacks ----
+    // ---- classification, refinement, fallbacks ----
     i32* O = out + (u64)row * k;  // formed here, not earlier: keeps the row pass under 64 registers
     const u32 need = valid ? k - cr.above : k;
     const bool whole = valid && need >= cr.m;
@@ -814,7 +812,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
             const u32 mc = cr.m;  // == candidates written (m <= CMP)
             if (mc <= SS_RANK_MAX) {
                 SS_TRACE(SS_TR_RANK);
-                // §2.4: ranks over distinct 64-bit (value, index) keys are a permutation.
+                // Ranks over distinct 64-bit (value, index) keys are a permutation.
                 for (u32 i = t; i < mc; i += BLK) {
                     const u64 mine = ck64[i];
                     u32 rank = 0;
@@ -855,7 +853,7 @@ __device__ __forceinline__ void ss_main_body(const float* __restrict__ logits, c
         }
     } else {
         if (valid) SS_TRACE(SS_TR_DEGEN_B);
-        // Degen B: radix select over the whole row, exact for any input (§3.11 I6).
+        // Degen B: radix select over the whole row, exact for any input.
         SsSrcRow src;
         src.row = X;
         ss_narrow_emit<BLK, COUNTED>(src, s.row_len, 0u, 0xffffffffu, k, s.row_len, SS_FALLBACK_LEVELS, O, 0u, nsh);

@@ -1,5 +1,5 @@
-// ss_reg.cu — self-sampling GVR V2, register-resident families `reg` and
-// `regimg` (arm `ss-reg`). GVR_V2_SPEC §4.1.
+// reg.cu — self-sampling GVR V2, register-resident families `reg` and
+// `regimg` (arm `ss-reg`).
 //
 // One CTA per row. The row is read from global memory exactly once, into
 // registers (VPT float4 per thread, float4 number tid + u·BLK, plus one
@@ -12,7 +12,7 @@
 //        hint-free, or the hint bracket failed the guard: the first k values
 //        of the row (≥ k elements ≥ Tv by construction);
 //   2. guard: Tv < GMAX, width finite and > 1e-30, scale and offset finite
-//      (the #18625 fix: an infinite width must never reach the bin transform);
+//      (an infinite width must never reach the bin transform);
 //   3. BRL bins: bin = min(sat_u32(fma(x, SC, CQ)), NBH−1) with bin 0 the
 //      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
 //      so bins > B are winners whatever the bracket was;
@@ -41,9 +41,9 @@
 //
 // NaN: fkey order (positive NaN above +inf, negative below −inf) in the
 // escape and narrowing paths, trash bin in the histogram path. Every output
-// slot still gets a unique index in [0, n) (structure-only contract, §1.6).
+// slot still gets a unique index in [0, n) (structure-only contract).
 //
-// `regimg` (§4.1 IMG): the same body with the row image staged in shared
+// `regimg`: the same body with the row image staged in shared
 // memory (aliasing ck/ci) so the hint gather reads shared memory instead of
 // scattered global addresses. The image takes 4·BLK·VPT + BLK words, so any
 // row that passes the capacity check fits whatever its per-row n.
@@ -68,22 +68,23 @@ struct SsRegParams {
     u32 use_hints;  // 0: hint-free bracket (first k values); also when no hint array is passed
     u32 next_n;     // 0: row_n holds per-row lengths; >= 1: kv_lens (ss_row_len)
     u32 cr_shift;   // varlen compress ratio as a shift (0: cr 1, 2: cr 4)
-    u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (§4.1 step 8; GVR_SS_REG_EMIT)
+    u32 cur;        // emit form: 1 per-bin cursors (CUR), 0 warp-aggregated slots (picked per launch)
     u32 ahead;      // next-wave L2 prefetch distance in rows (resident CTAs), 0 = off (ss_prefetch_next_wave)
     u32 row_guess;  // SS_REG_ROW_AHEAD: the row length whose loads go out before the row's own length; 0 = none
 };
 
-// Emit slots without per-bin cursors (the spec's non-CUR emit form, §4.1
-// step 8). A certain winner (bin above the crossing bin B) may take any slot
+// Emit slots without per-bin cursors (the upstream design's second emit
+// form). A certain winner (bin above the crossing bin B) may take any slot
 // of [0, above) and an element of B any of [above, above + m): exactness needs
 // only that each gets a distinct one. A thread counts both kinds in one packed
 // word (winners + crossing · SS_EMIT_CROSS; every sum of either field is at
 // most the row's n ≤ 17,408 < 2^16 in a register row, so the low field never
 // carries into the high one), one warp scan and one shared atomic per warp
-// (ss_warp_reserve_n) reserve its slots, and a second visit writes them. Measured against per-bin cursors on the
-// H200 (kernels/TUNING.md): faster where many elements are emitted under
-// contention (K = 2048 rows of ≤ 2K + 64 values, big batches), slower where
-// few are (the second visit and the scan are then pure latency).
+// (ss_warp_reserve_n) reserve its slots, and a second visit writes them.
+// Against per-bin cursors it is faster where many elements are emitted under
+// contention (K = 2048 rows of ≤ 2K + 64 values, big batches) and slower where
+// few are (the second visit and the scan are then pure latency), so the host
+// picks the form per launch (docs/decisions.md, measured_reg_emit).
 #define SS_EMIT_CROSS 0x10000u
 
 // Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
@@ -148,7 +149,7 @@ __device__ __forceinline__ bool ss_reg_finite(float x) {
     return (__float_as_uint(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-// The BRL bin (§4.1 step 4). Explicit round-to-nearest fma so every call
+// The BRL bin. Explicit round-to-nearest fma so every call
 // site computes the same bin bit for bit (histogram and emit must agree).
 template <int NBH>
 __device__ __forceinline__ u32 ss_reg_bin(float x, float sc, float cq) {
@@ -178,15 +179,15 @@ __device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShare
     return *c;
 }
 
-// Crossing of `k` over NBH bins and cursor rewrite (§2.2): each thread owns
+// Crossing of `k` over NBH bins and cursor rewrite: each thread owns
 // NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
 // (ends with a barrier). The total is the number of counted elements.
 //
 // ONE_BARRIER: every warp scans the per-warp totals itself, one barrier
-// instead of two and warp 0's serial step. Measured (2026-12-03h): +1.6 % on
-// the entry that holds one CTA per SM, where nothing covers a barrier's wait;
-// 1-3 % slower on entries that share an SM, where the 31 extra warp scans
-// compete for issue and a co-resident CTA covers the wait.
+// instead of two and warp 0's serial step. It pays only on the entry that
+// holds one CTA per SM, where nothing covers a barrier's wait; on entries that
+// share an SM the 31 extra warp scans compete for issue and a co-resident CTA
+// covers the wait anyway.
 template <int NBH, int BLK, bool ONE_BARRIER>
 __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
     static_assert(NBH % BLK == 0, "every thread owns whole bins");
@@ -342,7 +343,7 @@ __device__ __forceinline__ float ss_reg_bit_value(const SsRegRow<VPT>& r, u32 bi
     return x;
 }
 
-// §4.1 step 7: the exact register-resident escape. Bisects the k-th largest
+// The exact register-resident escape. Bisects the k-th largest
 // key MSB first over the registers, then emits keys above it to [0, nA) and
 // keys equal to it to [nA, k). Block-uniform.
 template <int BLK, int VPT>
@@ -521,8 +522,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // The thread's first HG hints are gathered as one batch (step 2).
     // HINTS_FIRST: their index loads go out first, ahead of the row length and
     // the row: they depend on neither, so their round trip overlaps the row's
-    // instead of following it (the 1024/4 profile waited 15.6 % of its warp
-    // samples on them, 2026-12-03h). Only rows that can be hinted at all
+    // instead of following it (a profile of 1024/4 showed warps waiting on
+    // them). Only rows that can be hinted at all
     // (npad > 4k + 64) issue them.
     constexpr int HG = BLK >= 512 ? 2048 / BLK : 4;
     constexpr bool HINTS_FIRST = SS_REG_HINTS_FIRST != 0 && VPT == 4 && !IMG;
@@ -637,8 +638,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 #pragma unroll
         for (int i = 0; i < HG; ++i) fold_finite(xb[i]);
         // The rest one at a time (k > HG * BLK: k > 1024 at BLK 256, k > 2048
-        // elsewhere). One loop of HG-batches for both made ptxas spill in 512/2
-        // (2026-12-03h).
+        // elsewhere). One loop of HG-batches for both makes ptxas spill in 512/2.
         for (u32 j = t + (u32)HG * BLK; j < k; j += BLK) {
             const u32 h = (u32)H[j];
             if (h < n) fold_finite(IMG ? img[h] : ldg_nc_f(X + h));
@@ -696,8 +696,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     SS_PROBE_PASS();
     SS_PROBE(SS_MARK_PASS);
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
-    // behind this row's loads it cost up to 5 % (measured; the likely reason:
-    // it competed with the wave's own loads).
+    // behind this row's loads it competes with the wave's own loads.
 #if SS_NEXT_WAVE_PREFETCH
     ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
                                next_len);
@@ -805,8 +804,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         if (stage_out) {
             // Two written-out visits: a shared helper taking
             // the store as a lambda re-allocated the registers of every
-            // slots-only build (same instruction counts, different SASS), which
-            // was not measured; a runtime choice would sit on every element.
+            // slots-only build (same instruction counts, different SASS); a
+            // runtime choice would sit on every element.
             u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);

@@ -1,5 +1,5 @@
-// ss_clus.cu — self-sampling GVR V2, clustered register-resident family
-// `reg_clus` (arm `ss-regclus`; GVR_V2_SPEC §4.3, §5.1 rung 6).
+// reg_clus.cu — self-sampling GVR V2, clustered register-resident family
+// `reg_clus` (arm `ss-regclus`).
 //
 // One row per thread-block cluster of CS CTAs (grid (CS, rows), cluster
 // (CS,1,1), CS ∈ {2,4,8}). Rank r holds float4 [r·BLK·VPT, (r+1)·BLK·VPT) of
@@ -49,7 +49,7 @@ struct RcParams {
 };
 
 #define RC_BINS 1024u
-#define RC_RANK_MAX 96u  // O(m²) rank gate (QC of §4.3)
+#define RC_RANK_MAX 96u  // O(m²) rank gate (QC)
 #define RC_REFINE_LEVELS 6
 #define RC_FALLBACK_LEVELS 8
 #define RC_BRL_BIAS 1e-6f
@@ -93,7 +93,7 @@ extern __shared__ __align__(16) u32 rc_dyn[];
 #define RC_SMEM() (rc_dyn)
 #endif
 
-// The one bin expression (count and emit must agree bit for bit, §8.3).
+// The one bin expression (count and emit must agree bit for bit).
 __device__ __forceinline__ u32 rc_bin(float x, float sc, float cq) {
     const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
     return b < RC_BINS - 1u ? b : RC_BINS - 1u;
@@ -103,7 +103,7 @@ __device__ __forceinline__ float rc_lane(const float4& v, u32 c) {
     return c == 0u ? v.x : (c == 1u ? v.y : (c == 2u ? v.z : v.w));
 }
 
-// Guard (§4.1 step 3 with the #18625 fix): Tv < GMAX and a finite width
+// Guard: Tv < GMAX and a finite width
 // above 1e-30. An infinite (or NaN) width would collapse every value into
 // one bin. False for an empty fold (kmin > kmax) and for NaN ends.
 __device__ __forceinline__ bool rc_bracket_ok(u32 kmin, u32 kmax) {
@@ -192,8 +192,8 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
 // loads, −inf fill) and rank 0's tail scalar. The cluster's registers hold
 // the first body4 float4s; the rest (the 0–3 value remainder, or up to BLK
 // values past the float4s, as in v32's 2^17 + 15) sits in one tail scalar per
-// thread of rank 0. (Loading it ahead of the row length, for the batch's n,
-// measured 0.980 on rc8x4 and 0.996 over reg_clus: kernels/TUNING.md.)
+// thread of rank 0. It loads after the row length: loading ahead of it, for
+// the batch's n, was slower (docs/decisions.md, RC_ROW_AHEAD).
 struct RcSlice {
     u32 body4;  // float4s the cluster's registers hold
     u32 ntail;  // values past them (rank 0's tail scalars)
@@ -251,7 +251,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const float* X = logits + (u64)row * p.npad;
     i32* out_row = out + (u64)row * k;
     if (k == 0u) return;  // cluster-uniform: nothing to write
-    if (n <= k) {         // short row (§1.4), cluster-uniform
+    if (n <= k) {         // short row, cluster-uniform
         if (rank == 0u) write_identity_row(out_row, n, k);
         return;
     }
@@ -265,7 +265,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     rc_load_slice<BLK, VPT>(v, tail, X, sl, rank);
     const bool has_tail = fits && rank == 0u && threadIdx.x < sl.ntail;
 
-    // Bracket, identical in every rank (§4.3): the hinted values; when the
+    // Bracket, identical in every rank: the hinted values; when the
     // hints give no usable bracket (none valid, all on one value, ±inf or
     // NaN among them) or in hint-free mode, the first k row values (k < n,
     // so at least k values lie at or above their minimum).

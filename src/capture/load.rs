@@ -1,4 +1,4 @@
-//! Validating loader and writer for capture sets (captures/FORMAT.md).
+//! Validating loader and writer for capture sets (docs/captures.md).
 //! Owner: capture helper. Every error names the file and the field.
 //!
 //! The loader trusts nothing on disk: every shape, dtype, metadata key and
@@ -76,7 +76,7 @@ impl CaptureSet {
             return Err(GvrError::input(
                 &manifest_path,
                 MANIFEST_FILE,
-                "missing: a capture set needs a manifest.json (see captures/FORMAT.md)",
+                "missing: a capture set needs a manifest.json (see docs/captures.md)",
             ));
         }
         let text =

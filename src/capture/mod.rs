@@ -1,6 +1,6 @@
 //! Decode captures: the on-disk format, the validating loader, the realistic
 //! synthetic generator, the calibration gates and `capture inspect`.
-//! Format reference: captures/FORMAT.md.
+//! Format reference: docs/captures.md.
 
 pub mod format;
 pub mod inspect;

@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
         }
     }
 #endif
-    // The SPLIT workspace must be back to zero (self-restoring, §7): the
+    // The SPLIT workspace must be back to zero (self-restoring): the
     // counters and every slab word (a word left written would pass for a
     // part's survivor in the next launch).
     for (size_t i = 0; i < workspace.size(); ++i) {

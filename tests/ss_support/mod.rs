@@ -55,7 +55,7 @@ pub fn replicated(row: &[f32], hints: &[i32], copies: usize, k: usize) -> Batch 
     )
 }
 
-/// The §3.0 parameters `ss-main` launches for this batch.
+/// The launch parameters `ss-main` launches for this batch.
 pub fn planned(b: &Batch) -> MainParams {
     ss::plan(Mode::ForcedMain, &Shape::of(b), &DeviceProfile::h200())
         .expect("ss-main plans the batch")
@@ -580,8 +580,8 @@ pub struct VarlenEmuCase {
 }
 
 impl VarlenEmuCase {
-    /// The same call on a column-sliced view of a wider arena (GVR_V2_SPEC §9
-    /// item 17): the row stride becomes the next multiple of 256 above this
+    /// The same call on a column-sliced view of a wider arena (the
+    /// upstream checklist's sliced-arena case): the row stride becomes the next multiple of 256 above this
     /// case's stride, every row keeps its values and pad, and the arena's
     /// columns past the slice (another tensor's data) hold +3e38, which a
     /// kernel reading past its rows would pick.
@@ -756,7 +756,7 @@ pub fn mixed_length_batch(rng: &mut rand_chacha::ChaCha8Rng, lengths: &[usize], 
 }
 
 /// `rows` uniform rows of length `n` with 300 NaNs of both signs each
-/// (outputs are checked for structure only, spec §1.6).
+/// (outputs are checked for structure only).
 pub fn nan_rows(rng: &mut rand_chacha::ChaCha8Rng, rows: usize, n: usize, k: usize) -> Batch {
     use rand::Rng;
     let mut data = Vec::new();
