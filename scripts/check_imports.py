@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fail when two top-level modules of src/ import each other, directly or
-through others (a cycle in the module graph). Top-level modules are the
+through others (a cycle in the module graph), or when a module imports more
+than ALLOWED says (topk: gpu and error only). Top-level modules are the
 entries of src/lib.rs; an edge A -> B is any `crate::B` path (or `super::`
 path that leaves A) in a file of A. Test modules (`#[cfg(test)]` blocks at
 the end of a file, and files under a `tests` folder) are left out: tests may
@@ -47,6 +48,11 @@ def edges(mods):
     return out
 
 
+# Modules whose imports are restricted beyond "no cycle": the product's
+# self-sampling top-K stands on the device layer alone.
+ALLOWED = {"topk": {"gpu", "error"}}
+
+
 def find_cycle(mods, graph):
     state, stack = {}, []
 
@@ -81,6 +87,11 @@ def main():
     if "--edges" in sys.argv:
         for (a, b), path in sorted(found.items()):
             print(f"{a} -> {b}  ({path})")
+    for mod, allowed in ALLOWED.items():
+        extra = sorted(graph.get(mod, set()) - allowed)
+        if extra:
+            where = "; ".join(f"{mod}->{b} in {found[(mod, b)]}" for b in extra)
+            sys.exit(f"{mod} may import only {', '.join(sorted(allowed))}: {where}")
     cycle = find_cycle(mods, graph)
     if cycle:
         steps = " -> ".join(cycle)

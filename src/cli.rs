@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::arms::{registry, Backend};
-use crate::capture::synth::SynthOptions;
 use crate::env_manifest::{utc_now_compact, EnvManifest};
 use crate::error::{GvrError, Result};
 use crate::grid::Selection;
@@ -17,6 +16,7 @@ use crate::report::{AaOptions, RegressOptions, ReportOptions};
 use crate::run::devices::{self, FanOutOutcome, WorkerSpec};
 use crate::run::peer::{self, Peer, TorchPeerConfig};
 use crate::run::{self, CertifyConfig, GridConfig};
+use crate::synth::SynthOptions;
 use crate::timing::Protocol;
 
 #[derive(Debug, Parser)]
@@ -361,7 +361,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Gpu {
             action: GpuCommand::Info { device },
         } => {
-            println!("{}", crate::gpu::gpu_selfcheck_on(device)?);
+            println!("{}", crate::run::selfcheck::gpu_selfcheck_on(device)?);
             Ok(0)
         }
         Command::Merge(args) => {
@@ -701,7 +701,7 @@ fn cmd_phases(args: PhasesArgs) -> Result<i32> {
 fn cmd_capture(action: CaptureCommand) -> Result<i32> {
     match action {
         CaptureCommand::Synth(opts) => {
-            println!("{}", crate::capture::synth::synth(&opts)?);
+            println!("{}", crate::synth::synth(&opts)?);
             Ok(0)
         }
         CaptureCommand::Inspect { path } => {
@@ -709,7 +709,7 @@ fn cmd_capture(action: CaptureCommand) -> Result<i32> {
             Ok(0)
         }
         CaptureCommand::Validate { path } => {
-            let report = crate::capture::validate::validate(&path)?;
+            let report = crate::synth::validate::validate(&path)?;
             println!("{report}");
             Ok(if report.passed() { 0 } else { 1 })
         }

@@ -16,9 +16,11 @@ pub mod floor;
 pub mod gpu;
 pub mod grid;
 pub mod record;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod synth;
 pub mod timing;
 pub mod topk;
 

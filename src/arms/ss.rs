@@ -104,6 +104,12 @@ impl SsArm {
         }
     }
 
+    /// The plan of the staged batch, as prepared (e.g. the register
+    /// family's next-wave distance, decided from the loaded entry).
+    pub fn staged_plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
     fn slowed(&self) -> bool {
         self.tuning.get("ss.slowdown") == Some("1")
     }

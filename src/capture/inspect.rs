@@ -129,7 +129,7 @@ pub fn hint_overlaps(cell: &CellData) -> Vec<f64> {
         .map(|s| {
             let row = cell.row(s);
             let mut in_topk = vec![false; row.len()];
-            let top: Vec<usize> = crate::exact::reference_topk(row, k)
+            let top: Vec<usize> = crate::reference::reference_topk(row, k)
                 .into_iter()
                 .filter_map(|i| usize::try_from(i).ok())
                 .collect();

@@ -68,7 +68,7 @@ impl CaptureSet {
             return Err(GvrError::input(
                 dir,
                 "directory",
-                "no such capture directory (make one with `gvr-bench capture synth`)",
+                "capture directory does not exist (make one with `gvr-bench capture synth`)",
             ));
         }
         let manifest_path = dir.join(MANIFEST_FILE);

@@ -5,8 +5,6 @@
 pub mod format;
 pub mod inspect;
 pub mod load;
-pub mod synth;
-pub mod validate;
 
 pub use format::{CellData, CellMeta, Manifest, ManifestCell, Model, Source, FORMAT_VERSION};
 pub use load::CaptureSet;

@@ -23,9 +23,9 @@
 
 use rayon::prelude::*;
 
-use super::reference::order_key;
 use super::{ExactStatus, UNWRITTEN};
 use crate::grid::Batch;
+use crate::reference::order_key;
 
 /// Check one row's output against the tie-aware rule. `row` is the valid
 /// prefix (length `n`), `out` the row's `k` output slots.

@@ -3,16 +3,15 @@
 
 pub mod adversarial;
 pub mod check;
-pub mod reference;
 pub mod soak;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::reference::{order_key, reference_topk};
 pub use adversarial::{
     row_generators, sampling_adversaries, suite, AdversarialCase, NamedRowGenerator,
 };
 pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThreshold};
-pub use reference::{order_key, reference_topk};
 pub use soak::soak_case;
 
 pub use crate::grid::UNWRITTEN;

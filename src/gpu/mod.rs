@@ -19,7 +19,6 @@ pub mod flush;
 pub mod launch;
 pub mod nvrtc;
 pub mod probe;
-pub mod selfcheck;
 pub mod sources;
 
 use std::collections::HashMap;
@@ -40,7 +39,6 @@ pub use cache::{cache_key, default_cache_dir, CacheKeyInputs, DiskCache};
 pub use flush::L2Flusher;
 pub use launch::KernelArgs;
 pub use nvrtc::{compile_report, CompileReport, EntryInfo};
-pub use selfcheck::{gpu_selfcheck, gpu_selfcheck_on};
 pub use sources::KernelSource;
 
 /// Static facts about the device, recorded with every run (env manifest).
@@ -111,6 +109,10 @@ pub struct KernelBuild {
     pub source: KernelSource,
     pub defines: sources::Defines,
 }
+
+/// Whether [`Gpu::open`] enables CUPTI kernel records (true unless a run
+/// times with CUDA events only, where CUPTI's launch overhead is not wanted).
+pub static CUPTI_AT_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// An open device: one context, one stream, a module cache.
 pub struct Gpu {
@@ -239,10 +241,7 @@ impl Gpu {
         }
         // CUPTI attaches most reliably when enabled before the context
         // exists; only when the timer may use it (it adds launch overhead).
-        if !matches!(
-            crate::timing::gpu::TimingChoice::from_env(),
-            Ok(crate::timing::gpu::TimingChoice::Events)
-        ) {
+        if CUPTI_AT_OPEN.load(std::sync::atomic::Ordering::Relaxed) {
             if let Err(e) = cupti::enable() {
                 tracing::debug!("CUPTI not enabled: {e}");
             }

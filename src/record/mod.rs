@@ -12,7 +12,20 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Model;
 use crate::exact::ExactStatus;
 use crate::grid::RowsMode;
-use crate::timing::TimingMethod;
+
+/// How a record's times were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimingMethod {
+    /// Wall clock around a CPU engine call (CPU arms only).
+    HostClock,
+    /// CUPTI kernel activity records, summed over the arm's kernels.
+    Cupti,
+    /// CUDA events around the launch with the GPU kept busy ahead of it.
+    CudaEvents,
+    /// CUDA-graph replay timed with events.
+    GraphReplay,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseRecord {

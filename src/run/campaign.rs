@@ -997,11 +997,11 @@ mod tests {
         use crate::timing::phases::{Phase, PhaseSummary};
         let dir = tempfile::tempdir().unwrap();
         let caps = dir.path().join("caps");
-        let mut synth = crate::capture::synth::SynthOptions::new(&caps);
+        let mut synth = crate::synth::SynthOptions::new(&caps);
         synth.limit = Some(1);
         synth.steps = 2;
         synth.threads = Some(1);
-        crate::capture::synth::synth(&synth).unwrap();
+        crate::synth::synth(&synth).unwrap();
         let selection = Selection {
             batches: Some("1,3".into()),
             ..Selection::default()

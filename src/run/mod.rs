@@ -10,6 +10,7 @@ pub mod merge;
 pub mod peer;
 pub mod phases;
 pub mod prebuild;
+pub mod selfcheck;
 
 pub use campaign::{run_grid, GridConfig, RunOutcome};
 pub use certify::{certify, CertifyConfig, CertifyOutcome};

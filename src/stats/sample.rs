@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::capture::Model;
 use crate::exact::ExactStatus;
 use crate::record::CaseRecord;
-use crate::timing::TimingMethod;
+use crate::record::TimingMethod;
 
 use super::quantile::{mean, quantile_sorted};
 

@@ -30,18 +30,7 @@ impl Default for Protocol {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TimingMethod {
-    /// Wall clock around a CPU engine call (CPU arms only).
-    HostClock,
-    /// CUPTI kernel activity records, summed over the arm's kernels.
-    Cupti,
-    /// CUDA events around the launch with the GPU kept busy ahead of it.
-    CudaEvents,
-    /// CUDA-graph replay timed with events.
-    GraphReplay,
-}
+pub use crate::record::TimingMethod;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timings {

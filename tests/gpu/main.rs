@@ -1,0 +1,17 @@
+//! On-device tests: they run with GVR_GPU_TESTS=1 on a machine with a GPU and say NOT RUN otherwise.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod baselines;
+mod campaign_throughput;
+mod filtered_dispatch;
+mod floor;
+mod gpu_runtime;
+mod gvr1_cluster_exact;
+mod phases;
+mod ss_clus;
+mod ss_clus_stream;
+mod ss_main;
+mod ss_reg;
+mod ss_varlen;

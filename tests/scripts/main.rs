@@ -1,0 +1,9 @@
+//! The Python tools under scripts/ (each test says SKIPPED where python3 or a package is missing).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod import;
+mod peer_torch_dry;
+mod phase_table;
+mod ptx_entries_diff;
