@@ -4,15 +4,18 @@
 //!
 //! Needs a GPU, so every test is `#[ignore]`d: CI (no GPU) lists them as
 //! ignored. On the H200 run the test binary with `--ignored`; there a missing
-//! GPU is a failure, never a silent pass.
+//! GPU is a failure, never a silent pass. `radix_every_tier_is_exact` instead
+//! runs only with `GVR_GPU_TESTS=1` (as the ss GPU tests) and says so
+//! otherwise.
 
 use std::sync::Arc;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::baselines::{self, SUPPORTED_K};
-use gvr_bench::arms::Shape;
+use gvr_bench::arms::baselines::radix::{self, Radix, RadixWithoutMultiPass};
+use gvr_bench::arms::baselines::{self, BaselineKernel, GpuBaselineArm, SUPPORTED_K};
+use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, row_generators, suite};
 use gvr_bench::gpu::Gpu;
@@ -51,9 +54,15 @@ fn batch_of(lens: &[usize], k: usize, seed: u64) -> Batch {
 /// Run `arm` on `batch` twice without re-zeroing its workspace in between
 /// (the second launch relies on the kernels restoring it) and check both.
 fn run_and_check(gpu: &Arc<Gpu>, arm_name: &str, batch: &Batch, label: &str) {
-    let mut arm = baselines::create(arm_name, gpu.clone())
+    let arm = baselines::create(arm_name, gpu.clone())
         .expect("baseline arm is registered")
         .expect("arm builds");
+    check_twice(arm, batch, label);
+}
+
+/// [`run_and_check`] on an arm already built; returns its variant.
+fn check_twice(mut arm: Box<dyn Arm>, batch: &Batch, label: &str) -> String {
+    let arm_name = arm.name().to_string();
     let shape = Shape::of(batch);
     if let Err(reason) = arm.admits(&shape) {
         panic!("{arm_name} refuses {label}: {reason}");
@@ -79,6 +88,124 @@ fn run_and_check(gpu: &Arc<Gpu>, arm_name: &str, batch: &Batch, label: &str) {
         status.is_exact(),
         "{arm_name} {label} second launch: {status:?}"
     );
+    arm.variant(&shape).unwrap_or_default()
+}
+
+/// Every tier of the `radix` dispatcher on the GPU: per-row (512 and 256
+/// threads) and multi-pass (3 launches) from the production arm, split (512
+/// and 1024 threads) from the same dispatcher without multi-pass scratch.
+/// Each shape must plan the tier named, and both launches (the second on
+/// the workspace the first restored) must be exact. Runs only with
+/// `GVR_GPU_TESTS=1`.
+#[test]
+fn radix_every_tier_is_exact() {
+    if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
+        eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");
+        return;
+    }
+    let gpu = open_gpu();
+    static PRODUCTION: Radix = Radix;
+    static WITHOUT_MP: RadixWithoutMultiPass = RadixWithoutMultiPass;
+    let varlen = |k: usize| vec![0, 1, k - 1, k, k + 1, 70_001, 262_127, 17, 131_072];
+    // (kernel, row lengths, the k values, tier).
+    type Case = (
+        &'static dyn BaselineKernel,
+        Vec<usize>,
+        Vec<usize>,
+        &'static str,
+    );
+    let all_k = SUPPORTED_K.to_vec();
+    let mut cases: Vec<Case> = vec![
+        (
+            &PRODUCTION,
+            vec![4_000, 0, 513, 3_001],
+            all_k.clone(),
+            radix::TIER_PER_ROW,
+        ),
+        (
+            &PRODUCTION,
+            vec![8_192; 512],
+            all_k.clone(),
+            radix::TIER_PER_ROW_256,
+        ),
+        (
+            &PRODUCTION,
+            vec![8_229; 1024],
+            vec![2048],
+            radix::TIER_PER_ROW_256,
+        ),
+        (
+            &PRODUCTION,
+            vec![65_536],
+            all_k.clone(),
+            radix::TIER_MULTI_PASS,
+        ),
+        (
+            &PRODUCTION,
+            vec![262_144],
+            all_k.clone(),
+            radix::TIER_MULTI_PASS,
+        ),
+        (
+            &PRODUCTION,
+            vec![1 << 20; 2],
+            vec![2048],
+            radix::TIER_MULTI_PASS,
+        ),
+        (
+            &PRODUCTION,
+            vec![65_536; 32],
+            vec![512],
+            radix::TIER_MULTI_PASS,
+        ),
+        (
+            &PRODUCTION,
+            vec![131_072; 64],
+            vec![1024],
+            radix::TIER_MULTI_PASS,
+        ),
+        (
+            &PRODUCTION,
+            vec![524_288; 256],
+            vec![2048],
+            radix::TIER_MULTI_PASS,
+        ),
+        (&WITHOUT_MP, vec![262_144], all_k.clone(), radix::TIER_SPLIT),
+        (
+            &WITHOUT_MP,
+            vec![200_000; 16],
+            vec![2048],
+            radix::TIER_SPLIT,
+        ),
+        (
+            &WITHOUT_MP,
+            vec![1 << 20],
+            all_k.clone(),
+            radix::TIER_SPLIT_1024,
+        ),
+        (
+            &WITHOUT_MP,
+            vec![1 << 20; 4],
+            vec![512],
+            radix::TIER_SPLIT_1024,
+        ),
+    ];
+    for k in SUPPORTED_K {
+        cases.push((&PRODUCTION, varlen(k), vec![k], radix::TIER_MULTI_PASS));
+        cases.push((&WITHOUT_MP, varlen(k), vec![k], radix::TIER_SPLIT));
+    }
+    for (i, (kernel, lens, ks, tier)) in cases.into_iter().enumerate() {
+        for k in ks {
+            let batch = batch_of(&lens, k, 1000 + i as u64 * 7 + k as u64);
+            let label = format!("B={} n_max={} k={k}", lens.len(), batch.n_max());
+            let arm = Box::new(GpuBaselineArm::new(kernel, gpu.clone()));
+            let variant = check_twice(arm, &batch, &label);
+            assert!(
+                variant.starts_with(&format!("{tier} (")),
+                "{label}: planned {variant}, want tier {tier}"
+            );
+        }
+    }
 }
 
 #[test]

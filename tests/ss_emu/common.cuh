@@ -360,3 +360,54 @@ inline u32 clamp_row_len(i32 declared, u32 npad) {
     if (declared <= 0) return 0u;
     return ((u32)declared < npad) ? (u32)declared : npad;
 }
+
+// ---------------------------------------------------------------- kernels/baselines/radix.cu subset
+// (tests/radix_emu.rs). The block scans and find_crossing come from the real
+// prim/common.cuh: the test pastes them into the driver.
+
+// cvt.rn.f16.f32 (round to nearest even; overflow to inf, subnormals kept).
+inline u16 emu_f16_rn(float f) {
+    const u32 x = __float_as_uint(f);
+    const u32 sign = (x >> 16) & 0x8000u;
+    const u32 exp = (x >> 23) & 0xffu;
+    u32 man = x & 0x7fffffu;
+    if (exp == 0xffu) return (u16)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0u));
+    const int e = (int)exp - 127 + 15;
+    if (e >= 31) return (u16)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -11) return (u16)sign;
+        man |= 0x800000u;
+        const u32 shift = (u32)(14 - e);
+        u32 h = man >> shift;
+        const u32 rem = man & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+        return (u16)(sign | h);
+    }
+    u32 h = ((u32)e << 10) | (man >> 13);
+    const u32 rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds into the exponent (or inf)
+    return (u16)(sign | h);
+}
+inline u32 half_key(float x) {
+    const u32 hu = emu_f16_rn(x);
+    return (hu & 0x8000u) ? (~hu & 0xffffu) : (hu | 0x8000u);
+}
+inline u32 min(u32 a, u32 b) { return a < b ? a : b; }
+inline float f4_get(const float4& v, u32 c) { return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w)); }
+// prim's masked float4 row load: the vector at min(i4, nvec - 1), lanes
+// masked by index. Lanes past the row's n read as +3e38 (emu::ahead_value),
+// so a kernel that used a lane the mask excludes would select poison.
+inline u32 load_row_f4(const float* row, u32 i4, u32 nvec, u32 n, float4* v) {
+    const u32 src = (i4 < nvec) ? i4 : (nvec - 1u);
+    *v = ldg_nc_f4_ahead(row + (u64)src * 4u);
+    u32 mask = 0;
+    if (i4 < nvec) {
+        for (u32 c = 0; c < 4u; ++c)
+            if (i4 * 4u + c < n) mask |= 1u << c;
+    }
+    return mask;
+}
+template <class T>
+inline T __ldcg(const T* p) { return *p; }
+inline u32 ld_cg_u32(const u32* p) { return *p; }
+inline void red_global_add(u32* p, u32 v) { *p += v; }

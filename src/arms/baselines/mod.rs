@@ -349,7 +349,7 @@ mod tests {
         let p = radix_mcta::RadixMcta.plan(&shape, 132).unwrap();
         assert!(p.describe().starts_with("mcta-split"), "{}", p.describe());
         let p = radix::Radix.plan(&shape, 132).unwrap();
-        assert_eq!(p.describe(), "split (8 CTAs/row, grid 8)");
+        assert_eq!(p.describe(), "multi-pass (128 CTAs/row, grid 128)");
         let p = radix::Radix
             .plan(
                 &Shape {

@@ -1,10 +1,13 @@
 //! Test-only host models of the two radix kernels: line-by-line transcriptions
-//! of the selection state machines in `kernels/radix.cu` and
-//! `kernels/radix_mcta.cu` (levels, crossing search, candidate cap, take-all,
-//! shared-memory refinement, tie fill), with the parallel emission replaced
-//! by a sequential loop. They check the counting design — that the slots
-//! handed out are exactly k, unique and tie-aware exact — on the CPU; the
-//! CUDA-specific parts (barriers, ballots) are reviewed, not modelled.
+//! of the selection state machines in `kernels/baselines/radix.cu` (the
+//! per-row job, the split tier's merge and the three-launch multi-pass tier)
+//! and `kernels/baselines/radix_mcta.cu` (levels, crossing search, candidate
+//! cap, take-all, shared-memory refinement, tie fill), with the parallel
+//! emission replaced by a sequential loop (the multi-pass model runs its CTAs
+//! in any given order, as atomics may). They check the counting design — that
+//! the slots handed out are exactly k, unique and tie-aware exact — on the
+//! CPU; the CUDA-specific parts (barriers, ballots) run in the host emulator
+//! (tests/radix_emu.rs).
 
 /// GVR_V2_SPEC §2.1 order-preserving key.
 pub fn fkey(x: f32) -> u32 {
@@ -185,6 +188,102 @@ pub fn radix_split(row: &[f32], k: usize, bpr: usize, cap: usize) -> Vec<i32> {
         .collect()
 }
 
+/// Model of `radix_topk_multipass` for one row: `bpr` CTAs of `block`
+/// threads share the row (float4 number i4 belongs to CTA (i4 / block) mod
+/// bpr, list entry i to CTA (i / block) mod bpr), and every pass runs them in
+/// `order` (a permutation of 0..bpr; its last CTA is the one elected to
+/// finish the pass). Winners and list entries take slots from the row's
+/// shared counters in arrival order, exactly as the kernel's atomics may.
+pub fn radix_multipass(
+    row: &[f32],
+    k: usize,
+    bpr: usize,
+    block: usize,
+    order: &[usize],
+) -> Vec<i32> {
+    let n = row.len();
+    if n <= k {
+        return (0..k).map(|s| if s < n { s as i32 } else { -1 }).collect();
+    }
+    assert_eq!(order.len(), bpr);
+    let k32 = k as u32;
+    let cta_of_pos = |p: usize| (p / 4 / block) % bpr;
+    let cta_of_entry = |i: usize| (i / block) % bpr;
+    let mut out = vec![i32::MIN; k];
+    let mut win = 0usize;
+    let emit = |out: &mut Vec<i32>, slot: usize, p: usize| {
+        assert_eq!(out[slot], i32::MIN, "slot {slot} written twice");
+        out[slot] = p as i32;
+    };
+    // Pass 0: the row's histogram of key bits [31:21] (the order of the
+    // CTAs' additions does not matter).
+    let mut hist = vec![0u32; 2048];
+    for &x in row {
+        hist[(fkey(x) >> 21) as usize] += 1;
+    }
+    let (d1, above, _) = crossing(&hist, k32);
+    let need1 = k32 - above;
+    // Pass 1: the row again.
+    let mut hist = vec![0u32; 2048];
+    let mut list_a = Vec::new();
+    for &s in order {
+        for (p, &x) in row.iter().enumerate().filter(|&(p, _)| cta_of_pos(p) == s) {
+            let key = fkey(x);
+            if key >> 21 > d1 {
+                emit(&mut out, win, p);
+                win += 1;
+            } else if key >> 21 == d1 {
+                list_a.push(p);
+                hist[((key >> 10) & 2047) as usize] += 1;
+            }
+        }
+    }
+    let (d2, above, _) = crossing(&hist, need1);
+    let need2 = need1 - above;
+    assert_eq!(win as u32, k32 - need1, "pass 1 winners");
+    // Pass 2: list A.
+    let mut hist = vec![0u32; 2048];
+    let mut list_b = Vec::new();
+    for &s in order {
+        for (_, &p) in list_a
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| cta_of_entry(i) == s)
+        {
+            let key = fkey(row[p]);
+            let mid = (key >> 10) & 2047;
+            if mid > d2 {
+                emit(&mut out, win, p);
+                win += 1;
+            } else if mid == d2 {
+                list_b.push(p);
+                hist[(key & 1023) as usize] += 1;
+            }
+        }
+    }
+    let (d3, above, count) = crossing(&hist, need2);
+    let need = (need2 - above) as usize;
+    assert!(count as usize >= need && need >= 1);
+    // Final emission by the last CTA: list B in its own order.
+    let mut ties = 0usize;
+    for &p in &list_b {
+        let low = fkey(row[p]) & 1023;
+        if low > d3 {
+            assert!(win < k - need, "winner slot {win} beyond {}", k - need);
+            emit(&mut out, win, p);
+            win += 1;
+        } else if low == d3 {
+            if ties < need {
+                emit(&mut out, k - need + ties, p);
+            }
+            ties += 1;
+        }
+    }
+    assert_eq!(win, k - need, "winners");
+    assert_eq!(ties, count as usize, "ties");
+    out
+}
+
 /// Model of `radix_mcta_topk` for one row (the merged histogram of a group
 /// equals the histogram of the whole row, so chunks do not appear).
 pub fn radix_mcta(row: &[f32], k: usize) -> Vec<i32> {
@@ -288,8 +387,62 @@ mod tests {
         }
 
         #[test]
+        fn multipass_model_is_exact(
+            row in row_strategy(900),
+            k in 1usize..64,
+            bpr in 1usize..6,
+            block in prop::sample::select(vec![1usize, 2, 8, 32]),
+            seed in any::<u64>(),
+        ) {
+            assert_exact(&row, k, &radix_multipass(&row, k, bpr, block, &shuffled(bpr, seed)));
+        }
+
+        #[test]
         fn mcta_model_is_exact(row in row_strategy(600), k in 1usize..64) {
             assert_exact(&row, k, &radix_mcta(&row, k));
+        }
+    }
+
+    /// A permutation of 0..n from `seed` (xorshift Fisher–Yates).
+    fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+        let mut state = seed | 1;
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            order.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        order
+    }
+
+    #[test]
+    fn multipass_model_at_kernel_constants() {
+        // 70 001 values (B = 1 gets 34 CTAs of 512 threads at N / 2048),
+        // randn-like spread plus a 3-value ulp cluster straddling k, an
+        // all-equal row and -0/+0/±inf.
+        let mut row: Vec<f32> = (0..70_001)
+            .map(|i| ((i as u64 * 2_654_435_761) % 100_003) as f32 / 1000.0)
+            .collect();
+        for (j, x) in row.iter_mut().step_by(17).enumerate() {
+            *x = 200.0 + (j % 3) as f32 * f32::EPSILON * 200.0;
+        }
+        for k in [512, 1024, 2048] {
+            for (bpr, seed) in [(34, 1), (7, 2), (1, 3)] {
+                assert_exact(
+                    &row,
+                    k,
+                    &radix_multipass(&row, k, bpr, 512, &shuffled(bpr, seed)),
+                );
+            }
+        }
+        let mut mixed = vec![2.5f32; 9_000];
+        mixed[1] = f32::INFINITY;
+        mixed[2] = f32::NEG_INFINITY;
+        mixed[3] = -0.0;
+        mixed[4] = 0.0;
+        for k in [512, 2048] {
+            assert_exact(&mixed, k, &radix_multipass(&mixed, k, 3, 512, &[2, 0, 1]));
         }
     }
 
@@ -299,6 +452,11 @@ mod tests {
         assert_exact(&row, 512, &radix_select(&row, 512, 2048));
         assert_exact(&row, 512, &radix_mcta(&row, 512));
         assert_exact(&row, 512, &radix_split(&row, 512, 4, 2048));
+        assert_exact(
+            &row,
+            512,
+            &radix_multipass(&row, 512, 4, 512, &[3, 1, 0, 2]),
+        );
     }
 
     #[test]
