@@ -4,6 +4,7 @@
 mod support;
 
 mod floor;
+mod radix;
 mod ss_clus;
 mod ss_clus_stream;
 mod ss_main;

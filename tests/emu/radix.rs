@@ -19,7 +19,6 @@
 //! interleaving between barriers; `tests/baselines_gpu.rs` runs every tier
 //! on the GPU. Skips (passes with a note) when g++ is not installed.
 
-mod ss_support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -35,9 +34,9 @@ use gvr_bench::arms::baselines::LaunchPlan;
 use gvr_bench::exact::{check_batch, row_generators, suite};
 use gvr_bench::gpu::sources::RADIX;
 use gvr_bench::grid::Batch;
-use ss_support::{batch, gxx_available, kernel_emulator, run_emulator, ss_header};
+use crate::support::ss::{batch, gxx_available, kernel_emulator, run_emulator, ss_header};
 
-const DRIVER: &str = include_str!("ss_emu/radix_main.cpp");
+const DRIVER: &str = include_str!("../ss_emu/radix_main.cpp");
 const SCANS_MARKER: &str =
     "// @PRIM_SCANS@ (replaced by prim/common.cuh's block scans and find_crossing)";
 const SMS: usize = 132;
