@@ -1,9 +1,9 @@
 //! Arms: the things a case is run on. An arm knows how to stage a batch and
 //! launch its kernel(s); it knows nothing about timing or checking.
 
+pub mod baselines;
 pub mod cpu_ref;
 pub mod cpu_ss;
-pub mod baselines;
 pub mod registry;
 pub mod ss;
 pub mod ss_clus;
@@ -86,4 +86,11 @@ pub trait Arm: Send {
 
     /// The `[rows, k]` indices of the last launch (waits for it to finish).
     fn read_output(&mut self) -> Result<Vec<i32>>;
+
+    /// What the last launch did that only the device knows (e.g.
+    /// `sglang-v2`'s `fallback rows N`), read after `read_output`, outside
+    /// any timed window; a run appends it to the record's variant.
+    fn call_note(&mut self) -> Option<String> {
+        None
+    }
 }

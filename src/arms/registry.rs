@@ -256,6 +256,9 @@ impl Arm for Renamed {
     fn read_output(&mut self) -> Result<Vec<i32>> {
         self.inner.read_output()
     }
+    fn call_note(&mut self) -> Option<String> {
+        self.inner.call_note()
+    }
 }
 
 /// Test-only: the reference with row 0's first slot overwritten by a copy of
