@@ -61,6 +61,12 @@ const ARMS: &[ArmInfo] = &[
         admits: "every shape (degenerate hints fall back exactly)",
     },
     ArmInfo {
+        name: "sglang-v2",
+        backend: Backend::Gpu,
+        description: "our SGLang v2 design (plan + transform: per-row register or streaming pass, cluster-of-8 DSMEM for long rows, fp16 12-bit histogram, exact ties; exact fallback on threshold-bin overflow, counted per call)",
+        admits: "every shape",
+    },
+    ArmInfo {
         name: "ss",
         backend: Backend::Gpu,
         description: "self-sampling GVR V2, routed per shape to main, reg/regimg, clus or reg_clus",

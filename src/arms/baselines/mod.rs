@@ -13,6 +13,7 @@ pub mod gvr1;
 mod model;
 pub mod radix;
 pub mod radix_mcta;
+pub mod sglang_v2;
 
 use std::sync::Arc;
 
@@ -134,6 +135,7 @@ static KERNELS: &[&dyn BaselineKernel] = &[
     &radix_mcta::RadixMcta,
     &filtered::Filtered,
     &gvr1::Gvr1 { hint_offset: 0 },
+    &sglang_v2::SglangV2,
 ];
 
 /// Names of every baseline arm this module builds.
