@@ -379,8 +379,10 @@ fn adversarial_suite_is_exact() {
     let Some(exe) = emulator() else { return };
     for k in [512usize, 2048] {
         for case in gvr_bench::exact::suite(k) {
-            if case.batch.n_max() > 70_000 || case.batch.rows * case.batch.npad > 1 << 21 {
-                continue; // the long rows have their own tests here
+            // Of the long rows (minutes in emulation; the GPU test runs them
+            // all) only the ragged 262K row, at one k: clusters of 8.
+            if case.batch.n_max() > 70_000 && !(k == 2048 && case.name == "large_n262127") {
+                continue;
             }
             run_exact(exe, &case.batch, None, &format!("{} k={k}", case.name));
         }
