@@ -70,4 +70,11 @@ pub trait Arm: Send {
 
     /// The `[rows, k]` indices of the last launch (waits for it to finish).
     fn read_output(&mut self) -> Result<Vec<i32>>;
+
+    /// What the last launch did that only the device knows (e.g.
+    /// `sglang-v2`'s `fallback rows N`), read after `read_output`, outside
+    /// any timed window; a run appends it to the record's variant.
+    fn call_note(&mut self) -> Option<String> {
+        None
+    }
 }

@@ -93,6 +93,12 @@ const ARMS: &[ArmInfo] = &[
         admits: "every shape (degenerate hints fall back exactly)",
     },
     ArmInfo {
+        name: "sglang-v2",
+        backend: Backend::Gpu,
+        description: "our SGLang v2 design (plan + transform: per-row register or streaming pass, cluster-of-8 DSMEM for long rows, fp16 12-bit histogram, exact ties; exact fallback on threshold-bin overflow, counted per call)",
+        admits: "every shape",
+    },
+    ArmInfo {
         name: "ss",
         backend: Backend::Gpu,
         description: "self-sampling GVR V2, routed per shape to main, reg/regimg, clus or reg_clus",
@@ -313,6 +319,9 @@ impl Arm for Renamed {
     }
     fn read_output(&mut self) -> Result<Vec<i32>> {
         self.inner.read_output()
+    }
+    fn call_note(&mut self) -> Option<String> {
+        self.inner.call_note()
     }
 }
 

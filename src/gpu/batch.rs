@@ -372,6 +372,28 @@ impl Workspace {
     pub fn bytes(&self) -> usize {
         self.buffer.as_ref().map_or(0, |b| b.len())
     }
+
+    /// u32 word `word` of the scratch, read after the stream's work so far
+    /// (a synchronous copy: never inside a timed window).
+    pub fn read_u32(&self, word: usize) -> Result<u32> {
+        let buffer = self
+            .buffer
+            .as_ref()
+            .ok_or_else(|| GvrError::Other(anyhow::anyhow!("workspace read before allocation")))?;
+        let at = word * 4;
+        if at + 4 > buffer.len() {
+            return Err(GvrError::Other(anyhow::anyhow!(
+                "workspace word {word} is past its {} bytes",
+                buffer.len()
+            )));
+        }
+        let bytes = self
+            .gpu
+            .stream
+            .clone_dtoh(&buffer.slice(at..at + 4))
+            .map_err(driver_err("read workspace"))?;
+        Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,10 @@ pub const GVR1: KernelSource = KernelSource {
     name: "baselines/gvr1.cu",
     code: include_str!("../../kernels/baselines/gvr1.cu"),
 };
+pub const SGLANG_V2: KernelSource = KernelSource {
+    name: "baselines/sglang_v2.cu",
+    code: include_str!("../../kernels/baselines/sglang_v2.cu"),
+};
 pub const SS_MAIN: KernelSource = KernelSource {
     name: "ss/main.cu",
     code: include_str!("../../kernels/ss/main.cu"),
@@ -68,6 +72,7 @@ pub static ALL: &[KernelSource] = &[
     RADIX_MCTA,
     FILTERED,
     GVR1,
+    SGLANG_V2,
     SS_MAIN,
     SS_REG,
     SS_CLUS,

@@ -867,6 +867,14 @@ fn run_one(
         };
     }
     let (timings, output) = measure_arm_phased(arm, timer, batch, protocol, phases);
+    if output.is_ok() {
+        if let Some(note) = arm.call_note() {
+            record.variant = Some(match record.variant.take() {
+                Some(variant) => format!("{variant}; {note}"),
+                None => note,
+            });
+        }
+    }
     if let Some(t) = timings {
         record.cold_us = t.cold_us;
         record.warm_us = t.warm_us;

@@ -111,9 +111,11 @@ inline void fiber_entry() {
     _longjmp(sched_jb, 1);
 }
 
-// Run one cluster: CTAs (x0 .. x0+cs-1, y) with `nblock` threads each.
-// `run` is the kernel call; `rng` shuffles the resume order every pass.
-inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::mt19937& rng, unsigned char fill) {
+// Run one cluster: CTAs (x0 .. x0+cs-1, y) with `nblock` threads each, or
+// with `ranks_along_y` CTAs (x0, y .. y+cs-1) (a __cluster_dims__(1, cs, 1)
+// kernel). `run` is the kernel call; `rng` shuffles the resume order every pass.
+inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::mt19937& rng, unsigned char fill,
+                        bool ranks_along_y = false) {
     cs = ncs;
     block = nblock;
     body = run;
@@ -134,7 +136,7 @@ inline void run_cluster(u32 x0, u32 y, u32 ncs, u32 nblock, void (*run)(), std::
     for (u32 c = 0; c < ncs; ++c) {
         std::memset(smem[c], fill, smem_bytes);  // stale shared memory
         ctas[c].live = nblock;
-        ctas[c].block_idx = dim3e{x0 + c, y, 0};
+        ctas[c].block_idx = ranks_along_y ? dim3e{x0, y + c, 0} : dim3e{x0 + c, y, 0};
     }
     cur_cta = 0;
     load(0);

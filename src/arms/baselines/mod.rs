@@ -13,6 +13,7 @@ pub mod gvr1;
 mod model;
 pub mod radix;
 pub mod radix_mcta;
+pub mod sglang_v2;
 
 use std::sync::Arc;
 
@@ -81,6 +82,8 @@ impl LaunchPlan {
 pub struct LaunchCtx<'a> {
     pub gpu: &'a Gpu,
     pub function: &'a CudaFunction,
+    /// The functions of [`BaselineKernel::extra_entries`], in that order.
+    pub extra: &'a [CudaFunction],
     pub batch: &'a mut DeviceBatch,
     /// Zero-initialised scratch of at least `workspace_bytes(plan)` bytes.
     pub workspace: &'a mut Workspace,
@@ -101,12 +104,29 @@ pub trait BaselineKernel: Send + Sync {
     /// the arm cannot run the shape.
     fn plan(&self, shape: &Shape, sms: usize) -> std::result::Result<LaunchPlan, String>;
     /// Scratch bytes the plan needs, zeroed once at allocation. Kernels that
-    /// use scratch must leave it zeroed when they finish.
+    /// use scratch must leave it zeroed when they finish (or write every
+    /// word before any launch of the call reads it).
     fn workspace_bytes(&self, _plan: &LaunchPlan, _shape: &Shape) -> usize {
         0
     }
+    /// Entry points of the same module the call launches besides
+    /// `plan.entry` (loaded with it; `LaunchCtx::extra` in this order).
+    fn extra_entries(&self, _plan: &LaunchPlan) -> Vec<&'static str> {
+        Vec::new()
+    }
     /// Enqueue the kernel(s) on `ctx.gpu.stream`; no synchronisation.
     fn launch(&self, ctx: LaunchCtx<'_>) -> Result<()>;
+    /// What the last call did that only the device knows (e.g. how many
+    /// rows took an exact fallback), read after the call has finished,
+    /// outside any timed window. See [`Arm::call_note`].
+    fn call_note(
+        &self,
+        _gpu: &Gpu,
+        _workspace: &Workspace,
+        _plan: &LaunchPlan,
+    ) -> Result<Option<String>> {
+        Ok(None)
+    }
 }
 
 /// The registry: one line per baseline arm.
@@ -115,6 +135,7 @@ static KERNELS: &[&dyn BaselineKernel] = &[
     &radix_mcta::RadixMcta,
     &filtered::Filtered,
     &gvr1::Gvr1 { hint_offset: 0 },
+    &sglang_v2::SglangV2,
 ];
 
 /// Names of every baseline arm this module builds.
@@ -144,6 +165,8 @@ pub struct GpuBaselineArm {
     gpu: Arc<Gpu>,
     /// (entry, function) of the last plan's entry point.
     function: Option<(&'static str, CudaFunction)>,
+    /// (names, functions) of the last plan's extra entry points.
+    extra: (Vec<&'static str>, Vec<CudaFunction>),
     /// Largest dynamic shared memory the function is allowed so far.
     smem_allowed: u32,
     batch: Option<DeviceBatch>,
@@ -158,6 +181,7 @@ impl GpuBaselineArm {
             kernel,
             gpu,
             function: None,
+            extra: (Vec::new(), Vec::new()),
             smem_allowed: 0,
             batch: None,
             plan: None,
@@ -170,21 +194,32 @@ impl GpuBaselineArm {
     }
 
     fn ensure_function(&mut self, plan: &LaunchPlan) -> Result<()> {
+        let extra_names = self.kernel.extra_entries(plan);
         let stale = self
             .function
             .as_ref()
-            .is_none_or(|(entry, _)| *entry != plan.entry);
+            .is_none_or(|(entry, _)| *entry != plan.entry)
+            || self.extra.0 != extra_names;
         if stale {
             let module = self
                 .gpu
                 .module(&self.kernel.source(), &self.kernel.defines())?;
             let function = self.gpu.function(&module, plan.entry)?;
+            let extra = extra_names
+                .iter()
+                .map(|name| self.gpu.function(&module, name))
+                .collect::<Result<Vec<_>>>()?;
             self.function = Some((plan.entry, function));
+            self.extra = (extra_names, extra);
             self.smem_allowed = 0;
         }
         // Above the 48 KiB default a kernel must opt in to its dynamic smem.
         if plan.dyn_smem_bytes > self.smem_allowed {
             if let Some((_, f)) = &self.function {
+                self.gpu
+                    .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
+            }
+            for f in &self.extra.1 {
                 self.gpu
                     .set_max_dynamic_smem(f, plan.dyn_smem_bytes as usize)?;
             }
@@ -281,6 +316,7 @@ impl Arm for GpuBaselineArm {
         self.kernel.launch(LaunchCtx {
             gpu: &self.gpu,
             function,
+            extra: &self.extra.1,
             batch,
             workspace: &mut self.workspace,
             plan: &plan,
@@ -291,6 +327,18 @@ impl Arm for GpuBaselineArm {
         let batch = self.batch.as_ref().ok_or_else(|| self.not_staged())?;
         self.gpu.synchronize()?;
         batch.download_output()
+    }
+
+    fn call_note(&mut self) -> Option<String> {
+        let plan = self.plan?;
+        let note = self
+            .gpu
+            .synchronize()
+            .and_then(|_| self.kernel.call_note(&self.gpu, &self.workspace, &plan));
+        match note {
+            Ok(note) => note,
+            Err(e) => Some(format!("call note unread: {e}")),
+        }
     }
 }
 
