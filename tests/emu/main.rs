@@ -5,6 +5,7 @@ mod support;
 
 mod floor;
 mod radix;
+mod sglang_v2;
 mod ss_clus;
 mod ss_clus_stream;
 mod ss_main;

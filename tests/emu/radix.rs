@@ -19,7 +19,6 @@
 //! interleaving between barriers; `tests/baselines_gpu.rs` runs every tier
 //! on the GPU. Skips (passes with a note) when g++ is not installed.
 
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -27,6 +26,7 @@ use std::sync::OnceLock;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::support::ss::{batch, gxx_available, kernel_emulator, run_emulator, ss_header};
 use gvr_bench::arms::baselines::radix::{
     self, multipass_workspace_bytes, multipass_zeroed_words, split_workspace_bytes,
 };
@@ -34,7 +34,6 @@ use gvr_bench::arms::baselines::LaunchPlan;
 use gvr_bench::exact::{check_batch, row_generators, suite};
 use gvr_bench::gpu::sources::RADIX;
 use gvr_bench::grid::Batch;
-use crate::support::ss::{batch, gxx_available, kernel_emulator, run_emulator, ss_header};
 
 const DRIVER: &str = include_str!("../ss_emu/radix_main.cpp");
 const SCANS_MARKER: &str =

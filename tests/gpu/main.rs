@@ -10,6 +10,7 @@ mod floor;
 mod gpu_runtime;
 mod gvr1_cluster_exact;
 mod phases;
+mod sglang_v2;
 mod ss_clus;
 mod ss_clus_stream;
 mod ss_main;

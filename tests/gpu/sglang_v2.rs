@@ -11,19 +11,17 @@
 //! GPU fails). Without the switch the routes are still checked on the CPU
 //! and the GPU half announces that it was not run.
 
-mod ss_support;
-
 use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::support::ss::open_gpu;
 use gvr_bench::arms::baselines::sglang_v2::{self, fallback_note, long_threshold, route, RowPath};
 use gvr_bench::arms::{registry, Shape};
 use gvr_bench::exact::{check_batch, suite};
 use gvr_bench::gpu::Gpu;
 use gvr_bench::grid::Batch;
-use ss_support::open_gpu;
 
 /// fp16 bits of `x`, round to nearest even (cvt.rn.f16.f32); no NaN here.
 fn f16_bits(x: f32) -> u32 {
@@ -168,7 +166,7 @@ fn every_route_is_exact_and_counts_its_fallback_rows() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5c1a);
     for (i, (rows, n, tier)) in SHAPES.into_iter().enumerate() {
         for k in [512usize, 1024, 2048] {
-            let b = ss_support::generated_rows(&mut rng, rows, n, k);
+            let b = crate::support::ss::generated_rows(&mut rng, rows, n, k);
             run_and_check(&gpu, &b, &format!("{tier} {rows}x{n} k={k} #{i}"));
         }
     }
@@ -185,10 +183,10 @@ fn mixed_lengths_and_the_pool_threshold() {
     let Some(gpu) = open_gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(0x5c1b);
     for k in [512usize, 1024, 2048] {
-        let b = ss_support::mixed_length_batch(&mut rng, &lens, k);
+        let b = crate::support::ss::mixed_length_batch(&mut rng, &lens, k);
         run_and_check(&gpu, &b, &format!("pool k={k}"));
         let short: Vec<usize> = lens.iter().map(|&n| n.min(16_384)).collect();
-        let b = ss_support::mixed_length_batch(&mut rng, &short, k);
+        let b = crate::support::ss::mixed_length_batch(&mut rng, &short, k);
         assert_eq!(route(b.rows, b.n_max()).row, RowPath::Register4);
         run_and_check(&gpu, &b, &format!("short mixed k={k}"));
     }

@@ -13,9 +13,6 @@
 //! Plus the NVRTC gate of the entries' budget: 32 registers (two 1024-thread
 //! CTAs per SM, as the design), no spill, no stack.
 
-mod nvrtc_support;
-mod ss_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -23,14 +20,14 @@ use std::sync::OnceLock;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::support::ss::{batch, gxx_available, kernel_emulator};
 use gvr_bench::arms::baselines::sglang_v2::{self, long_threshold, route, Route, RowPath};
 use gvr_bench::exact::check_batch;
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SGLANG_V2};
 use gvr_bench::grid::Batch;
-use ss_support::{batch, gxx_available, kernel_emulator};
 
-const DRIVER: &str = include_str!("ss_emu/sglang_main.cpp");
+const DRIVER: &str = include_str!("../ss_emu/sglang_main.cpp");
 
 /// SG_TR_* of sglang_v2.cu.
 const TR_TRIVIAL: u32 = 1;
@@ -50,13 +47,13 @@ const TR_NARROW: u32 = 2048;
 fn entries_fit_32_registers_without_spills() {
     let declared = declared_entries(SGLANG_V2.code);
     assert_eq!(declared.len(), 5, "{declared:?}");
-    if !nvrtc_support::nvrtc_or_skip() {
+    if !crate::support::nvrtc::nvrtc_or_skip() {
         return;
     }
     let report = compile_report(&SGLANG_V2, &[], DEFAULT_ARCH).expect("sglang_v2.cu compiles");
     println!("{}", report.log);
     for name in &declared {
-        nvrtc_support::assert_entry_fits(&report, name, sglang_v2::BLOCK, 0);
+        crate::support::nvrtc::assert_entry_fits(&report, name, sglang_v2::BLOCK, 0);
     }
     // __launch_bounds__(1024, 2): two CTAs per SM, 32 registers each thread.
     let hot: Vec<String> = declared
@@ -64,8 +61,8 @@ fn entries_fit_32_registers_without_spills() {
         .filter(|e| *e != sglang_v2::ENTRY_PLAN)
         .cloned()
         .collect();
-    nvrtc_support::assert_registers_at_most(&report, &hot, 32, "sglang_v2.cu");
-    nvrtc_support::assert_no_spill_in_log(&report.log, "sglang_v2.cu");
+    crate::support::nvrtc::assert_registers_at_most(&report, &hot, 32, "sglang_v2.cu");
+    crate::support::nvrtc::assert_no_spill_in_log(&report.log, "sglang_v2.cu");
 }
 
 fn build(kernel: &str, tag: &str) -> PathBuf {
@@ -392,11 +389,11 @@ fn adversarial_suite_is_exact() {
 #[test]
 fn soak_rows_are_exact_on_every_per_row_entry() {
     let Some(exe) = emulator() else { return };
-    for seed in ss_support::soak_seeds(3, 0x5c1a_2000) {
+    for seed in crate::support::ss::soak_seeds(3, 0x5c1a_2000) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let k = [512usize, 1024, 2048][(seed % 3) as usize];
         let lengths = [k + 1, 3 * k + 2, 8192, 7001, 16_000, 12_289];
-        let (b, labels) = ss_support::soak_batch(&mut rng, k, &lengths, true);
+        let (b, labels) = crate::support::ss::soak_batch(&mut rng, k, &lengths, true);
         for path in [RowPath::Register4, RowPath::Streaming] {
             run_exact(
                 exe,
