@@ -57,6 +57,9 @@ pub enum Command {
     Knobs,
     /// Merge shard runs into one run directory.
     Merge(MergeArgs),
+    /// Run an experiment file (selection × arms × knob variants) and print
+    /// the same-run A/B table of every variant against the base variant.
+    Experiment(ExperimentArgs),
     /// GPU runtime checks.
     Gpu {
         #[command(subcommand)]
@@ -241,6 +244,37 @@ pub struct PhasesArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ExperimentArgs {
+    /// The experiment file (TOML; `gvr-bench experiment --help` and
+    /// experiments/*.toml show the format).
+    pub file: PathBuf,
+    /// Run directory to create; default runs/<UTC timestamp>.
+    #[arg(long, conflicts_with = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted experiment run (same file).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Untimed calls before measuring.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// Timed reps with a warm L2.
+    #[arg(long, default_value_t = 5)]
+    pub warm_reps: usize,
+    /// Timed reps with the L2 flushed before each.
+    #[arg(long, default_value_t = 10)]
+    pub cold_reps: usize,
+    /// Size of the L2 flush write, MiB.
+    #[arg(long, default_value_t = 512)]
+    pub flush_mib: usize,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Use the CPU engines even if a GPU is present.
+    #[arg(long)]
+    pub cpu: bool,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// Shard run directories.
     #[arg(required = true, num_args = 1..)]
@@ -354,6 +388,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             print!("{}", arms_table());
             Ok(0)
         }
+        Command::Experiment(args) => cmd_experiment(args),
         Command::Knobs => {
             print!("{}", crate::topk::tuning::knobs_table());
             Ok(0)
@@ -381,6 +416,46 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+fn cmd_experiment(args: ExperimentArgs) -> Result<i32> {
+    let experiment = run::experiment::Experiment::read(&args.file)?;
+    if args.cold_reps == 0 {
+        return Err(GvrError::Usage("--cold-reps must be at least 1".into()));
+    }
+    let run_dir = match (&args.resume, &args.out) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(out)) => out.clone(),
+        (None, None) => PathBuf::from("runs").join(utc_now_compact()),
+    };
+    let protocol = Protocol {
+        warmup: args.warmup,
+        warm_reps: args.warm_reps,
+        cold_reps: args.cold_reps,
+        flush_bytes: args.flush_mib << 20,
+    };
+    let (outcome, table) = experiment.run(
+        &run_dir,
+        args.resume.is_some(),
+        protocol,
+        args.device,
+        args.cpu,
+    )?;
+    println!("{table}");
+    eprintln!(
+        "{} records in {} ({} inexact); the table is also in {}",
+        outcome.records_written,
+        run_dir.join(crate::record::RESULTS_FILE).display(),
+        outcome.inexact,
+        run_dir.join("experiment.md").display()
+    );
+    Ok(if outcome.interrupted {
+        130
+    } else if outcome.inexact > 0 {
+        1
+    } else {
+        0
+    })
 }
 
 fn parse_arms(list: Option<&str>) -> Result<Option<Vec<String>>> {

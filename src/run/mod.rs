@@ -6,6 +6,7 @@ pub mod bandwidth;
 pub mod campaign;
 pub mod certify;
 pub mod devices;
+pub mod experiment;
 pub mod merge;
 pub mod peer;
 pub mod phases;

@@ -3,6 +3,7 @@
 //! writers live in `report`.
 
 pub mod aa;
+pub mod ab;
 pub mod quantile;
 pub mod ratios;
 pub mod regress;

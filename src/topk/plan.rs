@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use cudarc::driver::LaunchConfig;
 
-use super::families::{clus, main, reg, reg_clus};
+use super::families::{clus, main, reg, reg_clus, FamilyLaunch};
 use super::launcher::Launcher;
 use super::route::{route, DeviceProfile, RouteDecision};
-use super::tuning::{Scope, Tuning};
+use super::tuning::Tuning;
 use super::Shape;
 use crate::error::Result;
 use crate::gpu::{DeviceBatch, Gpu, KernelBuild, Workspace};
@@ -122,58 +122,50 @@ impl Plan {
         }
     }
 
-    fn scopes(&self) -> &'static [Scope] {
+    /// The planned launch, whatever its family.
+    pub fn launch(&self) -> &dyn FamilyLaunch {
         match self {
-            Plan::Main(_) => &main::SCOPES,
-            Plan::Reg(_) => &reg::SCOPES,
-            Plan::Clus(_) => &clus::SCOPES,
-            Plan::RegClus(_) => &reg_clus::SCOPES,
+            Plan::Main(p) => p,
+            Plan::Reg(p) => p,
+            Plan::Clus(p) => p,
+            Plan::RegClus(p) => p,
+        }
+    }
+
+    fn launch_mut(&mut self) -> &mut dyn FamilyLaunch {
+        match self {
+            Plan::Main(p) => p,
+            Plan::Reg(p) => p,
+            Plan::Clus(p) => p,
+            Plan::RegClus(p) => p,
         }
     }
 
     /// The family's own variant (`main/blk512/r1`, `reg/blk1024/v4`, ...).
     pub fn family_variant(&self) -> String {
-        match self {
-            Plan::Main(p) => p.variant(),
-            Plan::Reg(p) => p.variant(),
-            Plan::Clus(p) => p.variant(),
-            Plan::RegClus(p) => p.variant(),
-        }
+        self.launch().variant()
     }
 
     /// Recorded variant: the family's, then every knob of `tuning` that acts
     /// on this launch (` +NAME=VALUE`).
     pub fn variant(&self, tuning: &Tuning) -> String {
-        self.family_variant() + &tuning.label(self.scopes())
+        self.family_variant() + &tuning.label(self.launch().scopes())
     }
 
     /// The builds staging this plan may load (the register family's with and
     /// without the next-wave prefetch, which is decided once the first is
     /// loaded), for compiling ahead of the first case.
     pub fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
-        match self {
-            Plan::Main(p) => vec![p.build(tuning)],
-            Plan::Reg(p) => vec![p.build(false, tuning), p.build(true, tuning)],
-            Plan::Clus(p) => vec![p.build(tuning)],
-            Plan::RegClus(p) => vec![p.build(tuning)],
-        }
+        self.launch().builds(tuning)
     }
 
     pub fn config(&self) -> LaunchConfig {
-        match self {
-            Plan::Main(p) => p.config(),
-            Plan::Reg(p) => p.config(),
-            Plan::Clus(p) => p.config(),
-            Plan::RegClus(p) => p.config(),
-        }
+        self.launch().config()
     }
 
     /// Bytes of zeroed workspace the launch needs (main's SPLIT slab).
     pub fn workspace_bytes(&self) -> usize {
-        match self {
-            Plan::Main(p) => p.workspace_bytes,
-            _ => 0,
-        }
+        self.launch().workspace_bytes()
     }
 
     /// Rows of the launch.
@@ -206,24 +198,7 @@ impl Runner {
     /// next-wave prefetch distance) and size the workspace. Outside any
     /// timed window.
     pub fn prepare(&mut self, plan: &mut Plan, tuning: &Tuning) -> Result<()> {
-        match plan {
-            Plan::Main(p) => {
-                let entry = p.entry.clone();
-                self.launcher
-                    .load(&p.build(tuning), &entry, p.dyn_smem_bytes)?
-            }
-            Plan::Reg(p) => p.prepare(&mut self.launcher, tuning)?,
-            Plan::Clus(p) => {
-                let entry = p.entry.clone();
-                self.launcher
-                    .load(&p.build(tuning), &entry, p.dyn_smem_bytes)?
-            }
-            Plan::RegClus(p) => {
-                let entry = p.entry.clone();
-                self.launcher
-                    .load(&p.build(tuning), &entry, p.dyn_smem_bytes)?
-            }
-        }
+        plan.launch_mut().prepare(&mut self.launcher, tuning)?;
         self.workspace.ensure(plan.workspace_bytes())?;
         Ok(())
     }
@@ -236,12 +211,8 @@ impl Runner {
 
     /// Enqueue `plan` (prepared) over `batch`; no synchronisation.
     pub fn launch(&mut self, plan: &Plan, batch: &mut DeviceBatch) -> Result<()> {
-        match plan {
-            Plan::Main(p) => p.launch(&self.launcher, batch, &mut self.workspace),
-            Plan::Reg(p) => p.launch(&self.launcher, batch),
-            Plan::Clus(p) => p.launch(&self.launcher, batch),
-            Plan::RegClus(p) => p.launch(&self.launcher, batch),
-        }
+        plan.launch()
+            .launch(&self.launcher, batch, &mut self.workspace)
     }
 }
 

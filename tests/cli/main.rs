@@ -8,3 +8,4 @@ mod devices;
 mod errors;
 mod grid;
 mod run_interrupt;
+mod tuning;

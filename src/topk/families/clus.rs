@@ -327,6 +327,32 @@ pub fn with_sample_knobs(mut args: ClusStreamArgs, tuning: &Tuning) -> ClusStrea
     }
     args
 }
+impl super::FamilyLaunch for ClusStreamLaunch {
+    fn variant(&self) -> String {
+        ClusStreamLaunch::variant(self)
+    }
+    fn scopes(&self) -> &'static [Scope] {
+        &SCOPES
+    }
+    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
+        vec![self.build(tuning)]
+    }
+    fn entry(&self) -> String {
+        self.entry.clone()
+    }
+    fn config(&self) -> LaunchConfig {
+        ClusStreamLaunch::config(self)
+    }
+    fn launch(
+        &self,
+        launcher: &Launcher,
+        batch: &mut DeviceBatch,
+        _workspace: &mut crate::gpu::Workspace,
+    ) -> Result<()> {
+        ClusStreamLaunch::launch(self, launcher, batch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -390,6 +390,35 @@ impl MainLaunch {
     }
 }
 
+impl super::FamilyLaunch for MainLaunch {
+    fn variant(&self) -> String {
+        MainLaunch::variant(self)
+    }
+    fn scopes(&self) -> &'static [Scope] {
+        &SCOPES
+    }
+    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
+        vec![self.build(tuning)]
+    }
+    fn entry(&self) -> String {
+        self.entry.clone()
+    }
+    fn config(&self) -> LaunchConfig {
+        MainLaunch::config(self)
+    }
+    fn workspace_bytes(&self) -> usize {
+        self.workspace_bytes
+    }
+    fn launch(
+        &self,
+        launcher: &Launcher,
+        batch: &mut DeviceBatch,
+        workspace: &mut Workspace,
+    ) -> Result<()> {
+        MainLaunch::launch(self, launcher, batch, workspace)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -628,6 +628,35 @@ pub fn plan(
     })
 }
 
+impl super::FamilyLaunch for RegLaunch {
+    fn variant(&self) -> String {
+        RegLaunch::variant(self)
+    }
+    fn scopes(&self) -> &'static [Scope] {
+        &SCOPES
+    }
+    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
+        vec![self.build(false, tuning), self.build(true, tuning)]
+    }
+    fn entry(&self) -> String {
+        self.entry.name()
+    }
+    fn config(&self) -> LaunchConfig {
+        RegLaunch::config(self)
+    }
+    fn prepare(&mut self, launcher: &mut Launcher, tuning: &Tuning) -> Result<()> {
+        RegLaunch::prepare(self, launcher, tuning)
+    }
+    fn launch(
+        &self,
+        launcher: &Launcher,
+        batch: &mut DeviceBatch,
+        _workspace: &mut crate::gpu::Workspace,
+    ) -> Result<()> {
+        RegLaunch::launch(self, launcher, batch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,6 +200,32 @@ pub fn plan(
     })
 }
 
+impl super::FamilyLaunch for ClusLaunch {
+    fn variant(&self) -> String {
+        ClusLaunch::variant(self)
+    }
+    fn scopes(&self) -> &'static [Scope] {
+        &SCOPES
+    }
+    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
+        vec![self.build(tuning)]
+    }
+    fn entry(&self) -> String {
+        self.entry.clone()
+    }
+    fn config(&self) -> LaunchConfig {
+        ClusLaunch::config(self)
+    }
+    fn launch(
+        &self,
+        launcher: &Launcher,
+        batch: &mut DeviceBatch,
+        _workspace: &mut crate::gpu::Workspace,
+    ) -> Result<()> {
+        ClusLaunch::launch(self, launcher, batch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

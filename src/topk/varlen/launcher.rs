@@ -54,17 +54,9 @@ impl VarlenTopK {
         // Varlen register launches never prefetch the next wave (ahead = 0;
         // the kernel's prefetch takes per-row lengths only): they run the
         // build without it, as `ss-reg` does for such launches.
-        let production = Tuning::production();
-        let (build, entry, smem) = match &plan.launch {
-            Plan::Main(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
-            Plan::Reg(p) => (
-                p.build(false, &production),
-                p.entry.name(),
-                p.dyn_smem_bytes,
-            ),
-            Plan::Clus(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
-            Plan::RegClus(p) => (p.build(&production), p.entry.clone(), p.dyn_smem_bytes),
-        };
+        let launch = plan.launch.launch();
+        let build = launch.builds(&Tuning::production()).swap_remove(0);
+        let (entry, smem) = (launch.entry(), launch.config().shared_mem_bytes);
         let module = gpu.module(&build.source, &build.defines)?;
         let function = gpu.function(&module, &entry)?;
         if smem > 48 * 1024 {
