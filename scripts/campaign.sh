@@ -20,7 +20,10 @@
 # keeps): scripts/campaign_post.sh FILES_AT reports/<gpu>/<date>/campaign-<sha>
 #
 # FLOOR=1 adds `--floor` (each case's latency floor into floor.jsonl); AA_ARM=
-# and PEER= (empty) leave out the A/A twin and the torch peer.
+# and PEER= (empty) leave out the A/A twin and the torch peer; PEER=torch,flashinfer
+# adds the flashinfer peer (carry .whl from scripts/fetch_peer_wheels.sh: it is
+# installed into /tmp/site first). TIMING=graph|events times every arm and peer
+# that way instead of by CUPTI kernel time.
 #
 # Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
 # sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
@@ -39,6 +42,11 @@ PEER="${PEER-torch}"
 FLOOR="${FLOOR:-}"
 SHARD="${SHARD:-}"
 DEVICES="${DEVICES:-}"
+TIMING="${TIMING:-}"
+case ",$PEER," in *,flashinfer,*)
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" ;;
+esac
 TAG="${SHARD:+-${SHARD/\//of}}"
 RUN="${RUN_DIR:-/tmp/gvr-campaign/run${TAG}}"
 export GVR_CACHE_DIR="${GVR_CACHE_DIR:-/tmp/gvr-kernel-cache}"
@@ -67,7 +75,7 @@ if [ -f "$RUN/manifest.json" ]; then
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
   GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" ${AA_ARM:+--aa "$AA_ARM"}
-            ${PEER:+--peer "$PEER"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
+            ${PEER:+--peer "$PEER"} ${TIMING:+--timing "$TIMING"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
             ${DEVICES:+--devices "$DEVICES"} ${SAMPLE:+--sample "$SAMPLE"})
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"
@@ -79,12 +87,13 @@ GRID_RC=$?
 
 if [ -s "$RUN/results.jsonl" ]; then
   step report 15 "$BIN" report "$RUN" --out "$RUN/report"
-  [ -n "$PEER" ] && step report-vs-torch 8 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots
+  case ",$PEER," in *,torch,*) step report-vs-torch 8 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots ;; esac
   [ -n "$AA_ARM" ] && step aa 5 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
 fi
 {
   date -u +%FT%TZ; nvidia-smi; nvcc --version 2>/dev/null
   ${GVR_PYTHON:-python3} -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
+  ${GVR_PYTHON:-python3} -c 'import flashinfer; print("flashinfer", flashinfer.__version__)' 2>&1
 } > "$RUN/environment.txt" 2>&1
 echo "grid rc=$GRID_RC records=$(wc -l < "$RUN/results.jsonl" 2>/dev/null || echo 0)" | tee -a "$LOG"
 
@@ -92,7 +101,7 @@ echo "grid rc=$GRID_RC records=$(wc -l < "$RUN/results.jsonl" 2>/dev/null || ech
 # Raw torch records are in results.jsonl already; a merged --devices run
 # also holds every shard's records, so the shards' copies stay behind.
 NAME="$(basename "$RUN")"
-EXCLUDE=(--exclude "torch.jsonl")
+EXCLUDE=(--exclude "torch.jsonl" --exclude "flashinfer.jsonl")
 [ -s "$RUN/results.jsonl" ] && [ -d "$RUN/shards" ] && EXCLUDE+=(--exclude "$NAME/shards/*/results.jsonl")
 tar czf "$OUT/campaign${TAG}.tgz" "${EXCLUDE[@]}" -C "$(dirname "$RUN")" "$NAME" \
   -C "$OUT" logs campaign.log && rm -rf "$LOGS"

@@ -84,7 +84,7 @@ if want info; then
     run gpu-info-warm 120 "$BIN" gpu info
     grep -h "compiled .* kernels" "$OUT/gpu-info-cold.log" "$OUT/gpu-info-warm.log" 2>/dev/null | tee -a "$SUMMARY"
     grep -h "empty kernel\|flush " "$OUT/gpu-info-warm.log" 2>/dev/null | tee -a "$SUMMARY"
-    GVR_TIMING=events run gpu-info-events 120 "$BIN" gpu info
+
     run arms 30 "$BIN" arms
 fi
 

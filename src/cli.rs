@@ -14,9 +14,10 @@ use crate::error::{GvrError, Result};
 use crate::grid::Selection;
 use crate::report::{AaOptions, RegressOptions, ReportOptions};
 use crate::run::devices::{self, FanOutOutcome, WorkerSpec};
-use crate::run::peer::{self, Peer, TorchPeerConfig};
+use crate::run::peer::{self, Peer, PeerConfig};
 use crate::run::{self, CertifyConfig, GridConfig};
 use crate::synth::SynthOptions;
+use crate::timing::gpu::TimingChoice;
 use crate::timing::Protocol;
 
 #[derive(Debug, Parser)]
@@ -178,12 +179,21 @@ pub struct GridArgs {
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
-    /// After our arms, time a peer on the same cases and join it into the
-    /// run (`torch`: torch.topk(sorted=False) via scripts/peer_torch.py,
-    /// CUDA-graph replay under the same cold-L2 protocol; needs python3 with
-    /// torch, numpy, safetensors; `$GVR_PYTHON` picks the interpreter).
-    #[arg(long, value_enum, value_name = "PEER")]
-    pub peer: Option<Peer>,
+    /// After our arms, time library peers on the same cases, same protocol
+    /// and same timing method, and join them into the run, e.g.
+    /// `torch,flashinfer` (`torch`: torch.topk(sorted=False), arm torch;
+    /// `flashinfer`: flashinfer.top_k, arms fi-auto, fi-cub, fi-filtered,
+    /// fi-radix), via scripts/peer.py; needs python3 with torch, numpy,
+    /// safetensors (and flashinfer); `$GVR_PYTHON` picks the interpreter.
+    #[arg(long, value_enum, value_name = "PEERS", value_delimiter = ',')]
+    pub peer: Vec<Peer>,
+    /// How every GPU arm and peer is timed: `cupti` (kernel time, the
+    /// headline: CUPTI kernel records, all kernels of one call summed),
+    /// `graph` (CUDA-graph replay between events; audited arms only),
+    /// `events` (CUDA events around eager launches), `auto` (CUPTI, else
+    /// events) [default: auto].
+    #[arg(long, value_enum, value_name = "METHOD")]
+    pub timing: Option<TimingChoice>,
     /// One worker process per listed GPU, each on a disjoint shard
     /// (`RUN/shards/<i>`), merged into the run when all finish, e.g. `0,1,2,3`.
     #[arg(long, value_name = "LIST")]
@@ -506,17 +516,10 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
     if let Some(list) = &args.devices {
         return cmd_grid_devices(&args, &devices::parse_devices(list)?, &run_dir);
     }
-    let torch_peer = args.peer.map(|Peer::Torch| {
-        TorchPeerConfig::from_env(
-            &args.cases.captures,
-            &run_dir,
-            args.device,
-            protocol_of(&args),
-            args.cases.selection.rows,
-        )
-    });
-    if let Some(cfg) = &torch_peer {
-        // Before the grid: a missing torch must not cost a campaign.
+    let timing = TimingChoice::resolve(args.timing)?;
+    let mut peers = peer_configs(&args, &run_dir, args.device, timing);
+    for cfg in &peers {
+        // Before the grid: a missing library must not cost a campaign.
         cfg.preflight()?;
     }
     let cfg = GridConfig {
@@ -533,6 +536,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         bandwidth: args.bandwidth,
         floor: args.floor,
         tunings: args.cases.tune.tunings()?,
+        timing,
     };
     let outcome = run::run_grid(&cfg)?;
     eprintln!(
@@ -545,20 +549,58 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
     if outcome.interrupted {
         return Ok(130);
     }
-    // A peer failure keeps what it joined; the report still shows it.
-    let peer_result = match &torch_peer {
-        Some(cfg) => peer::run_torch_peer(cfg).map(|p| {
-            eprintln!(
-                "peer torch: {} records joined ({} inexact)",
-                p.records_joined, p.inexact
-            );
-        }),
-        None => Ok(()),
-    };
+    // A peer failure keeps what it joined; the report still shows it, and
+    // the other peers still run.
+    let mut peer_result = Ok(());
+    for cfg in &mut peers {
+        // The peers use the method our arms were timed with.
+        if let Some(method) = outcome.gpu_method {
+            cfg.method = method;
+        }
+        match peer::run_peer(cfg) {
+            Ok(p) => eprintln!(
+                "peer {}: {} records joined ({} inexact)",
+                cfg.peer.name(),
+                p.records_joined,
+                p.inexact
+            ),
+            Err(e) => {
+                eprintln!("peer {}: {e}", cfg.peer.name());
+                if peer_result.is_ok() {
+                    peer_result = Err(e);
+                }
+            }
+        }
+    }
     if !args.no_report {
-        print_report(&run_dir, outcome.bandwidth_bytes_per_s, args.aa.as_deref())?;
+        // The report reads the bandwidth the run measured from its manifest.
+        print_report(&run_dir, None, args.aa.as_deref())?;
     }
     peer_result.map(|()| 0)
+}
+
+/// One config per `--peer` (repeats dropped), timed as `timing` says until
+/// the grid reports the method its GPU timer actually used.
+fn peer_configs(
+    args: &GridArgs,
+    run_dir: &std::path::Path,
+    device: usize,
+    timing: TimingChoice,
+) -> Vec<PeerConfig> {
+    peer::dedup_peers(&args.peer)
+        .into_iter()
+        .map(|p| {
+            PeerConfig::from_env(
+                p,
+                &args.cases.captures,
+                run_dir,
+                device,
+                protocol_of(args),
+                args.cases.selection.rows,
+                timing.nominal_method(),
+            )
+        })
+        .collect()
 }
 
 fn protocol_of(args: &GridArgs) -> Protocol {
@@ -598,15 +640,9 @@ fn cmd_grid_devices(
             "--limit applies per shard, so with --devices the run would not be the limited selection; use --sample or --cells instead".into(),
         ));
     }
-    if args.peer == Some(Peer::Torch) {
-        TorchPeerConfig::from_env(
-            &args.cases.captures,
-            run_dir,
-            device_list[0],
-            protocol_of(args),
-            args.cases.selection.rows,
-        )
-        .preflight()?;
+    let timing = TimingChoice::resolve(args.timing)?;
+    for cfg in peer_configs(args, run_dir, device_list[0], timing) {
+        cfg.preflight()?;
     }
     let resume = args.resume.is_some();
     let mut manifest = EnvManifest::collect(
@@ -713,8 +749,12 @@ pub fn worker_args(
     if let Some(aa) = &args.aa {
         opt("aa", aa.clone());
     }
-    if args.peer == Some(Peer::Torch) {
-        opt("peer", "torch".into());
+    if !args.peer.is_empty() {
+        let names: Vec<&str> = args.peer.iter().map(|p| p.name()).collect();
+        opt("peer", names.join(","));
+    }
+    if let Some(timing) = args.timing {
+        opt("timing", timing_name(timing).into());
     }
     if args.cpu {
         v.push("--cpu".into());
@@ -727,6 +767,16 @@ pub fn worker_args(
     }
     v.push("--no-report".into());
     v
+}
+
+/// `--timing` spelling of a choice.
+fn timing_name(choice: TimingChoice) -> &'static str {
+    match choice {
+        TimingChoice::Auto => "auto",
+        TimingChoice::Cupti => "cupti",
+        TimingChoice::Graph => "graph",
+        TimingChoice::Events => "events",
+    }
 }
 
 fn cmd_certify(args: CertifyArgs) -> Result<i32> {
@@ -870,7 +920,9 @@ mod tests {
             "--aa",
             "radix",
             "--peer",
-            "torch",
+            "torch,flashinfer",
+            "--timing",
+            "graph",
             "--cpu",
             "--bandwidth",
             "--floor",

@@ -56,3 +56,38 @@ extern "C" __global__ void flush_slowdown_read(const uint4* __restrict__ data,
         sink[0] = acc;
     }
 }
+
+// flush_read_bw: the device read-bandwidth probe of `gvr-bench gpu info` and
+// every GPU run's manifest (src/gpu/bandwidth.rs). Streams `words16` 16-byte
+// words (a buffer far larger than the L2, read once per launch after an L2
+// flush) with four independent loads in flight per thread per iteration, so
+// HBM, not latency, bounds it. Writes `sink` only for an impossible XOR
+// pattern, so the loads stay.
+extern "C" __global__ void flush_read_bw(const uint4* __restrict__ data,
+                                         unsigned long long words16,
+                                         uint4* __restrict__ sink) {
+    uint4 acc = make_uint4(0u, 0u, 0u, 0u);
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < words16; i += 4 * stride) {
+        uint4 a = data[i];
+        uint4 b = data[i + stride];
+        uint4 c = data[i + 2 * stride];
+        uint4 d = data[i + 3 * stride];
+        acc.x ^= a.x ^ b.x ^ c.x ^ d.x;
+        acc.y ^= a.y ^ b.y ^ c.y ^ d.y;
+        acc.z ^= a.z ^ b.z ^ c.z ^ d.z;
+        acc.w ^= a.w ^ b.w ^ c.w ^ d.w;
+    }
+    for (; i < words16; i += stride) {
+        uint4 v = data[i];
+        acc.x ^= v.x;
+        acc.y ^= v.y;
+        acc.z ^= v.z;
+        acc.w ^= v.w;
+    }
+    if (acc.x == 0x9E3779B9u && acc.y == 0x7F4A7C15u && acc.z == 0x2545F491u &&
+        acc.w == 0x4F6CDD1Du) {
+        sink[0] = acc;
+    }
+}

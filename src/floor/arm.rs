@@ -238,11 +238,11 @@ pub fn measure_floor(
         let (mean_cold_us, error) = match measured {
             Ok(t) => {
                 let mean = crate::stats::ColdStats::of(&t.cold_us).map(|c| c.mean_us);
-                reps.push((t.cold_us, t.warm_us));
+                reps.push((t.cold_us, t.warm_us, Some(t.method)));
                 (mean, None)
             }
             Err(e) => {
-                reps.push((Vec::new(), Vec::new()));
+                reps.push((Vec::new(), Vec::new(), None));
                 (None, Some(e.to_string()))
             }
         };
@@ -254,7 +254,7 @@ pub fn measure_floor(
     }
     if let Some(i) = fastest(&record.tried) {
         record.best = Some(record.tried[i].shape);
-        (record.cold_us, record.warm_us) = std::mem::take(&mut reps[i]);
+        (record.cold_us, record.warm_us, record.method) = std::mem::take(&mut reps[i]);
     }
     record
 }

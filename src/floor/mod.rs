@@ -28,6 +28,7 @@ use crate::record::jsonl::{read_lines, JsonlWriter};
 use crate::record::CaseRecord;
 use crate::stats::ratios::{compare, roofline_by_arm, Comparison, RooflineStats};
 use crate::stats::{quantile_sorted, CaseTime, ColdStats, ExactClass};
+use crate::timing::TimingMethod;
 
 /// The floor records of a run directory.
 pub const FLOOR_FILE: &str = "floor.jsonl";
@@ -259,6 +260,11 @@ pub struct FloorRecord {
     /// Why no shape was tried (the batch could not be staged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How the fastest shape was timed (the run's GPU timer). Floors written
+    /// before this field took the same timer as the run's GPU arms, which
+    /// `section` assumes when it is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<TimingMethod>,
 }
 
 impl FloorRecord {
@@ -280,6 +286,7 @@ impl FloorRecord {
             warm_us: Vec::new(),
             tried: Vec::new(),
             error: None,
+            method: None,
         }
     }
 
@@ -305,7 +312,7 @@ impl FloorRecord {
             },
             cold,
             bytes: self.bytes,
-            method: None,
+            method: self.method,
         }
     }
 }
@@ -337,7 +344,23 @@ pub fn section(
     if floors.is_empty() {
         return None;
     }
-    let floor_times: Vec<CaseTime> = floors.iter().map(FloorRecord::case_time).collect();
+    // A floor without a method (written before floors recorded theirs) was
+    // timed by the run's GPU timer: it takes its case's GPU arms' method.
+    let gpu_method: std::collections::HashMap<&str, TimingMethod> = cases
+        .iter()
+        .filter_map(|c| Some((c.case.as_str(), c.method?)))
+        .filter(|(_, m)| *m != TimingMethod::HostClock)
+        .collect();
+    let floor_times: Vec<CaseTime> = floors
+        .iter()
+        .map(|f| {
+            let mut t = f.case_time();
+            if t.method.is_none() {
+                t.method = gpu_method.get(f.case.as_str()).copied();
+            }
+            t
+        })
+        .collect();
     let mut joined = floor_times.clone();
     joined.extend(cases.iter().cloned());
     let roofline = roofline_by_arm(&floor_times, &[FLOOR_ARM.to_string()], bandwidth)
@@ -573,6 +596,7 @@ mod tests {
             warm_us: Vec::new(),
             tried: Vec::new(),
             error: None,
+            method: None,
         }
     }
 
@@ -632,6 +656,7 @@ mod tests {
             warm_us: vec![1.8],
             tried: Vec::new(),
             error: None,
+            method: None,
         };
         let mut w = FloorWriter::open(dir.path()).unwrap();
         w.append(&record).unwrap();

@@ -110,10 +110,6 @@ pub struct KernelBuild {
     pub defines: sources::Defines,
 }
 
-/// Whether [`Gpu::open`] enables CUPTI kernel records (true unless a run
-/// times with CUDA events only, where CUPTI's launch overhead is not wanted).
-pub static CUPTI_AT_OPEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
 /// An open device: one context, one stream, a module cache.
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -220,7 +216,14 @@ impl Gpu {
 
     /// Open device `ordinal`: context, stream and facts. Fails with
     /// `GvrError::Gpu` and the reason when there is no driver or device.
+    /// CUPTI is attached (see [`Gpu::open_with`] to go without).
     pub fn open(ordinal: usize) -> Result<Arc<Gpu>> {
+        Self::open_with(ordinal, true)
+    }
+
+    /// [`Gpu::open`], attaching CUPTI only when `cupti` (it adds launch
+    /// overhead, so a run timed by events or graph replay goes without).
+    pub fn open_with(ordinal: usize, cupti: bool) -> Result<Arc<Gpu>> {
         if !driver_available() {
             return Err(GvrError::Gpu(
                 "libcuda not found: no NVIDIA driver on this machine (or its directory is not on LD_LIBRARY_PATH)"
@@ -241,7 +244,7 @@ impl Gpu {
         }
         // CUPTI attaches most reliably when enabled before the context
         // exists; only when the timer may use it (it adds launch overhead).
-        if CUPTI_AT_OPEN.load(std::sync::atomic::Ordering::Relaxed) {
+        if cupti {
             if let Err(e) = cupti::enable() {
                 tracing::debug!("CUPTI not enabled: {e}");
             }

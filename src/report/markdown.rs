@@ -41,7 +41,7 @@ fn opt(x: Option<f64>, render: impl Fn(f64) -> String) -> String {
 }
 
 /// 100 and 0 print without decimals, as in the seed ("100%").
-fn percent(p: f64) -> String {
+pub(crate) fn percent(p: f64) -> String {
     if p == 100.0 || p == 0.0 {
         format!("{p:.0}%")
     } else {
@@ -89,7 +89,7 @@ fn batch_table(out: &mut String, first_column: &str, comparisons: &[Comparison])
     }
 }
 
-fn table_header(out: &mut String, columns: &[String]) {
+pub(crate) fn table_header(out: &mut String, columns: &[String]) {
     let _ = writeln!(out, "| {} |", columns.join(" | "));
     let rule: Vec<&str> = columns
         .iter()
@@ -99,7 +99,7 @@ fn table_header(out: &mut String, columns: &[String]) {
     let _ = writeln!(out, "|{}|", rule.join("|"));
 }
 
-fn table_row(out: &mut String, cells: &[String]) {
+pub(crate) fn table_row(out: &mut String, cells: &[String]) {
     let _ = writeln!(out, "| {} |", cells.join(" | "));
 }
 
@@ -116,11 +116,14 @@ pub fn render_summary(s: &ReportSummary) -> String {
     }
     let _ = writeln!(out, "Arms: {}. Base arm: `{base}`.\n", s.arms.join(", "));
 
+    super::headline::render_headline(&mut out, s);
+
     let _ = writeln!(out, "## Performance comparison\n");
     let _ = writeln!(
         out,
         "Ratios are time(comparison arm) / time({base}) over the mean of the cold reps, so a value above 1 \
-         means {base} is faster. Only cases exact and timed in both arms enter.\n"
+         means {base} is faster. Only cases exact and timed in both arms, by the same method, enter; \
+         the Method column names it.\n"
     );
     let mut columns: Vec<String> = [
         "Comparison arm",
@@ -136,10 +139,12 @@ pub fn render_summary(s: &ReportSummary) -> String {
     .collect();
     columns.push(format!("{base} faster"));
     columns.push("Not paired".to_string());
+    columns.push("Method".to_string());
     table_header(&mut out, &columns);
     for c in &s.comparisons {
         let sm = c.summary;
         let unpaired = c.only_in_base + c.only_in_other + c.not_comparable;
+        let methods: Vec<&str> = c.methods.iter().map(|m| m.label()).collect();
         table_row(
             &mut out,
             &[
@@ -152,12 +157,15 @@ pub fn render_summary(s: &ReportSummary) -> String {
                 opt(sm.map(|x| x.max), ratio),
                 opt(sm.map(|x| x.base_faster_pct), percent),
                 count(unpaired),
+                methods.join(", "),
             ],
         );
     }
     let _ = writeln!(
         out,
-        "\nNot paired = cases missing from one arm or inexact/untimed in either (see exactness below).\n"
+        "\nNot paired = cases missing from one arm, inexact/untimed in either (see exactness below), \
+         or timed by different methods ({} such).\n",
+        count(s.comparisons.iter().map(|c| c.method_differs).sum())
     );
 
     let _ = writeln!(out, "### Ratio distribution by case count\n");
@@ -235,6 +243,14 @@ pub fn render_summary(s: &ReportSummary) -> String {
         "\n## Roofline (minimum traffic 4·B·(N+K) bytes at {:.3e} B/s; exact, timed cases)\n",
         s.bandwidth
     );
+    if !s.bandwidth_source.is_empty() {
+        let _ = writeln!(
+            out,
+            "Read bandwidth {:.3} TB/s: {}.\n",
+            s.bandwidth / 1e12,
+            s.bandwidth_source
+        );
+    }
     let mut columns = vec![
         "Arm".to_string(),
         "Cases".to_string(),
@@ -287,6 +303,12 @@ pub fn render_summary(s: &ReportSummary) -> String {
             &mut out,
             &[m.arm.clone(), methods.join(", "), count(m.untimed)],
         );
+    }
+    if !s.peer_notes.is_empty() {
+        out.push('\n');
+        for line in &s.peer_notes {
+            let _ = writeln!(out, "- {line}");
+        }
     }
     out
 }

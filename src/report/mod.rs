@@ -3,6 +3,7 @@
 //! run directories and writes files.
 
 mod cases_csv;
+mod headline;
 mod markdown;
 mod plot;
 
@@ -13,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{GvrError, Result};
 use crate::record::{read_records, CaseRecord};
 use crate::stats::{
-    self, arms_in_order, CaseTime, Comparison, ExactCounts, NoiseFloor, RegressAnalysis,
-    RegressConfig, RooflineStats, H200_BANDWIDTH_BYTES_PER_S,
+    self, arms_in_order, BestBaseline, CaseTime, Comparison, ExactCounts, NoiseFloor,
+    RegressAnalysis, RegressConfig, RooflineStats, TierTable, H200_BANDWIDTH_BYTES_PER_S,
 };
 use crate::timing::TimingMethod;
 
@@ -38,9 +39,12 @@ pub struct ReportOptions {
     /// Comparison arms, comma-separated [default: every other arm in the run].
     #[arg(long, value_delimiter = ',')]
     pub vs: Vec<String>,
-    /// Memory bandwidth (bytes/s) for roofline fractions (H200: 4.49e12).
-    #[arg(long, default_value_t = H200_BANDWIDTH_BYTES_PER_S)]
-    pub bandwidth: f64,
+    /// Memory bandwidth (bytes/s) for roofline fractions [default: the
+    /// device read bandwidth the run measured (its manifest, or its shards'),
+    /// else the host copy probe of a CPU run's --bandwidth, else the H200's
+    /// nominal 4.49e12, and the report says which].
+    #[arg(long)]
+    pub bandwidth: Option<f64>,
     /// Output directory [default: <run>/report].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -69,6 +73,20 @@ pub struct ReportSummary {
     pub arms: Vec<String>,
     /// Bytes/s used for roofline fractions.
     pub bandwidth: f64,
+    /// Where `bandwidth` comes from (measured on this run's device, given,
+    /// or nominal).
+    #[serde(default)]
+    pub bandwidth_source: String,
+    /// The headline: the base arm against the best baseline of each case.
+    #[serde(default)]
+    pub best_baseline: Option<BestBaseline>,
+    /// Per-tier tables of the baselines that pick a tier per shape (radix).
+    #[serde(default)]
+    pub tiers: Vec<TierTable>,
+    /// What each library peer ran (version, JIT build time kept out of the
+    /// records), one line per peer, from the run's manifest.
+    #[serde(default)]
+    pub peer_notes: Vec<String>,
     /// Labels of `Comparison::buckets`, in order (left-closed, right-open).
     #[serde(default)]
     pub bucket_labels: Vec<String>,
@@ -284,6 +302,10 @@ pub fn summarise(
         run: run.to_path_buf(),
         environment,
         floor,
+        bandwidth_source: String::new(),
+        peer_notes: Vec::new(),
+        best_baseline: stats::best_baseline(&cases, &base_arm),
+        tiers: stats::tier_tables(&cases, &base_arm),
         exactness: stats::exact_counts(&cases, &arms),
         roofline: stats::roofline_by_arm(&cases, &arms, bandwidth),
         base_arm,
@@ -298,6 +320,107 @@ pub fn summarise(
         files: Vec::new(),
         cases,
     })
+}
+
+/// The bandwidth a run's fractions are of, and where it comes from: the
+/// device read-bandwidth probe in the run's manifest; for a `--devices`
+/// run, the mean of its shards' probes; a CPU run's host copy probe
+/// (`--bandwidth`); else the H200's nominal figure.
+pub fn run_bandwidth(run_dir: &Path) -> (f64, String) {
+    use crate::env_manifest::EnvManifest;
+    use crate::timing::bandwidth::from_notes;
+    let manifest = EnvManifest::read(run_dir).ok();
+    let device = |m: &EnvManifest| {
+        m.gpu
+            .as_ref()
+            .and_then(|g| g.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("the run's GPU")
+            .to_string()
+    };
+    if let Some(m) = &manifest {
+        if let Some(bw) = from_notes(&m.notes) {
+            let text = format!(
+                "measured on {} by the run's read-bandwidth probe: {}",
+                device(m),
+                bw.describe()
+            );
+            return (bw.bytes_per_s, text);
+        }
+    }
+    let mut shard_rates = Vec::new();
+    let mut shard_device = None;
+    for index in 0.. {
+        let dir = crate::run::devices::shard_dir(run_dir, index);
+        if !dir.is_dir() {
+            break;
+        }
+        if let Ok(m) = EnvManifest::read(&dir) {
+            if let Some(bw) = from_notes(&m.notes) {
+                shard_rates.push(bw.bytes_per_s);
+                shard_device.get_or_insert_with(|| device(&m));
+            }
+        }
+    }
+    if let Some(mean) = stats::quantile::mean(&shard_rates) {
+        let text = format!(
+            "measured on {} by the read-bandwidth probe of each shard: mean of {} shards, {:.3} TB/s",
+            shard_device.unwrap_or_default(),
+            shard_rates.len(),
+            mean / 1e12
+        );
+        return (mean, text);
+    }
+    if let Some(gbs) = manifest
+        .as_ref()
+        .and_then(|m| m.notes.get("host_copy_bandwidth_gbs"))
+        .and_then(|v| v.as_f64())
+        .filter(|g| *g > 0.0)
+    {
+        return (
+            gbs * 1e9,
+            format!("the host copy probe of this CPU run (--bandwidth): {gbs:.1} GB/s"),
+        );
+    }
+    (
+        H200_BANDWIDTH_BYTES_PER_S,
+        format!(
+            "nominal: the H200's {:.2} TB/s (this run recorded no bandwidth probe)",
+            H200_BANDWIDTH_BYTES_PER_S / 1e12
+        ),
+    )
+}
+
+/// One line per library peer of the run (`notes.peer_*.meta` in its
+/// manifest, written by scripts/peer.py): library, method, and the JIT
+/// build time that no record contains.
+pub fn peer_notes(run_dir: &Path) -> Vec<String> {
+    let Ok(manifest) = crate::env_manifest::EnvManifest::read(run_dir) else {
+        return Vec::new();
+    };
+    manifest
+        .notes
+        .iter()
+        .filter_map(|(key, note)| {
+            let peer = key.strip_prefix("peer_")?;
+            let meta = note.get("meta")?;
+            let text = |k: &str| meta.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            let seconds = |k: &str| meta.get(k).and_then(|v| v.as_f64());
+            let mut parts = vec![text("library")
+                .or_else(|| text("stand_in").map(|s| format!("{s} stand-in")))
+                .unwrap_or_else(|| "library unknown".into())];
+            if let Some(method) = text("method") {
+                parts.push(format!("timed by {method}"));
+            }
+            if let Some(s) = seconds("jit_build_s").filter(|s| *s > 0.0) {
+                parts.push(format!("JIT build {s:.1} s (before timing, in no record)"));
+            }
+            if let Some(s) = seconds("first_calls_s").filter(|s| *s > 0.0) {
+                parts.push(format!("first calls {s:.1} s (untimed)"));
+            }
+            Some(format!("peer {peer}: {}", parts.join("; ")))
+        })
+        .collect()
 }
 
 fn write_text(path: &Path, text: &str) -> Result<()> {
@@ -315,6 +438,13 @@ pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
     let run = load_run(&opts.run)?;
     // Only `report` shows floors (`grid --floor` runs; none otherwise).
     let floors = crate::floor::read_floor_records(&run.dir)?;
+    let (bandwidth, bandwidth_source) = match opts.bandwidth {
+        Some(bw) => (
+            bw,
+            format!("given with --bandwidth ({:.3} TB/s)", bw / 1e12),
+        ),
+        None => run_bandwidth(&run.dir),
+    };
     let mut summary = summarise(
         &run.dir,
         &run.records,
@@ -322,8 +452,10 @@ pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
         run.environment.clone(),
         opts.base.as_deref(),
         &opts.vs,
-        opts.bandwidth,
+        bandwidth,
     )?;
+    summary.bandwidth_source = bandwidth_source;
+    summary.peer_notes = peer_notes(&run.dir);
     let out = opts.out.clone().unwrap_or_else(|| run.dir.join("report"));
     std::fs::create_dir_all(&out).map_err(|e| GvrError::io(&out, e))?;
 

@@ -34,8 +34,9 @@ use crate::grid::Selection;
 use crate::grid::{Batch, Case, RowsMode};
 use crate::record::results::{completed_pairs, ResultsWriter, RESULTS_FILE};
 use crate::record::CaseRecord;
+use crate::timing::gpu::TimingChoice;
 use crate::timing::phases::{Phase, PhaseTimes};
-use crate::timing::{HostTimer, Protocol, Timer, Timings};
+use crate::timing::{HostTimer, Protocol, Timer, TimingMethod, Timings};
 
 /// Everything `gvr-bench grid` was asked to do.
 #[derive(Debug, Clone)]
@@ -61,6 +62,8 @@ pub struct GridConfig {
     pub floor: bool,
     /// The knobs of every arm instance (`--knob`, `--tune`, experiment variants).
     pub tunings: Tunings,
+    /// How GPU arms are timed (`grid --timing`).
+    pub timing: TimingChoice,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,9 +76,12 @@ pub struct RunOutcome {
     pub inexact: usize,
     /// Stopped early by Ctrl-C; the run can be resumed.
     pub interrupted: bool,
-    /// `--bandwidth` probe of the memory the arms ran on (bytes/s), for
-    /// roofline fractions; `None` when not asked for or not measurable.
+    /// Bandwidth of the memory the arms ran on (bytes/s), for roofline
+    /// fractions: the device read-bandwidth probe on a GPU, the host copy
+    /// probe with `--bandwidth` on a CPU run; `None` when not measured.
     pub bandwidth_bytes_per_s: Option<f64>,
+    /// The method the GPU timer used (`None`: no GPU); peers use the same.
+    pub gpu_method: Option<TimingMethod>,
 }
 
 /// GPU arms run by default when a GPU is present.
@@ -159,10 +165,20 @@ pub fn group_by_cell(cases: Vec<Case>) -> Vec<Vec<Case>> {
 
 /// The device, or why there is none (the reason is printed to the user).
 pub fn open_device(cpu_only: bool, device: usize) -> (Option<Arc<Gpu>>, Option<String>) {
+    open_device_for(cpu_only, device, TimingChoice::Auto)
+}
+
+/// [`open_device`] for a run timed as `timing` (CUPTI attached only for
+/// kernel time).
+pub fn open_device_for(
+    cpu_only: bool,
+    device: usize,
+    timing: TimingChoice,
+) -> (Option<Arc<Gpu>>, Option<String>) {
     if cpu_only {
         return (None, Some("--cpu given".into()));
     }
-    match Gpu::open(device) {
+    match Gpu::open_with(device, timing.wants_cupti()) {
         Ok(gpu) => (Some(gpu), None),
         Err(e) => (None, Some(e.to_string())),
     }
@@ -502,7 +518,7 @@ pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let run_started = Instant::now();
     let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
-    let (gpu, no_gpu_reason) = open_device(cfg.cpu_only, cfg.device);
+    let (gpu, no_gpu_reason) = open_device_for(cfg.cpu_only, cfg.device, cfg.timing);
     if cfg.floor && gpu.is_none() {
         return Err(GvrError::Usage(format!(
             "--floor needs a GPU ({}); drop --floor or run on the GPU host",
@@ -527,14 +543,16 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     )?;
     let defaults = cfg.arms.is_none() && cfg.aa.is_none();
     let (arm_names, mut arms) = build_arms(arm_names, defaults, &gpu, &cfg.tunings)?;
+    if gpu.is_some() && cfg.timing == TimingChoice::Graph {
+        refuse_uncapturable(&arms, cfg.floor)?;
+    }
     let mut host_timer = HostTimer;
-    let mut gpu_timer = gpu
+    let gpu_timer = gpu
         .clone()
-        .map(|g| {
-            crate::timing::gpu::GpuTimer::new(g, cfg.protocol)
-                .map(|t| Box::new(t) as Box<dyn Timer>)
-        })
+        .map(|g| crate::timing::gpu::GpuTimer::with_choice(g, cfg.protocol, cfg.timing))
         .transpose()?;
+    let gpu_method = gpu_timer.as_ref().map(|t| t.method());
+    let mut gpu_timer = gpu_timer.map(|t| Box::new(t) as Box<dyn Timer>);
 
     // Run directory: fresh unless resuming.
     let run_dir = &cfg.run_dir;
@@ -596,13 +614,8 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 .insert("host_copy_bandwidth_gbs".into(), serde_json::json!(gbs));
             Some(gbs * 1e9)
         }
-        (true, Some(_)) => {
-            tracing::warn!(
-                "--bandwidth: no device bandwidth probe yet; reports use the H200 nominal figure"
-            );
-            None
-        }
-        (false, _) => None,
+        (_, Some(gpu)) => device_bandwidth(gpu, &mut manifest, gpu_timer.as_deref_mut()),
+        (false, None) => None,
     };
     // The latency floor: its own file, resumed like the results.
     let mut floor = match &gpu {
@@ -784,7 +797,62 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         inexact,
         interrupted,
         bandwidth_bytes_per_s,
+        gpu_method,
     })
+}
+
+/// `--timing graph` takes only arms whose launch sequence was audited for
+/// capture (timing::graph); refuse the run before anything is measured.
+fn refuse_uncapturable(arms: &[Box<dyn Arm>], floor: bool) -> Result<()> {
+    let mut names: Vec<String> = arms
+        .iter()
+        .filter(|a| a.backend() == Backend::Gpu)
+        .map(|a| a.name().to_string())
+        .collect();
+    if floor {
+        names.push(crate::floor::FLOOR_ARM.to_string());
+    }
+    let refused = crate::timing::graph::refused(&names);
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(GvrError::Usage(format!(
+        "--timing graph: {}; drop those arms or time the run with --timing cupti",
+        refused.join("; ")
+    )))
+}
+
+/// The device's read bandwidth for this run's manifest: kept from the run
+/// being resumed, else measured now with the run's timer. A failed probe is
+/// a warning (reports then say they use a nominal figure).
+fn device_bandwidth(
+    gpu: &Arc<Gpu>,
+    manifest: &mut EnvManifest,
+    timer: Option<&mut (dyn Timer + 'static)>,
+) -> Option<f64> {
+    use crate::timing::bandwidth;
+    if let Some(bw) = bandwidth::from_notes(&manifest.notes) {
+        return Some(bw.bytes_per_s);
+    }
+    let probed = timer
+        .ok_or_else(|| GvrError::Gpu("no GPU timer".into()))
+        .and_then(|timer| bandwidth::measure(gpu, timer));
+    match probed {
+        Ok(bw) => {
+            eprintln!("device read bandwidth: {}", bw.describe());
+            let rate = bw.bytes_per_s;
+            if let Ok(value) = serde_json::to_value(&bw) {
+                manifest
+                    .notes
+                    .insert(bandwidth::MANIFEST_NOTE.to_string(), value);
+            }
+            Some(rate)
+        }
+        Err(e) => {
+            tracing::warn!("device read-bandwidth probe failed: {e}");
+            None
+        }
+    }
 }
 
 /// What `--floor` holds across a run.
@@ -1028,6 +1096,7 @@ mod tests {
             bandwidth: false,
             floor: false,
             tunings: Tunings::default(),
+            timing: TimingChoice::Auto,
         };
         let outcome = run_grid(&cfg).unwrap();
         assert_eq!(outcome.records_written, 2);

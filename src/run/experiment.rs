@@ -193,6 +193,7 @@ impl Experiment {
             bandwidth: false,
             floor: false,
             tunings: self.tunings.clone(),
+            timing: crate::timing::gpu::TimingChoice::Auto,
         };
         let outcome = run_grid(&cfg)?;
         let records = crate::record::read_records(&run_dir.join(crate::record::RESULTS_FILE))?;

@@ -1,7 +1,7 @@
 //! `gvr-bench gpu info`: open the device, print its facts, build every
 //! kernel variant (reporting compile time and cache hits), round-trip a
-//! batch through device memory, run the flush kernel and time an empty
-//! kernel with both timing methods.
+//! batch through device memory, run the flush kernel, time an empty
+//! kernel with both timing methods and measure the device's read bandwidth.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -220,6 +220,21 @@ pub fn gpu_selfcheck_on(ordinal: usize) -> Result<String> {
             Err(e) => {
                 let _ = writeln!(out, "empty kernel [{choice:?}]: UNAVAILABLE: {e}");
             }
+        }
+    }
+
+    // The device's own read bandwidth (the denominator of report fractions).
+    let probed = GpuTimer::with_choice(gpu.clone(), protocol, TimingChoice::Auto)
+        .and_then(|mut timer| crate::timing::bandwidth::measure(&gpu, &mut timer));
+    match probed {
+        Ok(bw) => {
+            let _ = writeln!(out, "device read bandwidth: {}", bw.describe());
+            for (shape, rate) in &bw.shapes {
+                let _ = writeln!(out, "  {shape:<28} {:.3} TB/s", rate / 1e12);
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "device read bandwidth: UNAVAILABLE: {e}");
         }
     }
     Ok(out)

@@ -45,14 +45,16 @@ pub fn field(r: &CaseRecord, field: &str) -> Option<String> {
     })
 }
 
+/// Case -> (mean cold µs, its record), for one arm variant.
+type Timed<'a> = BTreeMap<String, (f64, &'a CaseRecord)>;
+
 /// The A/B table of `records` for arms spelled `ARM@VARIANT`: each variant
 /// of each arm against `ARM@base`, on the cases both ran exactly; split by
 /// `by` record fields as well when given.
 pub fn ab_table(records: &[CaseRecord], base: &str, by: &[String]) -> AbTable {
     let mut table = AbTable::default();
     // (arm, variant) -> case -> (mean cold µs, record)
-    let mut times: BTreeMap<(String, String), BTreeMap<String, (f64, &CaseRecord)>> =
-        BTreeMap::new();
+    let mut times: BTreeMap<(String, String), Timed> = BTreeMap::new();
     for r in records {
         let Some((arm, variant)) = r.arm.split_once('@') else {
             continue;

@@ -4,12 +4,14 @@
 
 pub mod aa;
 pub mod ab;
+pub mod best;
 pub mod quantile;
 pub mod ratios;
 pub mod regress;
 pub mod sample;
 
 pub use aa::NoiseFloor;
+pub use best::{best_baseline, tier_tables, BestBaseline, TierTable};
 pub use quantile::{geomean, median, quantile_sorted};
 pub use ratios::{
     compare, exact_counts, pair, roofline_by_arm, Comparison, ExactCounts, Pairing, RatioPoint,

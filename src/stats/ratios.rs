@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::capture::Model;
+use crate::record::TimingMethod;
 
 use super::quantile::{geomean, quantile_sorted, sorted_finite};
 use super::sample::{CaseTime, ExactClass};
@@ -47,6 +48,10 @@ pub struct RatioPoint {
     pub other_us: f64,
     /// other_us / base_us: above 1 means the base side is faster.
     pub ratio: f64,
+    /// How both sides were timed (a ratio is only formed between records
+    /// timed the same way).
+    #[serde(default)]
+    pub method: Option<TimingMethod>,
 }
 
 /// The outcome of joining two sides on `case`.
@@ -58,8 +63,12 @@ pub struct Pairing {
     /// Cases only the comparison side has.
     pub only_in_other: usize,
     /// Cases both sides have but at least one is inexact, untimed or timed
-    /// at zero (no meaningful ratio).
+    /// at zero, or the two were timed by different methods (no meaningful
+    /// ratio).
     pub not_comparable: usize,
+    /// Of `not_comparable`: both usable, but timed by different methods.
+    #[serde(default)]
+    pub method_differs: usize,
 }
 
 impl Pairing {
@@ -99,6 +108,10 @@ pub fn pair(base: &[CaseTime], base_arm: &str, other: &[CaseTime], other_arm: &s
             continue;
         };
         match (b.usable_mean_us(), o.usable_mean_us()) {
+            (Some(_), Some(_)) if b.method != o.method => {
+                pairing.not_comparable += 1;
+                pairing.method_differs += 1;
+            }
             (Some(base_us), Some(other_us)) if base_us > 0.0 && other_us > 0.0 => {
                 pairing.points.push(RatioPoint {
                     case: b.case.clone(),
@@ -111,6 +124,7 @@ pub fn pair(base: &[CaseTime], base_arm: &str, other: &[CaseTime], other_arm: &s
                     base_us,
                     other_us,
                     ratio: other_us / base_us,
+                    method: b.method,
                 })
             }
             _ => pairing.not_comparable += 1,
@@ -233,9 +247,26 @@ pub struct Comparison {
     pub only_in_base: usize,
     pub only_in_other: usize,
     pub not_comparable: usize,
+    /// Of `not_comparable`: usable on both sides but timed differently.
+    #[serde(default)]
+    pub method_differs: usize,
+    /// The timing method(s) of the paired cases (one, in a run timed one way).
+    #[serde(default)]
+    pub methods: Vec<TimingMethod>,
     /// Per-case points (for plots); not repeated in summary.json.
     #[serde(skip)]
     pub points: Vec<RatioPoint>,
+}
+
+/// Distinct methods of `points`, in first-appearance order.
+pub fn methods_of(points: &[RatioPoint]) -> Vec<TimingMethod> {
+    let mut methods = Vec::new();
+    for m in points.iter().filter_map(|p| p.method) {
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
+    methods
 }
 
 /// Compare `other_arm` against `base_arm` within one run.
@@ -253,6 +284,8 @@ pub fn compare(cases: &[CaseTime], base_arm: &str, other_arm: &str) -> Compariso
         only_in_base: pairing.only_in_base,
         only_in_other: pairing.only_in_other,
         not_comparable: pairing.not_comparable,
+        method_differs: pairing.method_differs,
+        methods: methods_of(&pairing.points),
         points: pairing.points,
     }
 }
@@ -522,6 +555,26 @@ mod tests {
         assert_eq!(p.only_in_base, 1);
         assert_eq!(p.only_in_other, 2);
         assert_eq!(p.not_comparable, 0);
+    }
+
+    #[test]
+    fn ratios_pair_only_records_timed_the_same_way() {
+        let timed = |case: &str, arm: &str, us: f64, method: TimingMethod| CaseTime {
+            method: Some(method),
+            ..case_time(case, arm, Model::V32, 1000, 1, us, ExactClass::Exact)
+        };
+        let cases = vec![
+            timed("a@b1", "ss", 5.0, TimingMethod::Cupti),
+            timed("a@b1", "torch", 20.0, TimingMethod::GraphReplay),
+            timed("b@b1", "ss", 5.0, TimingMethod::Cupti),
+            timed("b@b1", "torch", 15.0, TimingMethod::Cupti),
+        ];
+        let cmp = compare(&cases, "ss", "torch");
+        assert_eq!(cmp.summary.unwrap().count, 1);
+        assert!((cmp.summary.unwrap().geomean - 3.0).abs() < 1e-12);
+        assert_eq!((cmp.not_comparable, cmp.method_differs), (1, 1));
+        assert_eq!(cmp.methods, [TimingMethod::Cupti]);
+        assert_eq!(cmp.points[0].method, Some(TimingMethod::Cupti));
     }
 
     #[test]

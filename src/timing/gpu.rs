@@ -25,14 +25,14 @@
 //!   Gaps between an arm's kernels *are* counted, so events read slightly
 //!   higher than CUPTI for multi-kernel arms.
 //!
-//! `GVR_TIMING=cupti|events` forces a back-end; unset means CUPTI when it
-//! initialises, else events with one warning.
+//! - **CUDA-graph replay** (`TimingMethod::GraphReplay`, the second method):
+//!   the arm's launch sequence captured once per (case, arm) and replayed
+//!   between events bracketed as above; see [`super::graph`] for the capture
+//!   and the audit of which arms may be captured.
 //!
-//! Not done: a `--graph` mode (capture the arm's launches in a CUDA graph and
-//! time replays, `TimingMethod::GraphReplay`) would be a third back-end here.
-//! It needs every arm's `launch()` to be capture-safe: no host
-//! synchronisation, no allocation and no `cuFuncSetAttribute` inside
-//! `launch`; that has not been audited for the ss arms yet.
+//! `grid --timing cupti|graph|events` picks a back-end; without it, CUPTI
+//! when it initialises, else events with one warning. One run times every GPU arm,
+//! and its peers, with one method.
 
 use std::sync::{Arc, Once};
 use std::time::Instant;
@@ -46,9 +46,6 @@ use crate::gpu::{cupti, driver_err, Gpu, L2Flusher};
 use crate::timing::phases::{Phase, PhaseTimes};
 use crate::timing::{Protocol, Timer, TimingMethod, Timings};
 
-/// Environment switch forcing a back-end.
-pub const TIMING_ENV: &str = "GVR_TIMING";
-
 /// Length of the spin kernel that keeps the GPU busy ahead of a warm rep in
 /// events mode; longer than a typical multi-launch enqueue on the host.
 const WARM_SPIN_US: u64 = 30;
@@ -60,29 +57,51 @@ const CUPTI_RETRIES: usize = 200;
 const TIMER_KERNELS: [&str; 2] = ["flush_l2", "flush_spin"];
 
 /// Which back-end the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TimingChoice {
     /// CUPTI when available, else events (warned once).
     Auto,
+    /// Kernel time: CUPTI kernel records, all kernels of one call summed.
     Cupti,
+    /// CUDA-graph replay between events (audited arms only).
+    Graph,
+    /// CUDA events around eager launches.
     Events,
 }
 
 impl TimingChoice {
-    /// Parse `GVR_TIMING` (`cupti`, `events`, empty/unset = auto).
+    /// Parse a method name (`cupti`, `graph`, `events`, empty = auto).
     pub fn parse(value: Option<&str>) -> Result<TimingChoice> {
         match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             None | Some("") | Some("auto") => Ok(TimingChoice::Auto),
             Some("cupti") => Ok(TimingChoice::Cupti),
+            Some("graph") | Some("graph-replay") => Ok(TimingChoice::Graph),
             Some("events") | Some("cuda-events") => Ok(TimingChoice::Events),
             Some(other) => Err(GvrError::Usage(format!(
-                "{TIMING_ENV}={other}: expected `cupti`, `events` or `auto`"
+                "timing method `{other}`: expected `cupti`, `graph`, `events` or `auto`"
             ))),
         }
     }
 
-    pub fn from_env() -> Result<TimingChoice> {
-        Self::parse(std::env::var(TIMING_ENV).ok().as_deref())
+    /// The command line's choice, else auto.
+    pub fn resolve(flag: Option<TimingChoice>) -> Result<TimingChoice> {
+        Ok(flag.unwrap_or(TimingChoice::Auto))
+    }
+
+    /// Whether CUPTI should be attached when the device is opened (it adds
+    /// launch overhead, so not for the event-bracketed methods).
+    pub fn wants_cupti(self) -> bool {
+        matches!(self, TimingChoice::Auto | TimingChoice::Cupti)
+    }
+
+    /// The method this choice gives where no GPU timer decides (a peer of a
+    /// CPU-only run): CUPTI kernel time unless another was asked for.
+    pub fn nominal_method(self) -> TimingMethod {
+        match self {
+            TimingChoice::Auto | TimingChoice::Cupti => TimingMethod::Cupti,
+            TimingChoice::Graph => TimingMethod::GraphReplay,
+            TimingChoice::Events => TimingMethod::CudaEvents,
+        }
     }
 }
 
@@ -218,6 +237,10 @@ enum Clock {
     Events {
         pairs: Vec<(CudaEvent, CudaEvent)>,
     },
+    /// Graph replays between events; pairs as for `Events`.
+    Graph {
+        pairs: Vec<(CudaEvent, CudaEvent)>,
+    },
 }
 
 pub struct GpuTimer {
@@ -230,9 +253,9 @@ pub struct GpuTimer {
 }
 
 impl GpuTimer {
-    /// Timer for `gpu`, back-end chosen by `GVR_TIMING` (see module docs).
+    /// Timer for `gpu` with the automatic back-end choice (see module docs).
     pub fn new(gpu: Arc<Gpu>, protocol: Protocol) -> Result<GpuTimer> {
-        Self::with_choice(gpu, protocol, TimingChoice::from_env()?)
+        Self::with_choice(gpu, protocol, TimingChoice::Auto)
     }
 
     pub fn with_choice(
@@ -243,6 +266,7 @@ impl GpuTimer {
         let flusher = L2Flusher::new(&gpu, protocol.flush_bytes)?;
         let backend = match choice {
             TimingChoice::Events => Clock::Events { pairs: Vec::new() },
+            TimingChoice::Graph => Clock::Graph { pairs: Vec::new() },
             TimingChoice::Cupti => Clock::Cupti {
                 context_id: cupti::context_id(&gpu.ctx)?,
             },
@@ -273,6 +297,7 @@ impl GpuTimer {
         match self.backend {
             Clock::Cupti { .. } => TimingMethod::Cupti,
             Clock::Events { .. } => TimingMethod::CudaEvents,
+            Clock::Graph { .. } => TimingMethod::GraphReplay,
         }
     }
 
@@ -351,18 +376,23 @@ impl GpuTimer {
         }
         self.phases.add(Phase::TimingCollect, started.elapsed());
         Err(GvrError::Gpu(format!(
-            "CUPTI records incomplete for arm {}: {last_reason} (set {TIMING_ENV}=events to time with CUDA events)",
+            "CUPTI records incomplete for arm {}: {last_reason} (run with --timing events to time with CUDA events)",
             arm.name()
         )))
     }
 
     /// Events: a (start, end) pair per rep, all enqueued, one wait at the end.
+    /// Graph: the same around one replay of the arm's captured launches.
     fn measure_events(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings> {
         let reps = protocol.warm_reps + protocol.cold_reps;
-        let Clock::Events { pairs } = &mut self.backend else {
-            return Err(GvrError::Other(anyhow::anyhow!(
-                "events timing on a CUPTI timer"
-            )));
+        let (pairs, graphed) = match &mut self.backend {
+            Clock::Events { pairs } => (pairs, false),
+            Clock::Graph { pairs } => (pairs, true),
+            Clock::Cupti { .. } => {
+                return Err(GvrError::Other(anyhow::anyhow!(
+                    "events timing on a CUPTI timer"
+                )))
+            }
         };
         while pairs.len() < reps {
             let event = || {
@@ -374,9 +404,24 @@ impl GpuTimer {
             pairs.push((event()?, event()?));
         }
         let started = Instant::now();
-        for _ in 0..protocol.warmup {
-            arm.launch()?;
-        }
+        let graph = if graphed {
+            super::graph::audit(arm.name()).map_err(GvrError::Usage)?;
+            // One eager call at least, so first-use scratch exists before
+            // the capture records its address.
+            for _ in 0..protocol.warmup.max(1) {
+                arm.launch()?;
+            }
+            let graph = super::graph::capture(&self.gpu, arm)?;
+            for _ in 0..protocol.warmup {
+                graph.launch().map_err(driver_err("cuGraphLaunch"))?;
+            }
+            Some(graph)
+        } else {
+            for _ in 0..protocol.warmup {
+                arm.launch()?;
+            }
+            None
+        };
         self.phases.add(Phase::Warmup, started.elapsed());
 
         let started = Instant::now();
@@ -391,10 +436,15 @@ impl GpuTimer {
                 self.flusher.flush()?;
             }
             start.record(stream).map_err(driver_err("cuEventRecord"))?;
-            arm.launch()?;
+            match &graph {
+                Some(graph) => graph.launch().map_err(driver_err("cuGraphLaunch"))?,
+                None => arm.launch()?,
+            }
             end.record(stream).map_err(driver_err("cuEventRecord"))?;
         }
         self.gpu.synchronize()?;
+        // The graph holds the arm's buffers' addresses: gone before any restage.
+        drop(graph);
         self.phases.add(Phase::TimedReps, started.elapsed());
 
         let started = Instant::now();
@@ -410,7 +460,11 @@ impl GpuTimer {
         Ok(Timings {
             cold_us,
             warm_us: times,
-            method: TimingMethod::CudaEvents,
+            method: if graphed {
+                TimingMethod::GraphReplay
+            } else {
+                TimingMethod::CudaEvents
+            },
         })
     }
 }
@@ -438,7 +492,7 @@ impl Timer for GpuTimer {
         self.fit_flush(protocol)?;
         match self.backend {
             Clock::Cupti { context_id } => self.measure_cupti(arm, protocol, context_id),
-            Clock::Events { .. } => self.measure_events(arm, protocol),
+            Clock::Events { .. } | Clock::Graph { .. } => self.measure_events(arm, protocol),
         }
     }
 
@@ -494,10 +548,19 @@ mod tests {
             TimingChoice::parse(Some("events")).unwrap(),
             TimingChoice::Events
         );
+        assert_eq!(
+            TimingChoice::parse(Some("graph-replay")).unwrap(),
+            TimingChoice::Graph
+        );
         assert!(matches!(
             TimingChoice::parse(Some("nsys")),
             Err(GvrError::Usage(_))
         ));
+        assert!(!TimingChoice::Graph.wants_cupti() && TimingChoice::Auto.wants_cupti());
+        assert_eq!(
+            TimingChoice::Graph.nominal_method(),
+            TimingMethod::GraphReplay
+        );
     }
 
     /// The spans of one measurement laid out as the timer enqueues them:

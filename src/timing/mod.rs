@@ -1,8 +1,11 @@
 //! The measurement protocol (METHOD.md §3): warm-up calls, warm-L2 reps and
-//! cold-L2 reps, all raw reps kept. Back-ends: host clock for CPU arms; CUDA
-//! events / CUPTI for GPU arms (`gpu` timer).
+//! cold-L2 reps, all raw reps kept. Back-ends: host clock for CPU arms; CUPTI
+//! kernel time (the headline), CUDA-graph replay or CUDA events for GPU arms
+//! (`gpu` timer, `graph` capture).
 
+pub mod bandwidth;
 pub mod gpu;
+pub mod graph;
 pub mod phases;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +34,18 @@ impl Default for Protocol {
 }
 
 pub use crate::record::TimingMethod;
+
+impl TimingMethod {
+    /// The spelling of records and reports (`cupti`, `graph-replay`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            TimingMethod::HostClock => "host-clock",
+            TimingMethod::Cupti => "cupti",
+            TimingMethod::CudaEvents => "cuda-events",
+            TimingMethod::GraphReplay => "graph-replay",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timings {

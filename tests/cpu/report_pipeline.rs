@@ -103,7 +103,7 @@ fn report_options(run: &Path, out: &Path) -> ReportOptions {
         run: run.to_path_buf(),
         base: None,
         vs: Vec::new(),
-        bandwidth: 4.49e12,
+        bandwidth: Some(4.49e12),
         out: Some(out.to_path_buf()),
         no_plots: false,
     }
@@ -192,6 +192,133 @@ fn report_writes_every_file_and_the_expected_numbers() {
     assert!(markdown.contains("cupti"));
 }
 
+/// The lead of the report: ss against the fastest same-method baseline of
+/// each case; radix per tier; ratios only between records timed alike; the
+/// bandwidth the run measured, with its source.
+#[test]
+fn headline_is_the_best_baseline_per_case_then_tiers() {
+    let tmp = tempfile::tempdir().unwrap();
+    // ss 10 µs; radix 30 (B = 1) or 50 (B = 8); fi-cub 20 everywhere but
+    // timed by graph replay on B = 8; ss-main and the radix twin are faster
+    // than everyone and must not count.
+    let mut records = grid(
+        &["ss", "radix", "fi-cub", "ss-main", "radix#2"],
+        |arm, _| match arm {
+            "ss" => 10.0,
+            "radix" => 30.0,
+            "fi-cub" => 20.0,
+            _ => 1.0,
+        },
+    );
+    for r in records.iter_mut() {
+        match r.arm.as_str() {
+            "radix" if r.b == 8 => {
+                r.cold_us = vec![50.0, 50.0];
+                r.variant = Some(format!("split (4 CTAs/row, grid {})", 4 * r.b));
+            }
+            "radix" => r.variant = Some("per-row (grid 1)".into()),
+            "fi-cub" if r.b == 8 => r.method = Some(TimingMethod::GraphReplay),
+            _ => {}
+        }
+    }
+    let run = write_run(&tmp.path().join("run"), &records);
+    let mut manifest = gvr_bench::env_manifest::EnvManifest::without_hashes(
+        Path::new("caps"),
+        gvr_bench::timing::Protocol::default(),
+        RowsMode::Replicate,
+    );
+    manifest.notes.insert(
+        "device_read_bandwidth".into(),
+        serde_json::json!({
+            "bytes_per_s": 3.0e12, "buffer_bytes": 2147483648u64,
+            "shape": "528 CTAs x 512 threads", "method": "cupti", "cold_reps": 5,
+            "shapes": [["528 CTAs x 512 threads", 3.0e12]]
+        }),
+    );
+    manifest.write(&run).unwrap();
+    let out = tmp.path().join("report");
+    let mut opts = report_options(&run, &out);
+    opts.bandwidth = None;
+    let summary = report(&opts).unwrap();
+
+    assert_eq!(summary.bandwidth, 3.0e12);
+    assert!(
+        summary.bandwidth_source.contains("measured")
+            && summary.bandwidth_source.contains("3.000 TB/s"),
+        "{}",
+        summary.bandwidth_source
+    );
+    let best = summary.best_baseline.as_ref().unwrap();
+    assert_eq!(best.candidates, ["radix", "fi-cub"]);
+    assert_eq!(best.excluded, ["ss-main", "radix#2"]);
+    let s = best.summary.unwrap();
+    // B = 1: fi-cub (20/10); B = 8: fi-cub was graph-timed, so radix (50/10).
+    assert_eq!(s.count, 36);
+    assert!(
+        (s.geomean - (2.0f64 * 5.0).sqrt()).abs() < 1e-9,
+        "{}",
+        s.geomean
+    );
+    assert_eq!(s.base_faster, 36);
+    let wins: Vec<(&str, usize)> = best
+        .wins
+        .iter()
+        .map(|w| (w.arm.as_str(), w.cases))
+        .collect();
+    assert_eq!(wins, [("fi-cub", 18), ("radix", 18)]);
+    assert!((best.closest.as_ref().unwrap().ratio - 2.0).abs() < 1e-9);
+
+    let fi = summary
+        .comparisons
+        .iter()
+        .find(|c| c.other_arm == "fi-cub")
+        .unwrap();
+    assert_eq!((fi.summary.unwrap().count, fi.method_differs), (18, 18));
+
+    let radix_tiers = summary.tiers.iter().find(|t| t.arm == "radix").unwrap();
+    let tiers: Vec<(&str, usize)> = radix_tiers
+        .rows
+        .iter()
+        .map(|r| (r.tier.as_str(), r.summary.unwrap().count))
+        .collect();
+    assert_eq!(tiers, [("per-row", 18), ("split", 18)]);
+
+    let markdown = summary.to_string();
+    let headline = markdown
+        .find("## Headline: ss vs the best baseline")
+        .unwrap();
+    let per_arm = markdown.find("## Performance comparison").unwrap();
+    assert!(headline < per_arm, "{markdown}");
+    assert!(markdown.contains("### radix per tier"), "{markdown}");
+    assert!(markdown.contains("kernel time (CUPTI"), "{markdown}");
+    assert!(
+        markdown.contains("Read bandwidth 3.000 TB/s: measured"),
+        "{markdown}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["best_baseline"]["summary"]["count"], 36);
+}
+
+#[test]
+fn a_run_without_a_probe_says_its_bandwidth_is_nominal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let records = grid(
+        &["ss", "radix"],
+        |arm, _| if arm == "ss" { 1.0 } else { 2.0 },
+    );
+    let run = write_run(&tmp.path().join("run"), &records);
+    let mut opts = report_options(&run, &tmp.path().join("report"));
+    opts.bandwidth = None;
+    let summary = report(&opts).unwrap();
+    assert_eq!(summary.bandwidth, 4.49e12);
+    assert!(
+        summary.bandwidth_source.starts_with("nominal"),
+        "{}",
+        summary.bandwidth_source
+    );
+}
+
 #[test]
 fn no_plots_and_explicit_base_and_vs() {
     let tmp = tempfile::tempdir().unwrap();
@@ -252,13 +379,15 @@ fn fixture_run_echoes_environment_and_blank_means_missing() {
     let md = summary.to_string();
     assert!(md.contains("- gpu: NVIDIA H200"), "{md}");
     assert!(md.contains("- cuda.runtime: 13.0"), "{md}");
-    // cpu-ref shares no usable case with ss... except the 8k one: ratio 900/5.
+    // cpu-ref and ss share one usable case (the 8k one), but cpu-ref is
+    // host-clock timed and ss CUPTI timed: no ratio between them.
     let cpu = summary
         .comparisons
         .iter()
         .find(|c| c.other_arm == "cpu-ref")
         .unwrap();
-    assert_eq!(cpu.summary.unwrap().count, 1);
+    assert!(cpu.summary.is_none());
+    assert_eq!(cpu.method_differs, 1);
     // radix pairs only on the 64k case (the 8k one is WRONG): 30/11.
     let radix = summary
         .comparisons

@@ -102,6 +102,7 @@ fn measurement_keeps_the_fastest_shape() {
         warm_us: Vec::new(),
         tried: Vec::new(),
         error: None,
+        method: None,
     };
     let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
     let tried = shapes(b.rows, b.n_max(), sms);

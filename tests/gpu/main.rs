@@ -16,3 +16,4 @@ mod ss_clus_stream;
 mod ss_main;
 mod ss_reg;
 mod ss_varlen;
+mod timing_methods;

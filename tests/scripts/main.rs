@@ -4,6 +4,7 @@
 mod support;
 
 mod import;
-mod peer_torch_dry;
+mod peer_dry;
 mod phase_table;
 mod ptx_entries_diff;
+mod trim_flashinfer;

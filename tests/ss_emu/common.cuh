@@ -225,15 +225,6 @@ inline float invkey(u32 k) {
     u32 u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
     return __uint_as_float(u);
 }
-// cvt.rn.f16.f32, then the ordered 16-bit key (prim/common.cuh half_key):
-// _Float16 conversion is IEEE round to nearest even, as cvt.rn.
-inline u32 half_key(float x) {
-    const _Float16 h = (_Float16)x;
-    u16 hu;
-    std::memcpy(&hu, &h, 2);
-    const u32 v = hu;
-    return (v & 0x8000u) ? (~v & 0xffffu) : (v | 0x8000u);
-}
 inline u32 lane_id() { return threadIdx.x & 31u; }
 inline u32 warp_id() { return threadIdx.x >> 5; }
 inline u32 lanemask_lt() { return (1u << lane_id()) - 1u; }
