@@ -25,15 +25,15 @@
 # installed into /tmp/site first). TIMING=graph|events times every arm and peer
 # that way instead of by CUPTI kernel time.
 #
-# Environment: OUT, GVR_BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
-# sample of that many cases instead of the whole grid), RUN_DIR, GVR_PYTHON,
+# Environment: OUT, BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
+# sample of that many cases instead of the whole grid), RUN_DIR, PYTHON,
 # BUDGET_S (whole-script seconds; default 570 with SHARD, so a half fits a
 # 10-minute job, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
 # after 50 s for report and packing, or 1500 without a budget; report and
 # packing take seconds, so a larger reserve only cuts the grid short).
 set -u
 OUT="${OUT:-$PWD/campaign_out}"; mkdir -p "$OUT"
-BIN="${GVR_BIN:-target/release/gvr-bench}"
+BIN="${BIN:-target/release/gvr-bench}"
 CAPS="${CAPS:-/tmp/gvr-caps}"
 GRID="${GRID:-grids/dsa886.csv}"
 ARMS="${ARMS:-ss,radix,radix-mcta,filtered,gvr1}"
@@ -75,7 +75,7 @@ if [ -f "$RUN/manifest.json" ]; then
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
   GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" ${AA_ARM:+--aa "$AA_ARM"}
-            ${PEER:+--peer "$PEER"} ${TIMING:+--timing "$TIMING"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
+            ${PEER:+--peer "$PEER"} ${PYTHON:+--python "$PYTHON"} ${TIMING:+--timing "$TIMING"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
             ${DEVICES:+--devices "$DEVICES"} ${SAMPLE:+--sample "$SAMPLE"})
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"
@@ -92,8 +92,8 @@ if [ -s "$RUN/results.jsonl" ]; then
 fi
 {
   date -u +%FT%TZ; nvidia-smi; nvcc --version 2>/dev/null
-  ${GVR_PYTHON:-python3} -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
-  ${GVR_PYTHON:-python3} -c 'import flashinfer; print("flashinfer", flashinfer.__version__)' 2>&1
+  ${PYTHON:-python3} -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
+  ${PYTHON:-python3} -c 'import flashinfer; print("flashinfer", flashinfer.__version__)' 2>&1
 } > "$RUN/environment.txt" 2>&1
 echo "grid rc=$GRID_RC records=$(wc -l < "$RUN/results.jsonl" 2>/dev/null || echo 0)" | tee -a "$LOG"
 

@@ -5,7 +5,7 @@
 # call (the run directories and `.done` marks live in /tmp of the machine, so a
 # fresh machine starts over). Results: $OUT/s0/campaign-0of2.tgz, $OUT/s1/...
 #
-#   OUT=$OUT GVR_BIN=path/to/gvr-bench [CALL_S=585] [THEN="a.sh b.sh"] bash scripts/campaign_calls.sh
+#   OUT=$OUT BIN=path/to/gvr-bench [CALL_S=585] [THEN="a.sh b.sh"] bash scripts/campaign_calls.sh
 #
 # THEN: further scripts (e.g. a `gvr-bench experiment` wrapper) to run once both shards are done, in the same call if
 # time is left (each with OUT=$OUT/<script name> and an even share of what is left as
@@ -18,7 +18,7 @@
 set -u
 : "${OUT:?set OUT}"
 T=${CALL_S:-585}
-B="${GVR_BIN:-target/release/gvr-bench}"
+B="${BIN:-target/release/gvr-bench}"
 case "$B" in /*) ;; *) B="$PWD/$B";; esac
 GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 CAMPAIGN=1
@@ -33,7 +33,7 @@ for s in 0 1; do
   left=$((T - SECONDS))
   if [ "$left" -lt 200 ]; then echo "shard $s: not started ($left s left in this call)"; break; fi
   mkdir -p "$OUT/s$s"
-  SHARD=$s/2 OUT="$OUT/s$s" GVR_BIN="$B" BUDGET_S=$left bash scripts/campaign.sh > /dev/null 2>&1 && touch "$d.done"
+  SHARD=$s/2 OUT="$OUT/s$s" BIN="$B" BUDGET_S=$left bash scripts/campaign.sh > /dev/null 2>&1 && touch "$d.done"
   echo "shard $s at ${SECONDS} s: $(grep -E 'grid rc' "$OUT/s$s/campaign.log" | tail -1)"
   [ -f "$d.done" ] || break
 done
@@ -47,6 +47,6 @@ while [ $# -gt 0 ]; do
   if [ "$share" -lt 60 ]; then echo "$name: skipped ($share s for it)"; shift; continue; fi
   mkdir -p "$OUT/$name"
   echo "$name: BUDGET_S=$share at ${SECONDS} s"
-  OUT="$OUT/$name" GVR_BIN="$B" BUDGET_S=$share bash "$1"; echo
+  OUT="$OUT/$name" BIN="$B" BUDGET_S=$share bash "$1"; echo
   shift
 done

@@ -16,14 +16,14 @@
 #   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. the previous campaign's,
 #                    `git show <raw-at commit>:<its path>`), labelled BASE_LABEL
 #
-# GVR_BIN (default target/release/gvr-bench) does the merge, report and A/A.
+# BIN (default target/release/gvr-bench) does the merge, report and A/A.
 set -euo pipefail
 if [ $# -ne 2 ] && [ $# -ne 4 ]; then
   sed -n '12,19p' "$0" >&2
   exit 2
 fi
 FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
-BIN="${GVR_BIN:-target/release/gvr-bench}"
+BIN="${BIN:-target/release/gvr-bench}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 if [ -e "$DEST" ]; then echo "$DEST exists: pick a new directory" >&2; exit 2; fi
 for s in 0 1; do

@@ -15,8 +15,8 @@ set -u
 
 OUT="${OUT:-$PWD/device_check_out}"
 mkdir -p "$OUT"
-BIN="${GVR_BIN:-target/release/gvr-bench}"
-CAPS="${GVR_CHECK_CAPTURES:-/tmp/gvr-check-captures}"
+BIN="${BIN:-target/release/gvr-bench}"
+CAPS="${CAPTURES:-/tmp/gvr-check-captures}"
 export GVR_CACHE_DIR="${GVR_CACHE_DIR:-/tmp/gvr-kernel-cache}"
 export RUST_LOG="${RUST_LOG:-info}"
 

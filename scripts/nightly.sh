@@ -19,7 +19,7 @@
 # together cover new inputs; an inexact batch fails the gate (exit 1) and its
 # line names the seed that replays it.
 #
-# Environment: GVR_BIN (default target/release/gvr-bench), CAPTURES (capture
+# Environment: BIN (default target/release/gvr-bench), CAPTURES (capture
 # set; default /tmp/gvr-caps, generated with `capture synth` if missing),
 # NIGHTLY_CASES (default 300), NIGHTLY_ARMS (default ss,radix), RUN_DIR,
 # NIGHTLY_BASELINE (default reports/nightly/baseline), NIGHTLY_NOISE (default
@@ -28,7 +28,7 @@
 # arguments for the gated grid run, split on spaces: e.g. a `--knob NAME=VALUE` that
 # slows `ss` down, to see the gate fail).
 set -uo pipefail
-BIN="${GVR_BIN:-target/release/gvr-bench}"
+BIN="${BIN:-target/release/gvr-bench}"
 CAPS="${CAPTURES:-/tmp/gvr-caps}"
 CASES="${NIGHTLY_CASES:-300}"
 ARMS="${NIGHTLY_ARMS:-ss,radix}"

@@ -30,6 +30,9 @@ use crate::timing::Protocol;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Expose the test-only arms (integration tests of failure paths).
+    #[arg(long, global = true, hide = true)]
+    pub test_arms: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -184,9 +187,19 @@ pub struct GridArgs {
     /// `torch,flashinfer` (`torch`: torch.topk(sorted=False), arm torch;
     /// `flashinfer`: flashinfer.top_k, arms fi-auto, fi-cub, fi-filtered,
     /// fi-radix), via scripts/peer.py; needs python3 with torch, numpy,
-    /// safetensors (and flashinfer); `$GVR_PYTHON` picks the interpreter.
+    /// safetensors (and flashinfer).
     #[arg(long, value_enum, value_name = "PEERS", value_delimiter = ',')]
     pub peer: Vec<Peer>,
+    /// The Python interpreter that runs the peers.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    pub python: PathBuf,
+    /// The peer script [default: scripts/peer.py].
+    #[arg(long, value_name = "PATH")]
+    pub peer_script: Option<PathBuf>,
+    /// `real` (the libraries) or `numpy` (the script's host stand-in, for
+    /// testing the plumbing without a GPU).
+    #[arg(long, value_name = "BACKEND", default_value = "real", hide = true)]
+    pub peer_backend: String,
     /// How every GPU arm and peer is timed: `cupti` (kernel time, the
     /// headline: CUPTI kernel records, all kernels of one call summed),
     /// `graph` (CUDA-graph replay between events; audited arms only),
@@ -376,6 +389,9 @@ fn hint_for(e: &GvrError) -> Option<String> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<i32> {
+    if cli.test_arms {
+        registry::enable_test_arms();
+    }
     match cli.command {
         Command::Grid(args) => cmd_grid(args),
         Command::Certify(args) => cmd_certify(args),
@@ -590,7 +606,7 @@ fn peer_configs(
     peer::dedup_peers(&args.peer)
         .into_iter()
         .map(|p| {
-            PeerConfig::from_env(
+            let mut cfg = PeerConfig::new(
                 p,
                 &args.cases.captures,
                 run_dir,
@@ -598,7 +614,13 @@ fn peer_configs(
                 protocol_of(args),
                 args.cases.selection.rows,
                 timing.nominal_method(),
-            )
+            );
+            cfg.python = args.python.clone();
+            if let Some(script) = &args.peer_script {
+                cfg.script = script.clone();
+            }
+            cfg.backend = args.peer_backend.clone();
+            cfg
         })
         .collect()
 }
@@ -752,6 +774,17 @@ pub fn worker_args(
     if !args.peer.is_empty() {
         let names: Vec<&str> = args.peer.iter().map(|p| p.name()).collect();
         opt("peer", names.join(","));
+        opt("python", args.python.display().to_string());
+        if let Some(script) = &args.peer_script {
+            opt("peer-script", script.display().to_string());
+        }
+        opt("peer-backend", args.peer_backend.clone());
+    }
+    if let Some(tune) = &args.cases.tune.tune {
+        opt("tune", tune.display().to_string());
+    }
+    for knob in &args.cases.tune.knobs {
+        opt("knob", knob.clone());
     }
     if let Some(timing) = args.timing {
         opt("timing", timing_name(timing).into());
@@ -921,6 +954,18 @@ mod tests {
             "radix",
             "--peer",
             "torch,flashinfer",
+            "--python",
+            "/opt/py/bin/python3",
+            "--peer-script",
+            "p.py",
+            "--peer-backend",
+            "numpy",
+            "--knob",
+            "main.aim8=12",
+            "--knob",
+            "reg.emit=cur",
+            "--tune",
+            "t.toml",
             "--timing",
             "graph",
             "--cpu",

@@ -42,9 +42,14 @@ impl Tunings {
     }
 }
 
-/// Environment variable that exposes test-only arms (e.g. `cpu-broken`) in
-/// the binary, so integration tests can exercise failure paths.
-pub const TEST_ARMS_ENV: &str = "GVR_BENCH_TEST_ARMS";
+/// Set by the hidden `--test-arms` flag: exposes the test-only arms (e.g.
+/// `cpu-broken`) so integration tests can exercise failure paths.
+static TEST_ARMS_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make the test-only arms known to this process (the hidden `--test-arms`).
+pub fn enable_test_arms() {
+    TEST_ARMS_ON.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArmInfo {
@@ -71,19 +76,25 @@ const ARMS: &[ArmInfo] = &[
     ArmInfo {
         name: "radix",
         backend: Backend::Gpu,
-        description: "one-CTA-per-row radix select baseline",
+        description: "TensorRT-LLM's production decode radix top-K: its dispatcher with every tier (one CTA per row at 256/512/1024 threads, split rows, the 3-launch multi-pass tier); the tier that ran is recorded",
         admits: "every shape",
     },
     ArmInfo {
         name: "radix-mcta",
         backend: Backend::Gpu,
-        description: "multi-CTA radix select (row split across CTAs)",
+        description: "FlashInfer's multi-CTA radix top-K (row split across CTAs, one launch)",
         admits: "every shape",
     },
     ArmInfo {
         name: "filtered",
         backend: Backend::Gpu,
-        description: "threshold-filtered radix baseline",
+        description: "FlashInfer's top-K dispatch: FilteredTopK (one 1024-thread CTA per row, 8-bit coarse filter) or its multi-CTA radix where FlashInfer picks it",
+        admits: "every shape",
+    },
+    ArmInfo {
+        name: "filtered-only",
+        backend: Backend::Gpu,
+        description: "FlashInfer's FilteredTopK kernel forced on every shape (the `filtered` arm without its multi-CTA choice)",
         admits: "every shape",
     },
     ArmInfo {
@@ -150,7 +161,7 @@ const TEST_ARMS: &[ArmInfo] = &[ArmInfo {
 }];
 
 fn test_arms_enabled() -> bool {
-    cfg!(test) || std::env::var(TEST_ARMS_ENV).is_ok_and(|v| v == "1")
+    cfg!(test) || TEST_ARMS_ON.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Every arm this binary knows, in a stable order.

@@ -86,11 +86,11 @@ impl Peer {
     /// How to get the modules, for the preflight's message.
     fn install_hint(self) -> &'static str {
         match self {
-            Peer::Torch => "install them (or set GVR_PYTHON)",
+            Peer::Torch => "install them (or pass --python PATH)",
             Peer::Flashinfer => {
                 "carry the wheels of scripts/fetch_peer_wheels.sh and install them with \
                  `python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && \
-                 export PYTHONPATH=/tmp/site` (or set GVR_PYTHON)"
+                 export PYTHONPATH=/tmp/site` (or pass --python PATH)"
             }
         }
     }
@@ -142,14 +142,14 @@ pub fn script_timing(method: TimingMethod) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct PeerConfig {
     pub peer: Peer,
-    /// Python interpreter (`$GVR_PYTHON`, default `python3`).
+    /// Python interpreter (`grid --python`, default `python3`).
     pub python: PathBuf,
-    /// `peer.py` (`$GVR_PEER_TORCH_SCRIPT`, else `scripts/peer.py` under the
+    /// `peer.py` (`grid --peer-script`, else `scripts/peer.py` under the
     /// working directory, else under the source tree).
     pub script: PathBuf,
     /// `real` for the library; `numpy` is the script's host stand-in that
-    /// lets the plumbing be tested without a GPU (`$GVR_PEER_TORCH_BACKEND`,
-    /// whose old value `torch` means `real`; it applies to every peer).
+    /// lets the plumbing be tested without a GPU (hidden `grid
+    /// --peer-backend numpy`; it applies to every peer).
     pub backend: String,
     pub captures: PathBuf,
     pub run_dir: PathBuf,
@@ -172,8 +172,10 @@ pub struct PeerOutcome {
 }
 
 impl PeerConfig {
-    /// Interpreter, script and backend from the environment; the rest from the run.
-    pub fn from_env(
+    /// `python3`, the default script and the real library; the rest from the
+    /// run (the grid's `--python`, `--peer-script` and `--peer-backend`
+    /// replace the first three).
+    pub fn new(
         peer: Peer,
         captures: &Path,
         run_dir: &Path,
@@ -182,21 +184,11 @@ impl PeerConfig {
         rows: RowsMode,
         method: TimingMethod,
     ) -> PeerConfig {
-        let python = std::env::var_os("GVR_PYTHON")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("python3"));
-        let script = std::env::var_os("GVR_PEER_TORCH_SCRIPT")
-            .map(PathBuf::from)
-            .unwrap_or_else(default_script);
-        let backend = match std::env::var("GVR_PEER_TORCH_BACKEND").as_deref() {
-            Ok("torch") | Err(_) => "real".to_string(),
-            Ok(other) => other.to_string(),
-        };
         PeerConfig {
             peer,
-            python,
-            script,
-            backend,
+            python: PathBuf::from("python3"),
+            script: default_script(),
+            backend: "real".to_string(),
             captures: captures.to_path_buf(),
             run_dir: run_dir.to_path_buf(),
             device,
@@ -212,16 +204,16 @@ impl PeerConfig {
         let peer = self.peer.name();
         if !self.script.is_file() {
             return Err(GvrError::Usage(format!(
-                "--peer {peer}: script {} not found (set GVR_PEER_TORCH_SCRIPT, or run without --peer and time the peer later with scripts/peer.py)",
+                "--peer {peer}: script {} not found (pass --peer-script PATH, or run without --peer and time the peer later with scripts/peer.py)",
                 self.script.display()
             )));
         }
         let (modules, hint) = match self.backend.as_str() {
             "real" => (self.peer.modules(), self.peer.install_hint()),
-            "numpy" => ("numpy, safetensors", "install them (or set GVR_PYTHON)"),
+            "numpy" => ("numpy, safetensors", "install them (or pass --python PATH)"),
             other => {
                 return Err(GvrError::Usage(format!(
-                    "GVR_PEER_TORCH_BACKEND={other}: expected torch (the real library) or numpy"
+                    "--peer-backend {other}: expected real (the library) or numpy"
                 )))
             }
         };
@@ -549,7 +541,7 @@ mod tests {
 
     #[test]
     fn command_passes_the_protocol_rows_and_method() {
-        let mut cfg = PeerConfig::from_env(
+        let mut cfg = PeerConfig::new(
             Peer::Flashinfer,
             Path::new("caps"),
             Path::new("run"),
@@ -592,7 +584,7 @@ mod tests {
 
     #[test]
     fn preflight_names_the_way_out() {
-        let mut cfg = PeerConfig::from_env(
+        let mut cfg = PeerConfig::new(
             Peer::Flashinfer,
             Path::new("caps"),
             Path::new("run"),

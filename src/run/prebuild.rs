@@ -47,20 +47,16 @@ pub fn planned_builds(arms: &[Box<dyn Arm>], shapes: &[Shape]) -> Vec<KernelBuil
     builds
 }
 
-/// Compile the arms' planned builds for `cases` in parallel, with the
-/// threads [`crate::gpu::PREBUILD_THREADS_ENV`] sets. Only a bad setting of
-/// that switch is an error: a prebuild that fails (a module that will not
-/// load) is reported and left to the cases, which compile what they stage.
+/// Compile the arms' planned builds for `cases` in parallel, one thread per
+/// core. Never an error: a prebuild that fails (a module that will not load)
+/// is reported and left to the cases, which compile what they stage.
 pub fn prebuild_for_cases(
     gpu: &Gpu,
     arms: &[Box<dyn Arm>],
     cases: &[Case],
     captures: &CaptureSet,
 ) -> Result<()> {
-    let threads = crate::gpu::prebuild_threads_from_env()?;
-    if threads == 0 {
-        return Ok(());
-    }
+    let threads = crate::gpu::prebuild_threads();
     let shapes: Vec<Shape> = cases
         .iter()
         .filter_map(|case| case_shape(case, captures))

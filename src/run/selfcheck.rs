@@ -93,19 +93,17 @@ pub fn gpu_selfcheck_on(ordinal: usize) -> Result<String> {
     // again below, where its error is reported).
     let _ = writeln!(out, "\nkernels:");
     let all_started = Instant::now();
-    let threads = crate::gpu::prebuild_threads_from_env()?;
-    if threads > 0 {
-        let builds: Vec<KernelBuild> = sources::variants()
-            .into_iter()
-            .map(|(source, defines)| KernelBuild { source, defines })
-            .collect();
-        let compiled = gpu.prebuild(&builds, threads)?;
-        let _ = writeln!(
-            out,
-            "  prebuilt {compiled} in parallel ({threads} threads) in {:.2} s",
-            all_started.elapsed().as_secs_f64()
-        );
-    }
+    let threads = crate::gpu::prebuild_threads();
+    let builds: Vec<KernelBuild> = sources::variants()
+        .into_iter()
+        .map(|(source, defines)| KernelBuild { source, defines })
+        .collect();
+    let compiled = gpu.prebuild(&builds, threads)?;
+    let _ = writeln!(
+        out,
+        "  prebuilt {compiled} in parallel ({threads} threads) in {:.2} s",
+        all_started.elapsed().as_secs_f64()
+    );
     for (source, defines) in sources::variants() {
         let before = gpu.compile_stats();
         let started = Instant::now();

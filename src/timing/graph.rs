@@ -34,7 +34,7 @@ use crate::gpu::Gpu;
 pub const AUDITED: &[(&str, &str)] = &[
     (
         "radix",
-        "one kernel (per-row or split entry); split scratch from Workspace::ensure, allocated on the first (eager) call only and left zeroed by the kernel",
+        "one kernel (per-row 256/512/1024-thread or split entry), or three in stream order for the multi-pass tier (passes 0, 1, 2); split and multi-pass scratch from Workspace::ensure, allocated on the first (eager) call only; its state words are left zero by the last kernel of every call",
     ),
     (
         "radix-mcta",
@@ -44,6 +44,11 @@ pub const AUDITED: &[(&str, &str)] = &[
         "filtered",
         "one kernel, or the radix-mcta launch for the shapes it hands over",
     ),
+    ("filtered-only", "one kernel; no scratch"),
+    (
+        "sglang-v2",
+        "three kernels in stream order: the plan (rewrites the per-call row plan and resets the fallback counter in the workspace), the cluster-of-8 kernel (compile-time cluster dims, an ordinary launch) when the batch has long rows, the per-row kernel; workspace from Workspace::ensure, first call only; the fallback count is read after the call (Arm::call_note), outside any capture",
+    ),
     ("gvr1", "one kernel; no scratch"),
     (
         "ss",
@@ -51,7 +56,7 @@ pub const AUDITED: &[(&str, &str)] = &[
     ),
     (
         "ss-main",
-        "one kernel (plus the GVR_SS_SLOWDOWN waste kernel when set); SPLIT scratch from Workspace::ensure, first call only",
+        "one kernel (plus the waste kernel of the diagnostic knob ss.slowdown when set); SPLIT scratch from Workspace::ensure, first call only",
     ),
     ("ss-reg", "one kernel; no scratch"),
     (
@@ -143,14 +148,20 @@ mod tests {
     }
 
     #[test]
+    fn every_gpu_arm_of_ours_is_audited() {
+        for info in crate::arms::registry::known_arms() {
+            if info.backend == crate::arms::Backend::Gpu {
+                assert!(audit(info.name).is_ok(), "{} is not audited", info.name);
+            }
+        }
+    }
+
+    #[test]
     fn twins_share_the_audit_and_strangers_are_refused() {
         assert!(audit("radix").is_ok());
         assert_eq!(audit("radix#2"), audit("radix"));
-        let why = audit("sglang-v2").unwrap_err();
-        assert!(
-            why.contains("sglang-v2") && why.contains("audited"),
-            "{why}"
-        );
+        let why = audit("fi-radix").unwrap_err();
+        assert!(why.contains("fi-radix") && why.contains("audited"), "{why}");
         assert!(audit("cpu-ref").is_err());
         let arms = ["ss".to_string(), "mystery".to_string()];
         assert_eq!(refused(&arms).len(), 1);

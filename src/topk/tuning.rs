@@ -55,8 +55,6 @@ pub enum Scope {
     Clus,
     /// The `ss` arms as a whole.
     Arm,
-    /// The `filtered` baseline's dispatcher.
-    Filtered,
     /// The latency floor (`grid --floor`).
     Floor,
 }
@@ -69,7 +67,6 @@ impl Scope {
             Scope::Reg => "reg",
             Scope::Clus => "clus",
             Scope::Arm => "ss arms",
-            Scope::Filtered => "filtered",
             Scope::Floor => "floor",
         }
     }
@@ -81,7 +78,7 @@ impl Scope {
             Scope::Main => source.name == "ss/main.cu",
             Scope::Reg => source.name == "ss/reg.cu",
             Scope::Clus => source.name == "ss/clus.cu",
-            Scope::Arm | Scope::Filtered | Scope::Floor => false,
+            Scope::Arm | Scope::Floor => false,
         }
     }
 }
@@ -162,7 +159,7 @@ const fn host(
 }
 
 use Kind::{Diagnostic, Production, Tuning as Tune};
-use Scope::{AllFamilies, Arm, Clus, Filtered, Floor, Main, Reg};
+use Scope::{AllFamilies, Arm, Clus, Floor, Main, Reg};
 
 /// Compiled register entries `reg.entry` may name (`ss_reg_b<BLK>_v<VPT>`,
 /// `ss_regimg_b1024_v1`).
@@ -223,7 +220,6 @@ pub static KNOBS: &[Knob] = &[
     host("reg.entry", Tune, Reg, Values::Words(REG_ENTRY_NAMES), "route", "register entry for every shape it holds"),
     host("reg.emit", Tune, Reg, Values::Words(&["slots", "cur"]), "route", "emit form of every register launch"),
     host("ss.slowdown", Diagnostic, Arm, Values::Words(&["0", "1"]), "0", "a wasted read pass before every ss launch (proves the nightly gate catches a regression)"),
-    host("filtered.algo", Tune, Filtered, Values::Words(&["auto", "filtered", "multi_cta"]), "auto", "the filtered arm's algorithm instead of its dispatcher's choice"),
     host("floor.extra", Diagnostic, Floor, Values::Text, "", "extra floor shapes: b<BLOCK> or b<BLOCK>:<STAGES>x<CHUNK>, comma separated"),
 ];
 

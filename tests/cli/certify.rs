@@ -56,8 +56,9 @@ fn a_broken_arm_fails_certification_with_exit_1() {
             "--arms",
             "cpu-ref,cpu-broken",
             "--no-adversarial",
+            "--test-arms",
         ],
-        &[("GVR_BENCH_TEST_ARMS", "1")],
+        &[],
     );
     assert_eq!(
         out.code, 1,
@@ -142,8 +143,8 @@ fn soak_batches_are_certified_and_a_failure_names_its_seed() {
 
     // A wrong arm: the soak's first failure names the seed that replays it.
     let mut broken_args = soaked_args.clone();
-    broken_args.extend(["--arms", "cpu-ref,cpu-broken"]);
-    let broken = run_with_env(&broken_args, &[("GVR_BENCH_TEST_ARMS", "1")]);
+    broken_args.extend(["--arms", "cpu-ref,cpu-broken", "--test-arms"]);
+    let broken = run_with_env(&broken_args, &[]);
     assert_eq!(broken.code, 1, "{}", broken.stdout);
     let line = broken
         .stdout

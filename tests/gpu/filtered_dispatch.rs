@@ -2,18 +2,17 @@
 //! object alternates between shapes that take FilteredTopK and shapes that
 //! take the multi-CTA radix (entry switch, workspace growth, self-restored
 //! scratch), every result exact, the variant naming the kernel that ran; then
-//! the same shapes with `GVR_FILTERED_ALGO=filtered` and `=multi_cta`.
+//! the same shapes on `filtered-only` (FilteredTopK everywhere).
 //!
-//! Needs a GPU, so the test is `#[ignore]`d; on the H200 run it with
-//! `--ignored` (a missing GPU is then a failure). It is the only test in this
-//! binary because it sets the environment variable.
+//! Needs a GPU, so the test is `#[ignore]`d; run it with `--ignored` (a
+//! missing GPU is then a failure).
 
 use std::sync::Arc;
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::baselines::{self, filtered};
+use gvr_bench::arms::baselines;
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::{check_batch, row_generators};
@@ -76,14 +75,8 @@ fn dispatch_switches_kernels_and_stays_exact() {
         (8, 32_768, false),
         (1, 1 << 20, true),
     ];
-    for (setting, forced) in [
-        ("auto", None),
-        ("filtered", Some(false)),
-        ("multi_cta", Some(true)),
-    ] {
-        // Only test in this binary: nothing else reads the variable.
-        std::env::set_var(filtered::ALGO_ENV, setting);
-        let mut arm = baselines::create("filtered", gpu.clone())
+    for (setting, forced) in [("filtered", None), ("filtered-only", Some(false))] {
+        let mut arm = baselines::create(setting, gpu.clone())
             .expect("registered")
             .expect("builds");
         for (i, &(rows, n, heuristic_multi)) in shapes.iter().enumerate() {
@@ -105,5 +98,4 @@ fn dispatch_switches_kernels_and_stays_exact() {
             }
         }
     }
-    std::env::remove_var(filtered::ALGO_ENV);
 }

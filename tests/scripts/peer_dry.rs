@@ -247,9 +247,11 @@ fn peer_records_join_the_run_and_the_report() {
     let root = tempfile::tempdir().unwrap();
     let captures = capture_set(root.path());
     let run_dir = root.path().join("run");
-    let env = [("GVR_PEER_TORCH_BACKEND", "numpy")];
+    let env: [(&str, &str); 0] = [];
     let mut args = vec![
         "grid",
+        "--peer-backend",
+        "numpy",
         "--cpu",
         "--arms",
         "cpu-ref",
@@ -306,7 +308,14 @@ fn peer_records_join_the_run_and_the_report() {
 
     // Nothing left to do: the peer is not started again, nothing duplicated.
     let again = run_with_env(
-        &["grid", "--resume", path_str(&run_dir), "--no-report"],
+        &[
+            "grid",
+            "--resume",
+            path_str(&run_dir),
+            "--no-report",
+            "--peer-backend",
+            "numpy",
+        ],
         &env,
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
@@ -331,8 +340,10 @@ fn missing_python_is_a_usage_error_before_the_grid() {
             path_str(&captures),
             "--out",
             path_str(&run_dir),
+            "--python",
+            "/nonexistent/python3",
         ],
-        &[("GVR_PYTHON", "/nonexistent/python3")],
+        &[],
     );
     assert_eq!(out.code, 2, "{}", out.stderr);
     let lines = out.error_lines();
@@ -403,7 +414,8 @@ fn peer_runs_inside_each_device_worker() {
         "--no-report",
     ];
     args.extend_from_slice(&FAST);
-    let out = run_with_env(&args, &[("GVR_PEER_TORCH_BACKEND", "numpy")]);
+    args.extend_from_slice(&["--peer-backend", "numpy"]);
+    let out = run_with_env(&args, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let ours = cases_of(&run_dir, Some("cpu-ref"));
     assert_eq!(ours.len(), 4);

@@ -38,9 +38,7 @@ pub fn binary() -> &'static Path {
 
 pub fn run_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(binary());
-    cmd.args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("GVR_BENCH_TEST_ARMS");
+    cmd.args(args).env_remove("RUST_LOG");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -16,9 +16,9 @@
 //! concatenated at build time, no copied kernel code), so switching
 //! algorithm between shapes only switches the entry point.
 //!
-//! `GVR_FILTERED_ALGO=auto|filtered|multi_cta` (default `auto`) overrides the
-//! heuristic, like upstream's `FLASHINFER_TOPK_ALGO`; `filtered` forces the
-//! FilteredTopK kernel on every shape (certification of that kernel).
+//! Upstream lets a user force either kernel. Forcing the multi-CTA radix is
+//! the `radix-mcta` arm; forcing FilteredTopK on every shape is the
+//! `filtered-only` arm (certification and timing of that kernel alone).
 
 use super::radix_mcta::{self, RadixMcta};
 use super::{arg_u32, launch_err, BaselineKernel, LaunchCtx, LaunchPlan, MAX_ROW_LEN};
@@ -52,9 +52,6 @@ pub const DISPATCH_SOURCE: KernelSource = KernelSource {
     ),
 };
 
-/// Environment variable that overrides the dispatch heuristic.
-pub const ALGO_ENV: &str = "GVR_FILTERED_ALGO";
-
 /// Rows at or below this length always take FilteredTopK (fp32,
 /// non-deterministic branch of `ShouldUseFilteredTopK`).
 pub const FILTERED_MAX_ROW_LEN: usize = 32_768;
@@ -87,32 +84,11 @@ pub fn flashinfer_algo(rows: usize, n_max: usize) -> Algo {
     }
 }
 
-/// Parse a `GVR_FILTERED_ALGO` value; unset or empty means `auto`.
-pub fn parse_algo_choice(value: Option<&str>) -> std::result::Result<AlgoChoice, String> {
-    match value.map(str::trim).unwrap_or("") {
-        "" | "auto" => Ok(AlgoChoice::Auto),
-        "filtered" => Ok(AlgoChoice::Force(Algo::Filtered)),
-        "multi_cta" | "multi-cta" => Ok(AlgoChoice::Force(Algo::MultiCta)),
-        other => Err(format!(
-            "{ALGO_ENV} = {other:?} is not one of auto | filtered | multi_cta"
-        )),
-    }
-}
-
-/// The choice from the environment (read at plan time, never while timing).
-pub fn algo_choice_from_env() -> std::result::Result<AlgoChoice, String> {
-    match std::env::var(ALGO_ENV) {
-        Ok(value) => parse_algo_choice(Some(&value)),
-        Err(std::env::VarError::NotPresent) => Ok(AlgoChoice::Auto),
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{ALGO_ENV} is not valid UTF-8")),
-    }
-}
-
 /// Tier names recorded as the arm's variant: which kernel ran and why.
 pub const TIER_FILTERED: &str = "filtered";
 pub const TIER_MULTI_CTA: &str = "multi-cta (FlashInfer heuristic)";
-pub const TIER_FILTERED_FORCED: &str = "filtered (forced by GVR_FILTERED_ALGO)";
-pub const TIER_MULTI_CTA_FORCED: &str = "multi-cta (forced by GVR_FILTERED_ALGO)";
+pub const TIER_FILTERED_FORCED: &str = "filtered (forced)";
+pub const TIER_MULTI_CTA_FORCED: &str = "multi-cta (forced)";
 /// Upstream refuses its multi-CTA launch on small devices; we then stay on
 /// FilteredTopK rather than refusing the shape.
 pub const TIER_FILTERED_NO_MCTA: &str = "filtered (multi-cta does not fit the device)";
@@ -170,12 +146,30 @@ pub fn dispatch_plan(
     }
 }
 
-/// The `filtered` arm's kernel.
-pub struct Filtered;
+/// The `filtered` arm (FlashInfer's choice between its two kernels) and the
+/// `filtered-only` arm (FilteredTopK on every shape).
+pub struct Filtered {
+    pub choice: AlgoChoice,
+}
+
+impl Filtered {
+    /// The `filtered` arm.
+    pub const DISPATCHED: Filtered = Filtered {
+        choice: AlgoChoice::Auto,
+    };
+    /// The `filtered-only` arm.
+    pub const ONLY: Filtered = Filtered {
+        choice: AlgoChoice::Force(Algo::Filtered),
+    };
+}
 
 impl BaselineKernel for Filtered {
     fn arm_name(&self) -> &'static str {
-        "filtered"
+        match self.choice {
+            AlgoChoice::Auto => "filtered",
+            AlgoChoice::Force(Algo::Filtered) => "filtered-only",
+            AlgoChoice::Force(Algo::MultiCta) => "filtered-mcta",
+        }
     }
 
     fn source(&self) -> KernelSource {
@@ -183,8 +177,7 @@ impl BaselineKernel for Filtered {
     }
 
     fn plan(&self, shape: &Shape, sms: usize) -> std::result::Result<LaunchPlan, String> {
-        let choice = algo_choice_from_env()?;
-        dispatch_plan(shape.rows, shape.n, shape.npad, shape.k, sms, choice)
+        dispatch_plan(shape.rows, shape.n, shape.npad, shape.k, sms, self.choice)
     }
 
     fn workspace_bytes(&self, plan: &LaunchPlan, shape: &Shape) -> usize {
@@ -304,28 +297,6 @@ mod tests {
     }
 
     #[test]
-    fn algo_choice_parses_documented_values_only() {
-        assert_eq!(parse_algo_choice(None), Ok(AlgoChoice::Auto));
-        assert_eq!(parse_algo_choice(Some("")), Ok(AlgoChoice::Auto));
-        assert_eq!(parse_algo_choice(Some("auto")), Ok(AlgoChoice::Auto));
-        assert_eq!(
-            parse_algo_choice(Some("filtered")),
-            Ok(AlgoChoice::Force(Algo::Filtered))
-        );
-        for v in ["multi_cta", "multi-cta", " multi_cta\n"] {
-            assert_eq!(
-                parse_algo_choice(Some(v)),
-                Ok(AlgoChoice::Force(Algo::MultiCta)),
-                "{v:?}"
-            );
-        }
-        for bad in ["clusters", "FILTERED", "radix", "1"] {
-            let err = parse_algo_choice(Some(bad)).unwrap_err();
-            assert!(err.contains(ALGO_ENV), "{err}");
-        }
-    }
-
-    #[test]
     fn auto_dispatch_runs_the_radix_mcta_plan_on_small_batches_of_long_rows() {
         let p = dispatch_plan(1, 131_072, 131_072, 2048, SMS, AlgoChoice::Auto).unwrap();
         let mcta = radix_mcta::plan(1, 131_072, 131_072, 2048, SMS).unwrap();
@@ -379,12 +350,12 @@ mod tests {
         };
         let mcta = dispatch_plan(1, shape.n, shape.npad, 2048, SMS, AlgoChoice::Auto).unwrap();
         assert_eq!(
-            Filtered.workspace_bytes(&mcta, &shape),
+            Filtered::DISPATCHED.workspace_bytes(&mcta, &shape),
             radix_mcta::workspace_words(&mcta) * 4
         );
-        assert!(Filtered.workspace_bytes(&mcta, &shape) > 0);
+        assert!(Filtered::DISPATCHED.workspace_bytes(&mcta, &shape) > 0);
         let filt = plan(1, shape.n, 2048).unwrap();
-        assert_eq!(Filtered.workspace_bytes(&filt, &shape), 0);
+        assert_eq!(Filtered::DISPATCHED.workspace_bytes(&filt, &shape), 0);
     }
 
     /// The module is exactly the two certified sources, so it declares both
@@ -401,7 +372,7 @@ mod tests {
             entries.contains(&radix_mcta::ENTRY.to_string()),
             "{entries:?}"
         );
-        assert_eq!(Filtered.source(), DISPATCH_SOURCE);
+        assert_eq!(Filtered::DISPATCHED.source(), DISPATCH_SOURCE);
     }
 
     /// The host constants must match the kernel's `#define`s.

@@ -133,7 +133,8 @@ pub trait BaselineKernel: Send + Sync {
 static KERNELS: &[&dyn BaselineKernel] = &[
     &radix::Radix,
     &radix_mcta::RadixMcta,
-    &filtered::Filtered,
+    &filtered::Filtered::DISPATCHED,
+    &filtered::Filtered::ONLY,
     &gvr1::Gvr1 { hint_offset: 0 },
     &sglang_v2::SglangV2,
 ];
