@@ -16,7 +16,12 @@
 // the argument list of the top-K families (src/arms/staged.rs; hints unused):
 //   floor_grid    grid (parts, rows): parts == 1 is one CTA per row; parts > 1
 //                 hand off through `ws` (two zeroed words per row, restored
-//                 to zero by the last arriver, so no clearing between reps);
+//                 to zero by the last arriver, so no clearing between reps).
+//                 With one CTA per row it also has the two wave tricks of the
+//                 ss kernels' many-rows launches (off at zero): the next-wave
+//                 L2 prefetch (`ahead`) and the first-wave stagger
+//                 (`stagger`), so that no trick an ss launch uses leaves the
+//                 floor slower than that launch;
 //   floor_cluster grid (parts, rows), clusters of (parts, 1, 1), parts ≤ 16:
 //                 partial maxima into rank 0's shared memory, one cluster
 //                 barrier.
@@ -32,7 +37,11 @@
 struct FloorParams {
     u32 npad;
     u32 k;
-    u32 slice;  // values per part, a multiple of 4; parts · slice ≥ every row's n
+    u32 slice;    // values per part, a multiple of 4; parts · slice ≥ every row's n
+    u32 ahead;    // next-wave prefetch: the CTA of row r sends row r + ahead to L2 (0 = off)
+    u32 sms;      // SMs, and CTAs of this launch one SM holds (the stagger's slots)
+    u32 per_sm;
+    u32 stagger;  // wave stagger span in SM cycles (0 = off)
 };
 
 #define FLOOR_UNROLL 8
@@ -88,6 +97,45 @@ __device__ __forceinline__ void floor_write(i32* __restrict__ O, u32 n, u32 k, u
     }
 }
 
+// Wave stagger, as kernels/ss/main.cu's ss_wave_stagger: the CTAs of the
+// first wave (rows below per_sm · sms, dealt round-robin over the SMs) start
+// j/per_sm of the span late, j being the CTA's place on its SM. Later waves
+// inherit the offsets. One thread waits, the barrier holds the rest.
+__device__ __forceinline__ void floor_stagger(u32 row, const FloorParams& p) {
+    if (p.stagger == 0u || p.per_sm == 0u || p.sms == 0u || row >= p.per_sm * p.sms) return;
+    const u64 wait = (u64)p.stagger * (row / p.sms) / p.per_sm;
+    if (threadIdx.x == 0u) {
+#ifdef SS_EMULATION
+        emu::trace.at(row) += (u32)wait;  // the test compares it with the host's plan
+#endif
+        const u64 t0 = gvr_probe_clock();
+        while (gvr_probe_clock() - t0 < wait) __nanosleep(200);
+    }
+    __syncthreads();
+}
+
+// Next-wave prefetch, as kernels/ss/common.cuh's ss_prefetch_next_wave: this
+// warp's share of the valid float4 prefix of row `next` (n values) goes to
+// L2 in one bulk prefetch, no request under 1 KB. Issued once the CTA's own
+// row has arrived, so it does not compete with the loads the CTA waits on.
+__device__ __forceinline__ void floor_prefetch_row(const float* X, u32 n, u32 next) {
+    const u32 f1 = n >> 2, nw = blockDim.x >> 5;
+    u32 chunk = (f1 + nw - 1u) / nw;
+    chunk = chunk > 64u ? chunk : 64u;
+    const u32 a = warp_id() * chunk;
+    if (a >= f1) return;
+    const u32 b = a + chunk < f1 ? a + chunk : f1;
+#ifdef SS_EMULATION
+    emu::check_load(X + (u64)a * 4u, true);
+    emu::check_load(X + (u64)(b - 1u) * 4u, true);
+    emu::trace.at(next) += b - a;  // float4 sent per row: the test wants each prefix once
+#else
+    (void)next;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(X + (u64)a * 4u), "r"((b - a) * 16u)
+                 : "memory");
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(1024, 1)
     floor_grid(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,
                i32* __restrict__ out, const FloorParams p, u32* __restrict__ ws) {
@@ -95,9 +143,17 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     __shared__ u32 scratch[FLOOR_MAX_WARPS];
     __shared__ u32 handoff[2];  // the row's maximum, and whether this part finishes the row
     const u32 row = blockIdx.y, part = blockIdx.x, parts = gridDim.x;
+    if (parts == 1u) floor_stagger(row, p);
     const u32 n = clamp_row_len(row_n[row], npad);
+    // The next wave's row length travels with this row's (lane 0 of each warp).
+    const u32 next = row + p.ahead;
+    const u32 next_n = p.ahead != 0u && parts == 1u && next < gridDim.y && next > row && lane_id() == 0u
+                           ? clamp_row_len(row_n[next], npad)
+                           : 0u;
     const u32 lo = n < part * slice ? n : part * slice, hi = n < lo + slice ? n : lo + slice;
-    u32 m = floor_block_max(floor_slice_max(logits + (u64)row * npad, lo, hi), scratch);
+    u32 m = floor_slice_max(logits + (u64)row * npad, lo, hi);
+    if (next_n != 0u) floor_prefetch_row(logits + (u64)next * npad, next_n, next);
+    m = floor_block_max(m, scratch);
     if (parts > 1u) {
         if (threadIdx.x == 0u) {
             u32* w = ws + 2u * row;
@@ -119,9 +175,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     floor_write(out + (u64)row * k, n, k, m);
 }
 
-// The host emulator (tests/floor_emu.rs) runs CTAs one at a time and has no
+// The host emulator (tests/emu/floor.rs) runs CTAs one at a time and has no
 // cluster barrier or bulk copy for these kernels: the GPU test
-// (tests/floor_gpu.rs) covers them.
+// (tests/gpu/floor.rs) covers them.
 #ifndef SS_EMULATION
 extern "C" __global__ void __launch_bounds__(1024, 1)
     floor_cluster(const float* __restrict__ logits, const i32* __restrict__ row_n, const i32* __restrict__ hints,

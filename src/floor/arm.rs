@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
-use super::{check_output, fastest, FloorRecord, FloorShape, FloorTry, FLOOR_ARM};
+use super::{
+    check_output, fastest, wave_args, FloorRecord, FloorShape, FloorTry, WaveArgs, FLOOR_ARM,
+};
 use crate::arms::{Arm, Backend, Shape};
 use crate::error::{GvrError, Result};
 use crate::gpu::sources::KernelSource;
@@ -34,9 +36,19 @@ pub struct FloorParams {
     pub npad: u32,
     pub k: u32,
     pub slice: u32,
+    pub ahead: u32,
+    pub sms: u32,
+    pub per_sm: u32,
+    pub stagger: u32,
 }
 
-// SAFETY: plain old data, laid out as the kernel's `FloorParams` (three u32).
+impl FloorParams {
+    fn set_wave(&mut self, w: WaveArgs) {
+        (self.ahead, self.sms, self.per_sm, self.stagger) = (w.ahead, w.sms, w.per_sm, w.stagger);
+    }
+}
+
+// SAFETY: plain old data, laid out as the kernel's `FloorParams` (seven u32).
 unsafe impl DeviceRepr for FloorParams {}
 
 /// The floor kernels over one staged batch, one shape at a time.
@@ -49,7 +61,7 @@ pub struct FloorKernel {
     rows: u32,
     /// The staged batch's longest row (each shape's slice is cut from it).
     n_max: usize,
-    /// Shapes tried after [`super::shapes`] (`GVR_FLOOR_EXTRA`).
+    /// Shapes tried after [`super::shapes`] (the `floor.extra` knob).
     extra: Vec<FloorShape>,
 }
 
@@ -64,11 +76,16 @@ impl FloorKernel {
                 parts: 1,
                 cluster: false,
                 ring: None,
+                wave: None,
             },
             params: FloorParams {
                 npad: 0,
                 k: 0,
                 slice: 0,
+                ahead: 0,
+                sms: 0,
+                per_sm: 0,
+                stagger: 0,
             },
             rows: 0,
             n_max: 0,
@@ -87,8 +104,42 @@ impl FloorKernel {
         self.launch.gpu().facts.sms as usize
     }
 
+    /// One-CTA-per-row `floor_grid` CTAs of `block` threads one SM holds
+    /// (0 when the occupancy query fails: no wave trick is planned then).
+    pub fn per_sm(&mut self, block: u32) -> u32 {
+        let build = KernelBuild {
+            source: SOURCE,
+            defines: Vec::new(),
+        };
+        self.launch
+            .load(&build, GRID_ENTRY, 0)
+            .and_then(|_| self.launch.resident_ctas_per_sm(block, 0))
+            .map_or(0, |n| u32::try_from(n).unwrap_or(0))
+    }
+
     /// Launch the staged batch with `shape` from now on.
     pub fn set_shape(&mut self, shape: FloorShape) -> Result<()> {
+        let wave = match shape.wave {
+            None => WaveArgs::default(),
+            Some(_) if shape.parts != 1 || shape.cluster || shape.ring.is_some() => {
+                return Err(GvrError::Usage(format!(
+                    "floor shape {}: a wave trick runs one CTA per row on register loads",
+                    shape.label()
+                )))
+            }
+            Some(trick) => {
+                let per_sm = self.per_sm(shape.block);
+                wave_args(trick, self.rows as usize, self.n_max, self.sms(), per_sm).ok_or_else(
+                    || {
+                        GvrError::Usage(format!(
+                            "floor shape {}: does nothing at {} rows on this device",
+                            shape.label(),
+                            self.rows
+                        ))
+                    },
+                )?
+            }
+        };
         match shape.ring {
             Some(ring) => {
                 if shape.parts != 1 || shape.cluster {
@@ -120,6 +171,7 @@ impl FloorKernel {
             }
         }
         self.params.slice = to_u32(shape.slice(self.n_max), "slice").map_err(GvrError::Usage)?;
+        self.params.set_wave(wave);
         self.shape = shape;
         Ok(())
     }
@@ -202,7 +254,8 @@ impl Arm for FloorKernel {
     }
 }
 
-/// Time `batch` under every shape of [`super::shapes`] and keep the fastest.
+/// Time `batch` under every shape of [`super::shapes`] (with the device's
+/// residency of `floor_grid`) and keep the fastest.
 /// A shape that fails (launch error, bad output) is recorded with its error
 /// and skipped; the record has no floor when every shape failed, or, with
 /// `error` set, when the batch could not be staged.
@@ -222,7 +275,17 @@ pub fn measure_floor(
         return record;
     }
     let mut reps = Vec::new();
-    let mut shapes = super::shapes(batch.rows, batch.n_max(), kernel.sms());
+    let per_sm: Vec<(u32, u32)> = super::BLOCKS
+        .iter()
+        .map(|&b| (b, kernel.per_sm(b)))
+        .collect();
+    let resident = |block: u32| {
+        per_sm
+            .iter()
+            .find(|(b, _)| *b == block)
+            .map_or(0, |&(_, n)| n)
+    };
+    let mut shapes = super::shapes(batch.rows, batch.n_max(), kernel.sms(), &resident);
     shapes.extend(kernel.extra.iter().copied());
     for shape in shapes {
         let measured = kernel
@@ -257,4 +320,20 @@ pub fn measure_floor(
         (record.cold_us, record.warm_us, record.method) = std::mem::take(&mut reps[i]);
     }
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_match_the_kernel_struct() {
+        let fields =
+            crate::gpu::sources::u32_struct_fields(SOURCE.code, "FloorParams").expect("all u32");
+        assert_eq!(
+            fields,
+            ["npad", "k", "slice", "ahead", "sms", "per_sm", "stagger"]
+        );
+        assert_eq!(std::mem::size_of::<FloorParams>(), 4 * fields.len());
+    }
 }

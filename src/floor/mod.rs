@@ -38,8 +38,9 @@ pub const FLOOR_ARM: &str = "floor";
 pub const MAX_CLUSTER_PARTS: u32 = 8;
 /// Multi-CTA shapes stop at this many CTAs per SM over the whole batch.
 const MAX_CTAS_PER_SM: usize = 8;
-/// Block sizes tried (one float4 per thread of a 1,027-value row at 256).
-const BLOCKS: [u32; 2] = [256, 1024];
+/// Block sizes tried: those of the ss entries (one float4 per thread of a
+/// 1,027-value row at 256).
+pub const BLOCKS: [u32; 3] = [256, 512, 1024];
 
 /// One launch shape of the floor kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +56,85 @@ pub struct FloorShape {
     /// (`floor_ring`) instead of register loads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ring: Option<FloorRing>,
+    /// A wave trick of the ss kernels' many-rows launches (one CTA per row,
+    /// register loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave: Option<FloorWave>,
+}
+
+/// The wave tricks of the ss kernels' one-CTA-per-row launches at many rows,
+/// which the floor must have too, or an ss launch using one could beat it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FloorWave {
+    /// The CTA of row r sends row r + (resident CTAs), the row a CTA of the
+    /// next wave takes, toward L2 once its own row has arrived
+    /// (kernels/ss/reg.cu's next-wave prefetch).
+    NextWave,
+    /// The CTAs of the first wave start staggered, each by its place on its
+    /// SM (kernels/ss/main.cu's wave stagger, with its production knobs).
+    Stagger,
+}
+
+/// The wave scalars of a floor launch (`FloorParams` ahead, sms, per_sm,
+/// stagger); all zero for a launch without a wave trick.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaveArgs {
+    pub ahead: u32,
+    pub sms: u32,
+    pub per_sm: u32,
+    pub stagger: u32,
+}
+
+/// A production default of the ss kernel knob `name` (kernels/ss/knobs.cuh,
+/// mirrored by the tuning table).
+fn ss_knob_default(name: &str) -> u64 {
+    crate::topk::tuning::knob(name)
+        .and_then(|k| k.default.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The wave scalars of `wave` for `rows` rows of at most `n` values on `sms`
+/// SMs holding `per_sm` floor CTAs each; `None` when the trick would do
+/// nothing there: the next-wave prefetch needs a later wave; the stagger
+/// needs two CTAs per SM and as many waves as the ss kernels stagger at
+/// (`SS_WAVE_MIN_TENTHS`), and waits `SS_WAVE_STAGGER` cycles scaled by
+/// n / `SS_WAVE_FULL_N` below that length, as they do.
+pub fn wave_args(
+    wave: FloorWave,
+    rows: usize,
+    n: usize,
+    sms: usize,
+    per_sm: u32,
+) -> Option<WaveArgs> {
+    let resident = (per_sm as usize).checked_mul(sms)?;
+    let base = WaveArgs {
+        ahead: 0,
+        sms: u32::try_from(sms).ok()?,
+        per_sm,
+        stagger: 0,
+    };
+    match wave {
+        FloorWave::NextWave => (resident > 0 && rows > resident).then(|| WaveArgs {
+            ahead: u32::try_from(resident).unwrap_or(0),
+            ..base
+        }),
+        FloorWave::Stagger => {
+            let min_tenths = ss_knob_default("SS_WAVE_MIN_TENTHS") as usize;
+            if per_sm < 2 || rows.saturating_mul(10) < resident.saturating_mul(min_tenths) {
+                return None;
+            }
+            let full = ss_knob_default("SS_WAVE_STAGGER");
+            let full_n = ss_knob_default("SS_WAVE_FULL_N");
+            let span = if full_n > 0 && (n as u64) < full_n {
+                full * n as u64 / full_n
+            } else {
+                full
+            };
+            let stagger = u32::try_from(span).ok().filter(|&s| s > 0)?;
+            Some(WaveArgs { stagger, ..base })
+        }
+    }
 }
 
 /// The ring of a `floor_ring` launch.
@@ -73,10 +153,27 @@ impl FloorRing {
 }
 
 impl FloorShape {
-    /// `b256`, `b1024 x8 grid`, `b256 x4 cluster`, `b512 ring 4x16384`.
+    /// One CTA per row of `block` threads, register loads, no trick.
+    pub fn rows(block: u32) -> FloorShape {
+        FloorShape {
+            block,
+            parts: 1,
+            cluster: false,
+            ring: None,
+            wave: None,
+        }
+    }
+
+    /// `b256`, `b1024 x8 grid`, `b256 x4 cluster`, `b512 ring 4x16384`,
+    /// `b512 next-wave`, `b256 stagger`.
     pub fn label(&self) -> String {
         if let Some(r) = self.ring {
             return format!("b{} ring {}x{}", self.block, r.stages, r.chunk);
+        }
+        match self.wave {
+            Some(FloorWave::NextWave) => return format!("b{} next-wave", self.block),
+            Some(FloorWave::Stagger) => return format!("b{} stagger", self.block),
+            None => {}
         }
         match (self.parts, self.cluster) {
             (1, _) => format!("b{}", self.block),
@@ -92,37 +189,40 @@ impl FloorShape {
     }
 }
 
-/// The shapes tried for `rows` rows of at most `n` values on `sms` SMs: one
-/// CTA per row at each block size, and rows split over 2, 4, … CTAs (as a
-/// cluster up to [`MAX_CLUSTER_PARTS`], through global atomics beyond) while
-/// every CTA keeps at least one float4 per thread and the batch stays within
-/// [`MAX_CTAS_PER_SM`] CTAs per SM. Pure; the order is the timing order.
-pub fn shapes(rows: usize, n: usize, sms: usize) -> Vec<FloorShape> {
+/// The shapes tried for `rows` rows of at most `n` values on `sms` SMs, of
+/// which each holds `per_sm(block)` one-CTA-per-row floor CTAs: one CTA per
+/// row at each block size of [`BLOCKS`], with each wave trick of
+/// [`FloorWave`] where [`wave_args`] says it acts, and rows split over 2, 4,
+/// … CTAs (as a cluster up to [`MAX_CLUSTER_PARTS`], through global atomics
+/// beyond) while every CTA keeps at least one float4 per thread and the
+/// batch stays within [`MAX_CTAS_PER_SM`] CTAs per SM. Pure; the order is
+/// the timing order.
+pub fn shapes(rows: usize, n: usize, sms: usize, per_sm: &dyn Fn(u32) -> u32) -> Vec<FloorShape> {
     let mut out = Vec::new();
     for block in BLOCKS {
-        out.push(FloorShape {
-            block,
-            parts: 1,
-            cluster: false,
-            ring: None,
-        });
+        out.push(FloorShape::rows(block));
+        for wave in [FloorWave::NextWave, FloorWave::Stagger] {
+            if wave_args(wave, rows, n, sms, per_sm(block)).is_some() {
+                out.push(FloorShape {
+                    wave: Some(wave),
+                    ..FloorShape::rows(block)
+                });
+            }
+        }
         let mut parts = 2u32;
         while n.div_ceil(parts as usize) >= 4 * block as usize
             && rows.saturating_mul(parts as usize) <= MAX_CTAS_PER_SM * sms
         {
             if parts <= MAX_CLUSTER_PARTS {
                 out.push(FloorShape {
-                    block,
                     parts,
                     cluster: true,
-                    ring: None,
+                    ..FloorShape::rows(block)
                 });
             }
             out.push(FloorShape {
-                block,
                 parts,
-                cluster: false,
-                ring: None,
+                ..FloorShape::rows(block)
             });
             parts *= 2;
         }
@@ -130,23 +230,23 @@ pub fn shapes(rows: usize, n: usize, sms: usize) -> Vec<FloorShape> {
     out
 }
 
-/// Environment variable naming launch shapes tried besides [`shapes`] (a
-/// tuning aid): comma-separated `b<BLOCK>` (one CTA per row, register loads)
-/// or `b<BLOCK>:<STAGES>x<CHUNK>` (one CTA per row through a ring of STAGES
-/// bulk copies of CHUNK bytes).
-pub const EXTRA_SHAPES_ENV: &str = "GVR_FLOOR_EXTRA";
+/// The knob (`--knob floor.extra=...`) naming launch shapes tried besides
+/// [`shapes`], a tuning aid: comma-separated `b<BLOCK>` (one CTA per row,
+/// register loads) or `b<BLOCK>:<STAGES>x<CHUNK>` (one CTA per row through a
+/// ring of STAGES bulk copies of CHUNK bytes).
+pub const EXTRA_SHAPES_KNOB: &str = "floor.extra";
 
 /// Largest ring: the opt-in shared memory of one sm_90 CTA (227 KiB) less
 /// a KiB for `floor_ring`'s static barriers and scratch.
 const MAX_RING_BYTES: u32 = 226 * 1024;
 
-/// The shapes of an [`EXTRA_SHAPES_ENV`] value; `Err` says which item is
+/// The shapes of an [`EXTRA_SHAPES_KNOB`] value; `Err` says which item is
 /// wrong and why.
 pub fn parse_extra_shapes(spec: &str) -> std::result::Result<Vec<FloorShape>, String> {
     let mut out = Vec::new();
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let bad = |why: &str| {
-            format!("{EXTRA_SHAPES_ENV} item `{item}`: {why} (want b<BLOCK> or b<BLOCK>:<STAGES>x<CHUNK>)")
+            format!("{EXTRA_SHAPES_KNOB} item `{item}`: {why} (want b<BLOCK> or b<BLOCK>:<STAGES>x<CHUNK>)")
         };
         let (block, ring) = match item.split_once(':') {
             Some((b, r)) => (b, Some(r)),
@@ -184,20 +284,18 @@ pub fn parse_extra_shapes(spec: &str) -> std::result::Result<Vec<FloorShape>, St
             }
         };
         out.push(FloorShape {
-            block,
-            parts: 1,
-            cluster: false,
             ring,
+            ..FloorShape::rows(block)
         });
     }
     Ok(out)
 }
 
-/// The extra shapes the environment asks for (none when unset).
-pub fn extra_shapes_from_env() -> Result<Vec<FloorShape>> {
-    match std::env::var(EXTRA_SHAPES_ENV) {
-        Ok(spec) => parse_extra_shapes(&spec).map_err(crate::error::GvrError::Usage),
-        Err(_) => Ok(Vec::new()),
+/// The extra shapes `tuning` asks for ([`EXTRA_SHAPES_KNOB`]; none unset).
+pub fn extra_shapes(tuning: &crate::topk::Tuning) -> Result<Vec<FloorShape>> {
+    match tuning.get(EXTRA_SHAPES_KNOB) {
+        Some(spec) => parse_extra_shapes(spec).map_err(crate::error::GvrError::Usage),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -451,18 +549,98 @@ mod tests {
         }
     }
 
+    /// Residency of a small kernel: 2,048 threads per SM.
+    fn threads(block: u32) -> u32 {
+        2048 / block
+    }
+
+    fn labels(s: &[FloorShape]) -> Vec<String> {
+        s.iter().map(|s| s.label()).collect()
+    }
+
     #[test]
     fn short_rows_get_one_cta_per_row_only() {
-        let s = shapes(1, 1027, 132);
+        let s = shapes(1, 1027, 132, &threads);
+        assert_eq!(labels(&s), vec!["b256", "b512", "b1024"]);
+    }
+
+    #[test]
+    fn many_rows_add_the_wave_tricks_where_they_act() {
+        // 8 × 132 CTAs of 256 threads fit at once: 2,100 rows have a later
+        // wave and are more than the 1.9 waves the stagger wants.
+        let s = shapes(2100, 8192, 132, &threads);
         assert_eq!(
-            s.iter().map(|s| s.label()).collect::<Vec<_>>(),
-            vec!["b256", "b1024"]
+            labels(&s),
+            vec![
+                "b256",
+                "b256 next-wave",
+                "b256 stagger",
+                "b512",
+                "b512 next-wave",
+                "b512 stagger",
+                "b1024",
+                "b1024 next-wave",
+                "b1024 stagger",
+            ]
+        );
+        let s = shapes(2000, 8192, 132, &threads);
+        assert!(!labels(&s).contains(&"b256 stagger".to_string()));
+        // One CTA per SM: nothing to stagger (every first-wave CTA is first).
+        assert!(wave_args(FloorWave::Stagger, 2000, 8192, 132, 1).is_none());
+        // One wave: nothing to prefetch.
+        assert!(wave_args(FloorWave::NextWave, 1056, 8192, 132, 8).is_none());
+        assert_eq!(
+            wave_args(FloorWave::NextWave, 1057, 8192, 132, 8),
+            Some(WaveArgs {
+                ahead: 1056,
+                sms: 132,
+                per_sm: 8,
+                stagger: 0
+            })
+        );
+        // The ss stagger: 36,000 cycles at 65,536 values and beyond, in
+        // proportion below, from 1.9 waves on.
+        let st = |rows, n| wave_args(FloorWave::Stagger, rows, n, 132, 2).map(|w| w.stagger);
+        assert_eq!(st(502, 131_072), Some(36_000));
+        assert_eq!(st(502, 8192), Some(4_500));
+        assert_eq!(st(501, 8192), None);
+        // Unknown residency plans no trick.
+        let none = shapes(100_000, 8192, 132, &|_| 0);
+        assert!(none.iter().all(|s| s.wave.is_none()), "{none:?}");
+    }
+
+    #[test]
+    fn wave_shapes_serialize_apart_and_old_records_read_without_one() {
+        let shape = FloorShape {
+            wave: Some(FloorWave::NextWave),
+            ..FloorShape::rows(512)
+        };
+        let text = serde_json::to_string(&shape).unwrap();
+        assert!(text.contains("\"wave\":\"next_wave\""), "{text}");
+        assert_eq!(serde_json::from_str::<FloorShape>(&text).unwrap(), shape);
+        let old = r#"{"block":256,"parts":1,"cluster":false}"#;
+        assert_eq!(
+            serde_json::from_str::<FloorShape>(old).unwrap(),
+            FloorShape::rows(256)
         );
     }
 
     #[test]
+    fn extra_shapes_come_from_the_knob() {
+        let mut t = crate::topk::Tuning::default();
+        assert!(extra_shapes(&t).unwrap().is_empty());
+        t.set(EXTRA_SHAPES_KNOB, "b512,b256:2x4096").unwrap();
+        assert_eq!(extra_shapes(&t).unwrap().len(), 2);
+        t.set(EXTRA_SHAPES_KNOB, "b500").unwrap();
+        assert!(extra_shapes(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("floor.extra"));
+    }
+
+    #[test]
     fn long_rows_split_until_a_thread_has_one_float4() {
-        let s = shapes(1, 262_144, 132);
+        let s = shapes(1, 262_144, 132, &threads);
         // Every split keeps at least 4·block values per CTA.
         for shape in &s {
             assert!(
@@ -477,13 +655,15 @@ mod tests {
             block: 1024,
             parts: 8,
             cluster: true,
-            ring: None
+            ring: None,
+            wave: None,
         }));
         assert!(!s.contains(&FloorShape {
             block: 1024,
             parts: 16,
             cluster: true,
-            ring: None
+            ring: None,
+            wave: None,
         }));
     }
 
@@ -519,9 +699,9 @@ mod tests {
     #[test]
     fn big_batches_do_not_split() {
         // 1,024 rows × 2 CTAs exceeds 8 CTAs per SM on 132 SMs.
-        let s = shapes(1024, 262_144, 132);
+        let s = shapes(1024, 262_144, 132, &threads);
         assert!(s.iter().all(|s| s.parts == 1), "{s:?}");
-        let s = shapes(512, 262_144, 132);
+        let s = shapes(512, 262_144, 132, &threads);
         assert!(s.iter().any(|s| s.parts == 2) && s.iter().all(|s| s.parts <= 2));
     }
 
@@ -533,6 +713,7 @@ mod tests {
                 parts,
                 cluster: false,
                 ring: None,
+                wave: None,
             };
             let slice = shape.slice(n);
             assert_eq!(slice % 4, 0);
@@ -564,6 +745,7 @@ mod tests {
             parts: 1,
             cluster: false,
             ring: None,
+            wave: None,
         };
         let t = |us: Option<f64>| FloorTry {
             shape,
@@ -591,6 +773,7 @@ mod tests {
                 parts: 1,
                 cluster: false,
                 ring: None,
+                wave: None,
             }),
             cold_us,
             warm_us: Vec::new(),
@@ -651,6 +834,7 @@ mod tests {
                 parts: 1,
                 cluster: false,
                 ring: None,
+                wave: None,
             }),
             cold_us: vec![2.0, 2.2],
             warm_us: vec![1.8],

@@ -630,7 +630,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
             };
             Some(CaseFloor {
                 kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu))
-                    .with_extra_shapes(crate::floor::extra_shapes_from_env()?),
+                    .with_extra_shapes(crate::floor::extra_shapes(&cfg.tunings.base)?),
                 writer: crate::floor::FloorWriter::open(run_dir)?,
                 floored,
             })

@@ -621,12 +621,7 @@ fn a_run_with_floors_reports_every_arm_over_them() {
     for (i, r) in records.iter().filter(|r| r.arm == "ss").enumerate() {
         let mut floor = FloorRecord::for_case(r);
         if i > 0 {
-            floor.best = Some(FloorShape {
-                block: 256,
-                parts: 1,
-                cluster: false,
-                ring: None,
-            });
+            floor.best = Some(FloorShape::rows(256));
             floor.cold_us = vec![3.96, 4.04];
         }
         writer.append(&floor).unwrap();

@@ -1,13 +1,17 @@
-//! kernels/floor.cu's `floor_grid` on the host emulator (tests/ss_emu, g++;
-//! skipped with a note where g++ is missing): every non-cluster shape that
-//! `floor::shapes` plans writes the identity pattern into every slot of rows
-//! of mixed lengths, and the grid hand-off leaves its two workspace words
-//! per row at zero after each of two launches (the second with another part
-//! arriving last). Two mutations of the kernel text must be caught. The
-//! cluster entry runs on the H200 only (tests/floor_gpu.rs).
+//! kernels/harness/floor.cu's `floor_grid` on the host emulator
+//! (tests/ss_emu, g++; skipped with a note where g++ is missing): every
+//! non-cluster shape that `floor::shapes` plans, at every block size and with
+//! each wave trick (next-wave prefetch, wave stagger), writes the identity
+//! pattern into every slot of rows of mixed lengths, and the grid hand-off
+//! leaves its two workspace words per row at zero after each of two launches
+//! (the second with another part arriving last). The driver's trace shows
+//! what the tricks did: the prefetch must send each later row's valid float4
+//! prefix once (and nothing past it: the emulator's load check), the stagger
+//! must wait exactly the host's plan. Mutations of the kernel text must be
+//! caught. The cluster entry runs on the GPU only (tests/gpu/floor.rs).
 
 use crate::support::ss::{batch, gxx_available, kernel_emulator, run_emulator};
-use gvr_bench::floor::{check_output, shapes, FloorShape};
+use gvr_bench::floor::{check_output, shapes, wave_args, FloorShape, FloorWave, WaveArgs, BLOCKS};
 use gvr_bench::grid::Batch;
 
 const KERNEL: &str = include_str!("../../kernels/harness/floor.cu");
@@ -31,8 +35,23 @@ fn rows(lengths: &[usize]) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// SMs of the emulated device: few, so that small batches have waves.
+const SMS: usize = 4;
+
+/// Residency of the emulated device: 2,048 threads per SM.
+fn per_sm(block: u32) -> u32 {
+    2048 / block
+}
+
+fn wave(b: &Batch, shape: FloorShape) -> WaveArgs {
+    shape.wave.map_or(WaveArgs::default(), |w| {
+        wave_args(w, b.rows, b.n_max(), SMS, per_sm(shape.block)).expect("a planned trick acts")
+    })
+}
+
 fn words(b: &Batch, shape: FloorShape) -> Vec<u32> {
     let slice = shape.slice(b.n_max()) as u32;
+    let w = wave(b, shape);
     vec![
         0x55EE_00F1,
         b.rows as u32,
@@ -43,11 +62,125 @@ fn words(b: &Batch, shape: FloorShape) -> Vec<u32> {
         b.npad as u32,
         b.k as u32,
         slice,
+        w.ahead,
+        w.sms,
+        w.per_sm,
+        w.stagger,
     ]
 }
 
 fn run(exe: &std::path::Path, label: &str, b: &Batch, shape: FloorShape) -> Vec<i32> {
-    run_emulator(exe, label, &words(b, shape), b).0
+    run_traced(exe, label, b, shape).0
+}
+
+/// The output and the per-row trace (stagger wait + float4 prefetched).
+fn run_traced(
+    exe: &std::path::Path,
+    label: &str,
+    b: &Batch,
+    shape: FloorShape,
+) -> (Vec<i32>, Vec<i32>) {
+    run_emulator(exe, label, &words(b, shape), b)
+}
+
+/// The trace a shape must leave: the stagger's planned wait of each
+/// first-wave row; each row past the first `ahead` its valid float4 prefix.
+fn expected_trace(b: &Batch, shape: FloorShape) -> Vec<i32> {
+    let w = wave(b, shape);
+    (0..b.rows)
+        .map(|row| {
+            let mut t = 0u64;
+            if w.stagger > 0 && row < (w.per_sm as usize) * (w.sms as usize) {
+                t += u64::from(w.stagger) * (row / w.sms as usize) as u64 / u64::from(w.per_sm);
+            }
+            if w.ahead > 0 && row >= w.ahead as usize {
+                t += u64::from(b.n[row] >> 2);
+            }
+            t as i32
+        })
+        .collect()
+}
+
+/// Many short rows of mixed lengths: more than two waves of 256-thread CTAs
+/// on [`SMS`] SMs, so every trick acts at every block size.
+fn many_rows() -> Batch {
+    let lengths: Vec<usize> = (0..80)
+        .map(|r| [4111, 17, 0, 1030, 2048, 5][r % 6])
+        .collect();
+    batch(&rows(&lengths), &[], 1024)
+}
+
+#[test]
+fn every_block_and_wave_trick_writes_every_slot_and_does_what_the_host_planned() {
+    if !gxx_available("floor.cu") {
+        return;
+    }
+    let exe = emulator(KERNEL);
+    let b = many_rows();
+    let planned = shapes(b.rows, b.n_max(), SMS, &per_sm);
+    for block in BLOCKS {
+        for trick in [None, Some(FloorWave::NextWave), Some(FloorWave::Stagger)] {
+            assert!(
+                planned
+                    .iter()
+                    .any(|s| s.block == block && s.parts == 1 && s.wave == trick),
+                "b{block} {trick:?} not planned: {planned:?}"
+            );
+        }
+    }
+    for shape in planned {
+        let what = format!("many rows, {}", shape.label());
+        let (out, trace) = run_traced(&exe, &what, &b, shape);
+        if let Err(why) = check_output(&b, &out) {
+            panic!("{what}: {why}");
+        }
+        assert_eq!(trace, expected_trace(&b, shape), "{what}");
+    }
+}
+
+#[test]
+fn wave_trick_mutations_are_caught() {
+    if !gxx_available("floor.cu") {
+        return;
+    }
+    let b = many_rows();
+    let next_wave = FloorShape {
+        wave: Some(FloorWave::NextWave),
+        ..FloorShape::rows(512)
+    };
+    let stagger = FloorShape {
+        wave: Some(FloorWave::Stagger),
+        ..FloorShape::rows(256)
+    };
+    // The prefetch runs a float4 past the valid prefix: the emulator's load
+    // check aborts (rows of 17 and 5 values end inside a float4).
+    let past = KERNEL.replacen(
+        "const u32 f1 = n >> 2, nw",
+        "const u32 f1 = (n + 3u) >> 2, nw",
+        1,
+    );
+    assert_ne!(past, KERNEL, "the prefetch bound moved");
+    let exe = emulator(&past);
+    assert!(
+        std::panic::catch_unwind(|| run(&exe, "prefetch past the row", &b, next_wave)).is_err(),
+        "a prefetch past the row went unnoticed"
+    );
+    // The prefetch sends the row after the next wave's: the trace differs.
+    let off_by_one = KERNEL.replacen(
+        "const u32 next = row + p.ahead;",
+        "const u32 next = row + p.ahead + 1u;",
+        1,
+    );
+    assert_ne!(off_by_one, KERNEL, "the next-wave row moved");
+    let exe = emulator(&off_by_one);
+    let (_, trace) = run_traced(&exe, "prefetch off by one", &b, next_wave);
+    assert_ne!(trace, expected_trace(&b, next_wave));
+    // The stagger by row instead of by place on the SM: the trace differs.
+    let by_row = KERNEL.replacen("(row / p.sms) / p.per_sm", "(row % p.sms) / p.per_sm", 1);
+    assert_ne!(by_row, KERNEL, "the stagger wait moved");
+    let exe = emulator(&by_row);
+    let (_, trace) = run_traced(&exe, "stagger by row", &b, stagger);
+    assert_ne!(trace, expected_trace(&b, stagger));
 }
 
 #[test]
@@ -67,7 +200,7 @@ fn every_grid_shape_writes_every_slot_and_restores_its_counters() {
         ),
     ];
     for (label, b) in &batches {
-        let planned: Vec<FloorShape> = shapes(b.rows, b.n_max(), 132)
+        let planned: Vec<FloorShape> = shapes(b.rows, b.n_max(), 132, &per_sm)
             .into_iter()
             .filter(|s| !s.cluster)
             .collect();
@@ -96,6 +229,7 @@ fn mutations_are_caught() {
         parts: 4,
         cluster: false,
         ring: None,
+        wave: None,
     };
     // The last arriver forgets to restore the arrival counter: the driver's
     // workspace check fails (exit 5).
@@ -120,6 +254,7 @@ fn mutations_are_caught() {
         parts: 1,
         cluster: false,
         ring: None,
+        wave: None,
     };
     let out = run(&exe, "shifted", &b, one);
     assert!(check_output(&b, &out).is_err());

@@ -1,10 +1,11 @@
-//! The latency-floor kernels (kernels/floor.cu) on the H200: every shape
-//! `floor::shapes` plans for a batch writes the identity pattern into every
-//! output slot, twice on one staging (the grid hand-off's counters must
-//! restore themselves), on rows of mixed lengths (n ≤ k, n not a multiple of
-//! 4, zero-length rows, one long row among short ones), and so does the
-//! ring entry of `GVR_FLOOR_EXTRA` (bulk copies into shared memory); and the timed
-//! measurement keeps its fastest successful shape.
+//! The latency-floor kernels (kernels/harness/floor.cu) on the GPU: every
+//! shape `floor::shapes` plans for a batch (every block size, the wave
+//! tricks at many rows) writes the identity pattern into every output slot,
+//! twice on one staging (the grid hand-off's counters must restore
+//! themselves), on rows of mixed lengths (n ≤ k, n not a multiple of 4,
+//! zero-length rows, one long row among short ones), and so do the ring
+//! shapes of the `floor.extra` knob (bulk copies into shared memory); and the
+//! timed measurement keeps its fastest successful shape.
 //!
 //! Ignored unless asked for: on the H200, `GVR_GPU_TESTS=1 floor_gpu
 //! --include-ignored` (a missing GPU then fails).
@@ -12,7 +13,7 @@
 use crate::support::ss::{batch, open_gpu};
 use gvr_bench::arms::Arm;
 use gvr_bench::floor::arm::{measure_floor, FloorKernel};
-use gvr_bench::floor::{check_output, parse_extra_shapes, shapes, FloorRecord};
+use gvr_bench::floor::{check_output, parse_extra_shapes, shapes, FloorRecord, FloorWave, BLOCKS};
 use gvr_bench::grid::Batch;
 use gvr_bench::timing::gpu::GpuTimer;
 use gvr_bench::timing::Protocol;
@@ -40,8 +41,26 @@ fn batches() -> Vec<(&'static str, Batch)> {
             "one long row among short ones",
             batch(&rows(&[262_144, 17, 2048, 131_087]), &[], 2048),
         ),
+        (
+            "many rows: waves at every block size",
+            batch(
+                &rows(
+                    &(0..3000)
+                        .map(|r| [4111, 17, 0, 8195][r % 4])
+                        .collect::<Vec<_>>(),
+                ),
+                &[],
+                2048,
+            ),
+        ),
         ("one 131,087 row", batch(&rows(&[131_087]), &[], 2048)),
     ]
+}
+
+/// `floor_grid`'s residency at each block size, as the measurement plans with.
+fn residency(kernel: &mut FloorKernel) -> impl Fn(u32) -> u32 {
+    let per_sm: Vec<(u32, u32)> = BLOCKS.iter().map(|&b| (b, kernel.per_sm(b))).collect();
+    move |block| per_sm.iter().find(|(b, _)| *b == block).map_or(0, |p| p.1)
 }
 
 #[test]
@@ -51,8 +70,16 @@ fn every_shape_writes_every_slot_and_restores_its_counters() {
     let mut kernel = FloorKernel::new(gpu.clone());
     for (label, b) in batches() {
         kernel.stage(&b).unwrap();
-        let mut planned = shapes(b.rows, b.n_max(), kernel.sms());
-        assert!(planned.len() >= 2, "{label}: {planned:?}");
+        let per_sm = residency(&mut kernel);
+        let mut planned = shapes(b.rows, b.n_max(), kernel.sms(), &per_sm);
+        assert!(planned.len() >= 3, "{label}: {planned:?}");
+        if b.rows >= 3000 {
+            assert!(
+                planned.iter().any(|s| s.wave == Some(FloorWave::NextWave))
+                    && planned.iter().any(|s| s.wave == Some(FloorWave::Stagger)),
+                "{label}: {planned:?}"
+            );
+        }
         // Rings of one chunk or many, chunks shorter than a block's float4s,
         // and the last chunk of a row shorter than the others.
         planned.extend(parse_extra_shapes("b512:4x16384,b256:2x4096,b1024:3x48,b512").unwrap());
@@ -105,7 +132,8 @@ fn measurement_keeps_the_fastest_shape() {
         method: None,
     };
     let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
-    let tried = shapes(b.rows, b.n_max(), sms);
+    let per_sm = residency(&mut kernel);
+    let tried = shapes(b.rows, b.n_max(), sms, &per_sm);
     assert_eq!(record.tried.len(), tried.len());
     for t in &record.tried {
         assert!(t.error.is_none(), "{}: {:?}", t.shape.label(), t.error);

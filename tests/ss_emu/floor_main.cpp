@@ -1,5 +1,5 @@
 // Host emulator driver for kernels/floor.cu's floor_grid (see
-// tests/floor_emu.rs). Usage: floor_emu <input> <output>.
+// tests/emu/floor.rs). Usage: floor_emu <input> <output>.
 // Input (little-endian): 6 u32 header {magic 0x55EE00F1, rows, block, parts,
 // npad, k}, the u32 words of FloorParams, f32 logits [rows*npad], i32 n
 // [rows], i32 hints [rows*k].
@@ -7,7 +7,8 @@
 // the parts of each row in reverse order (another CTA arrives last); after
 // each launch every workspace word must be zero again (exit 5 otherwise).
 // Output: the second launch's i32 [rows*k] (INT_MIN where nothing was
-// written), then u32 [rows] zeros (the drivers' shared trace field).
+// written), then its u32 [rows] trace: per row, the stagger wait planned for
+// it plus the float4 of it that the next-wave prefetch sent to L2.
 #include "floor.cu"
 
 #include "ss/common.cuh"
@@ -42,12 +43,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "EMU: bad launch (block %u, parts %u)\n", block, parts);
         return 2;
     }
+    // The next-wave prefetch's bulk ranges are checked like loads.
+    std::vector<i32> row_len;
+    emu::guard_loads(a, npad, 0u, 0u, row_len);
     std::vector<i32> out;
     std::vector<u32> ws(2 * (size_t)rows, 0u);
     emu::grid_dim = dim3e{parts, rows, 1u};
-    emu::trace.assign(rows, 0u);
     for (int launch = 0; launch < 2; ++launch) {
         out.assign((size_t)rows * k, INT_MIN);
+        emu::trace.assign(rows, 0u);
         g_launch = Launch{a.logits.data(), a.n.data(), a.hints.data(), out.data(), p, ws.data()};
         for (u32 y = 0; y < rows; ++y) {
             for (u32 j = 0; j < parts; ++j) emu::run_cta(launch == 0 ? j : parts - 1u - j, y, block, run_kernel);
