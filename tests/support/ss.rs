@@ -430,6 +430,27 @@ fn compile_emulator(
     if exe.is_file() {
         return exe;
     }
+    // Tests of one process build in parallel: one thread builds a given
+    // emulator while the others with the same sources wait for it (their
+    // source writes would truncate files g++ is reading).
+    static BUILDING: std::sync::Mutex<
+        Vec<(std::path::PathBuf, std::sync::Arc<std::sync::Mutex<()>>)>,
+    > = std::sync::Mutex::new(Vec::new());
+    let lock = {
+        let mut all = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+        match all.iter().find(|(d, _)| *d == dir) {
+            Some((_, l)) => l.clone(),
+            None => {
+                let l = std::sync::Arc::new(std::sync::Mutex::new(()));
+                all.push((dir.clone(), l.clone()));
+                l
+            }
+        }
+    };
+    let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+    if exe.is_file() {
+        return exe;
+    }
     std::fs::create_dir_all(&dir).expect("emulator dir");
     for (name, text) in sources {
         let path = dir.join(name);
