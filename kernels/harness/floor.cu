@@ -1,6 +1,7 @@
 // floor.cu — the latency floor of a top-K launch (`grid --floor`), not a top-K.
 //
-// Any exact top-K must read every valid value of a row and make each output
+// Any exact top-K must read every valid value of a row (unless the row has at
+// most k values: then the row is its own answer) and make each output
 // slot depend on all of them, so at least one all-to-one exchange separates
 // the last load of the row from the first store of its k indices. These
 // kernels do exactly that and nothing else: the CTAs of a row read it once
@@ -150,9 +151,12 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     const u32 next_n = p.ahead != 0u && parts == 1u && next < gridDim.y && next > row && lane_id() == 0u
                            ? clamp_row_len(row_n[next], npad)
                            : 0u;
-    const u32 lo = n < part * slice ? n : part * slice, hi = n < lo + slice ? n : lo + slice;
+    const u32 next_read = next_n > k ? next_n : 0u;
+    // A row of at most k values is its own top-K: written, never read.
+    const u32 rn = n > k ? n : 0u;
+    const u32 lo = rn < part * slice ? rn : part * slice, hi = rn < lo + slice ? rn : lo + slice;
     u32 m = floor_slice_max(logits + (u64)row * npad, lo, hi);
-    if (next_n != 0u) floor_prefetch_row(logits + (u64)next * npad, next_n, next);
+    if (next_read != 0u) floor_prefetch_row(logits + (u64)next * npad, next_read, next);
     m = floor_block_max(m, scratch);
     if (parts > 1u) {
         if (threadIdx.x == 0u) {
@@ -188,7 +192,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     const u32 row = blockIdx.y, part = cluster_ctarank(), parts = cluster_nctarank();
     cluster_arrive();  // rank 0 must be running before anyone writes its shared memory
     const u32 n = clamp_row_len(row_n[row], npad);
-    const u32 lo = n < part * slice ? n : part * slice, hi = n < lo + slice ? n : lo + slice;
+    const u32 rn = n > k ? n : 0u;  // as floor_grid: rows of at most k values are not read
+    const u32 lo = rn < part * slice ? rn : part * slice, hi = rn < lo + slice ? rn : lo + slice;
     const u32 m = floor_block_max(floor_slice_max(logits + (u64)row * npad, lo, hi), scratch);
     cluster_wait();
     if (threadIdx.x == 0u) dsmem_st_u32(cluster_map(&partial[part], 0u), m);
@@ -215,7 +220,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     __shared__ u64 full[STAGES], empty[STAGES];
     __shared__ u32 scratch[FLOOR_MAX_WARPS];
     const u32 t = threadIdx.x, row = blockIdx.y;
-    const u32 n = clamp_row_len(row_n[row], p.npad), n4 = n >> 2;
+    const u32 n = clamp_row_len(row_n[row], p.npad);
+    const u32 rn = n > p.k ? n : 0u, n4 = rn >> 2;  // as floor_grid: rows of at most k values are not read
     const float* X = logits + (u64)row * p.npad;
     const u32 chunks = (n4 + CHUNK4 - 1u) / CHUNK4;
     // Chunk c into stage c % STAGES (thread 0 only).
@@ -253,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
             issue(c + STAGES);
         }
     }
-    for (u32 i = 4u * n4 + t; i < n; i += blockDim.x) m = floor_umax(m, fkey(X[i]));
+    for (u32 i = 4u * n4 + t; i < rn; i += blockDim.x) m = floor_umax(m, fkey(X[i]));
     floor_write(out + (u64)row * p.k, n, p.k, floor_block_max(m, scratch));
 }
 #endif  // SS_EMULATION
