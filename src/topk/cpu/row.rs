@@ -290,7 +290,7 @@ impl Window {
     /// `x >= tf`, with NaN admitted (the kernels' `!(x < tf)`).
     #[inline]
     fn admits(&self, x: f32) -> bool {
-        !(x < self.tf)
+        x >= self.tf || x.is_nan()
     }
 
     #[inline]
