@@ -2,10 +2,9 @@
 //!
 //! Values are compared through an order-preserving `u32` key so that a
 //! selection over keys is a selection over floats: −0.0 and +0.0 get the same
-//! key (METHOD.md §4 normalises signed zeros), and every NaN sorts above
-//! +inf. NaN order is implementation-specific upstream; certify never
-//! generates NaN, this choice only makes the reference total and
-//! deterministic.
+//! key (METHOD.md §4 normalises signed zeros), and every NaN (either sign,
+//! any payload) sorts above +inf with all NaNs tied: torch.topk's order, the
+//! NaN contract every arm is certified against.
 
 /// Order-preserving key of an fp32 value: `a < b` (as reals, with −0 == +0)
 /// iff `order_key(a) < order_key(b)`; NaN maps above +inf.

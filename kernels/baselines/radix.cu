@@ -50,7 +50,7 @@
 // change of order) edits these three helpers and nothing else.
 //  radix_key:        fp32 -> u32 whose unsigned order is the selection order
 //                    (prim's fkey: numeric order, -0 below +0, +-inf at the
-//                    ends; NaN by its sign bit, for now).
+//                    ends, every NaN the top key: the NaN contract).
 //  radix_key_value:  the inverse of radix_key (values of compacted keys).
 //  radix_coarse_bin: the level-0 bin (11 bits), a monotone non-decreasing
 //                    function of radix_key (fp16 rounding is monotone).

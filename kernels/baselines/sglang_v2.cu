@@ -103,15 +103,14 @@ __device__ __forceinline__ T* sg_map(T* p, u32 rank) {
 
 // ---------------------------------------------------------------------------
 // Keys. sg_key is THE float → order mapping of this file (ascending: a larger
-// value has a larger key; -0 < +0); a NaN contract changes it here only.
-// sg_key16 is the 16-bit coarse key, the fp16 (round to nearest) ordered key,
-// which is monotone in sg_key; a NaN, which the fp16 conversion would
-// canonicalise, takes the top 16 bits of its sg_key instead, which lie outside
-// every non-NaN's fp16 key as long as sg_key keeps NaN outside ±inf.
+// value has a larger key; -0 < +0; every NaN the top key, above +inf, as the
+// NaN contract wants). sg_key16 is the 16-bit coarse key, the fp16 (round to
+// nearest) ordered key, which is monotone in sg_key: prim's half_key maps any
+// NaN to 0xffff, the top, as fkey does.
 // ---------------------------------------------------------------------------
 __device__ __forceinline__ u32 sg_key(float x) { return fkey(x); }
 
-__device__ __forceinline__ u32 sg_key16(float x) { return (x == x) ? half_key(x) : (sg_key(x) >> 16); }
+__device__ __forceinline__ u32 sg_key16(float x) { return half_key(x); }
 
 struct SgCross {
     u32 bin;    // the threshold bin

@@ -25,10 +25,15 @@ typedef unsigned short u16;
 // ---------------------------------------------------------------------------
 // Order-preserving key: unsigned order of fkey(x) equals
 // numeric order of x over all finite values and ±inf; fkey(-0) < fkey(+0).
+// NaN contract (torch.topk's order): every NaN, whatever its sign or
+// payload, maps to 0xffffffff, above +inf's key, so all NaNs tie with each
+// other and rank above everything else. invkey(0xffffffff) is a NaN, so the
+// key stays its own inverse up to the NaN payload.
 // ---------------------------------------------------------------------------
 __device__ __forceinline__ u32 fkey(float x) {
     u32 u = __float_as_uint(x);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    u32 key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return x != x ? 0xffffffffu : key;
 }
 
 __device__ __forceinline__ float invkey(u32 k) {
@@ -38,12 +43,14 @@ __device__ __forceinline__ float invkey(u32 k) {
 
 // fp16 (round-to-nearest-even) ordered 16-bit key. Rounding is monotone
 // non-decreasing, so the key is a monotone function of x (values beyond the
-// fp16 range saturate to ±inf keys, which keeps monotonicity).
+// fp16 range saturate to ±inf keys, which keeps monotonicity). Any NaN maps
+// to 0xffff, the top, as in fkey, so a coarse pass agrees with the full key.
 __device__ __forceinline__ u32 half_key(float x) {
     u16 h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
     u32 hu = (u32)h;
-    return (hu & 0x8000u) ? (~hu & 0xffffu) : (hu | 0x8000u);
+    u32 key = (hu & 0x8000u) ? (~hu & 0xffffu) : (hu | 0x8000u);
+    return x != x ? 0xffffu : key;
 }
 
 // ---------------------------------------------------------------------------

@@ -224,7 +224,7 @@ __device__ __forceinline__ void cl_row_pass(const float* X, u32 first, u32 step,
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<true>(x, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
+            if (ss_admits(x, tf)) ss_admit<true>(x, e, atomicAdd(count, 1u), tf, sc, scap, stage, hist);
         }
     }
 }
@@ -357,7 +357,7 @@ __device__ __forceinline__ void cl_merge_spread(u32* hist, u32* mrg, u32 rank, u
 // output, crossing-bin candidates into rank 0's ck64 over DSMEM.
 __device__ __forceinline__ void cl_emit_one(float x, u32 idx, float tf, float sc, u32 cbin, u32 above, u32 lim1,
                                             bool whole, u32 cmp, u32* mrg, u64* ck64, i32* out) {
-    if (!(x >= tf)) return;
+    if (!ss_admits(x, tf)) return;
     const u32 bin = ss_bin(x, tf, sc);
     if (bin < cbin) return;  // certain loser
     const u32 slot = atomicAdd(mrg + bin, 1u);

@@ -267,10 +267,13 @@ __device__ __forceinline__ float ss_neg_inf() { return __int_as_float(0xff800000
 // The one bin expression of the streaming families: min(sat_u32((x - lo)*sc), 255).
 // Explicit round-to-nearest intrinsics so the compiler can never contract
 // one call site differently from another: counts and cursors must agree bit
-// for bit. cvt.rzi.u32 saturates and maps NaN to 0.
+// for bit. cvt.rzi.u32 saturates and maps NaN to 0; a NaN x goes to the top
+// bin instead (NaN ranks above +inf). The test is on x, not on the product,
+// so a NaN product of non-NaN inputs (inf - inf, inf * 0) keeps bin 0.
 __device__ __forceinline__ u32 ss_bin(float x, float lo, float sc) {
     u32 b = __float2uint_rz(__fmul_rn(__fsub_rn(x, lo), sc));
-    return b < SS_BINS - 1u ? b : SS_BINS - 1u;
+    b = b < SS_BINS - 1u ? b : SS_BINS - 1u;
+    return x != x ? SS_BINS - 1u : b;
 }
 
 #ifndef SS_EMULATION  // the host emulator (tests/ss_emu) supplies its own
@@ -495,9 +498,14 @@ __device__ __forceinline__ void ss_gather_hints(const float* X, const i32* hint_
     }
 }
 
-// Admission bits of one float4 (bit e set iff lane e >= tf; NaN never).
+// The admission test x >= tf with NaN admitted (NaN ranks above +inf):
+// !(x < tf) is one unordered compare, the same cost as x >= tf.
+__device__ __forceinline__ bool ss_admits(float x, float tf) { return !(x < tf); }
+
+// Admission bits of one float4 (bit e set iff ss_admits(lane e, tf)).
 __device__ __forceinline__ u32 ss_admit_bits(const float4 v, float tf) {
-    return (v.x >= tf ? 1u : 0u) | (v.y >= tf ? 2u : 0u) | (v.z >= tf ? 4u : 0u) | (v.w >= tf ? 8u : 0u);
+    return (ss_admits(v.x, tf) ? 1u : 0u) | (ss_admits(v.y, tf) ? 2u : 0u) | (ss_admits(v.z, tf) ? 4u : 0u) |
+           (ss_admits(v.w, tf) ? 8u : 0u);
 }
 
 // Stage one admitted survivor: histogram it (when HIST) and store it in slot

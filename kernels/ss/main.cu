@@ -257,7 +257,7 @@ __device__ __forceinline__ void ss_row_pass(const float* X, u32 c0, u32 c1, bool
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+            if (ss_admits(x, tf)) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
         }
     }
 }
@@ -366,7 +366,7 @@ __device__ __forceinline__ void ss_row_pass_pipelined(const float* X, u32 c0, u3
         const u32 e = ((n >> 2) << 2) + t;
         if (e < n) {
             const float x = ldg_nc_f(X + e);
-            if (x >= tf) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
+            if (ss_admits(x, tf)) ss_admit<!SPLIT>(x, e, atomicAdd(&s.count, 1u), tf, sc, scap, stage, s.hist);
         }
     }
 }
@@ -381,7 +381,7 @@ __device__ __noinline__ void ss_cursor_emit(const Src src, u32 count, float tf, 
         float x;
         u32 idx;
         src.get(i, &x, &idx);
-        if (!(x >= tf)) continue;
+        if (!ss_admits(x, tf)) continue;
         const u32 bin = ss_bin(x, tf, sc);
         if (bin < cross_bin) continue;  // certain loser
         const u32 slot = atomicAdd(hist + bin, 1u);
@@ -430,7 +430,7 @@ __device__ __forceinline__ void ss_slab_resweep_part(const float* X, u32 c0, u32
         bool admit = false;
         if (e < e_end) {
             x = ldg_nc_f(X + e);
-            admit = x >= TF;
+            admit = ss_admits(x, TF);
         }
         const u32 slot = warp_reserve(admit, &s.count);
         if (admit && base + slot < SS_GCAP) ss_slab_put(ss_pack(x, e), slab + (base + slot));
@@ -441,7 +441,7 @@ __device__ __forceinline__ void ss_slab_resweep_part(const float* X, u32 c0, u32
         bool admit = false;
         if (e < s.row_len) {
             x = ldg_nc_f(X + e);
-            admit = x >= TF;
+            admit = ss_admits(x, TF);
         }
         const u32 slot = warp_reserve(admit, &s.count);
         if (admit && base + slot < SS_GCAP) ss_slab_put(ss_pack(x, e), slab + (base + slot));

@@ -13,8 +13,8 @@
 //        of the row (≥ k elements ≥ Tv by construction);
 //   2. guard: Tv < GMAX, width finite and > 1e-30, scale and offset finite
 //      (an infinite width must never reach the bin transform);
-//   3. BRL bins: bin = min(sat_u32(fma(x, SC, CQ)), NBH−1) with bin 0 the
-//      trash bin (below Tv, −inf, NaN) and NBH−1 the top bin; monotone in x,
+//   3. BRL bins: bin = sat_u32(fmin(fma(x, SC, CQ), NBH−1)) with bin 0 the
+//      trash bin (below Tv, −inf) and NBH−1 the top bin (NaN too); monotone in x,
 //      so bins > B are winners whatever the bracket was;
 //   4. histogram of every valid element, one block scan that finds the
 //      crossing of k and leaves after(j) cursors in the histogram;
@@ -39,9 +39,9 @@
 // register capacity (only possible through a bad per-row n) is selected by
 // the whole-row key narrowing from global memory: slower, still exact.
 //
-// NaN: fkey order (positive NaN above +inf, negative below −inf) in the
-// escape and narrowing paths, trash bin in the histogram path. Every output
-// slot still gets a unique index in [0, n) (structure-only contract).
+// NaN: every NaN ranks above +inf and NaNs tie (fkey maps them all to the
+// top key; the histogram path puts them in the top bin), so the output is
+// the exact top-k under that order.
 //
 // `regimg`: the same body with the row image staged in shared
 // memory (aliasing ck/ci) so the hint gather reads shared memory instead of
@@ -152,9 +152,12 @@ __device__ __forceinline__ bool ss_reg_finite(float x) {
 // The BRL bin. Explicit round-to-nearest fma so every call
 // site computes the same bin bit for bit (histogram and emit must agree).
 template <int NBH>
+// The clamp is on the float (fminf returns the other operand for NaN), so a
+// NaN x lands in the top bin (NaN ranks above +inf) at no extra cost. With
+// sc > 0 and cq finite the fma is NaN only for a NaN x, and for every other
+// x min(sat(v), NBH-1) == sat(min(v, NBH-1)).
 __device__ __forceinline__ u32 ss_reg_bin(float x, float sc, float cq) {
-    const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
-    return b < (u32)NBH - 1u ? b : (u32)NBH - 1u;
+    return __float2uint_rz(fminf(__fmaf_rn(x, sc, cq), (float)(NBH - 1)));
 }
 
 // Candidate list source for ss_narrow_emit: (key, index) in two arrays.

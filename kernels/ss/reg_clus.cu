@@ -11,8 +11,9 @@
 //    mode, the first k row values — always ≥ k elements ≥ Tv), so all
 //    ranks agree without talking. Guard: Tv < GMAX with a finite width
 //    > 1e-30, else escape.
-// 2. BRL bins (1024): bin = min(sat_u32(fma(x, SC, CQ)), 1023); bin 0 is the
-//    trash bin (below Tv, −inf fill, NaN; never counted, never emitted).
+// 2. BRL bins (1024): bin = sat_u32(fmin(fma(x, SC, CQ), 1023)); bin 0 is the
+//    trash bin (below Tv, −inf fill; never counted, never emitted); NaN goes
+//    to the top bin (NaN ranks above +inf).
 //    Monotone in x, and bit-identical in every rank (same SC/CQ, one inline
 //    expression for count and emit).
 // 3. Local histogram → cluster barrier → every rank reads bin i of every
@@ -94,9 +95,9 @@ extern __shared__ __align__(16) u32 rc_dyn[];
 #endif
 
 // The one bin expression (count and emit must agree bit for bit).
+// The clamp on the float sends a NaN x to the top bin (see ss_reg_bin).
 __device__ __forceinline__ u32 rc_bin(float x, float sc, float cq) {
-    const u32 b = __float2uint_rz(__fmaf_rn(x, sc, cq));
-    return b < RC_BINS - 1u ? b : RC_BINS - 1u;
+    return __float2uint_rz(fminf(__fmaf_rn(x, sc, cq), (float)(RC_BINS - 1u)));
 }
 
 __device__ __forceinline__ float rc_lane(const float4& v, u32 c) {

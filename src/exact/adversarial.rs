@@ -82,6 +82,10 @@ pub fn row_generators() -> Vec<NamedRowGenerator> {
             generate: gen_huge_finite,
         },
         NamedRowGenerator {
+            name: "nan_sprinkled",
+            generate: gen_nan_sprinkled,
+        },
+        NamedRowGenerator {
             name: "heavy_tail",
             generate: gen_heavy_tail,
         },
@@ -154,6 +158,34 @@ fn gen_pos_inf_sprinkled(rng: &mut dyn RngCore, n: usize) -> Vec<f32> {
         .map(|_| {
             if rng.random_bool(0.01) {
                 f32::INFINITY
+            } else {
+                StandardNormal.sample(rng)
+            }
+        })
+        .collect()
+}
+
+/// NaN bit patterns of both signs with different payloads: the contract
+/// ranks every one of them above +inf and ties them with each other.
+pub const NAN_PATTERNS: [u32; 5] = [
+    0x7fc0_0000,
+    0xffc0_0000,
+    0x7f80_0001,
+    0xff80_0001,
+    0x7fff_ffff,
+];
+
+/// One of the NaN patterns, by `i`.
+pub fn nan_value(i: usize) -> f32 {
+    f32::from_bits(NAN_PATTERNS[i % NAN_PATTERNS.len()])
+}
+
+/// Normal values with about 1 % NaN of mixed signs and payloads.
+fn gen_nan_sprinkled(rng: &mut dyn RngCore, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            if rng.random_bool(0.01) {
+                nan_value(i)
             } else {
                 StandardNormal.sample(rng)
             }
@@ -430,6 +462,59 @@ pub fn suite(k: usize) -> Vec<AdversarialCase> {
             batch_with_perfect_hints(vec![mixed, zeros_only, half_positive], k),
         );
     }
+    // NaN (the contract: every NaN ranks above +inf, NaNs tie).
+    {
+        let mut rng = rng_for("nan", k);
+        let mut with_nans = |count: usize, fill: &mut dyn FnMut(&mut ChaCha8Rng, usize) -> f32| {
+            let mut row = gen_randn(&mut rng, n);
+            for (i, slot) in row.iter_mut().take(count).enumerate() {
+                *slot = fill(&mut rng, i);
+            }
+            shuffle(&mut rng, &mut row);
+            row
+        };
+        let mixed = |_: &mut ChaCha8Rng, i: usize| nan_value(i);
+        let rows = vec![
+            with_nans(1, &mut |_, _| f32::NAN),
+            with_nans(k / 2, &mut { mixed }),
+            with_nans(k - 1, &mut { mixed }),
+            // Exactly k NaN: the k-th largest is a NaN.
+            with_nans(k, &mut { mixed }),
+            // More than k NaN: the k-th is a NaN tie, some NaN are left out.
+            with_nans(k + 3, &mut { mixed }),
+            with_nans(k / 3, &mut |_, _| -f32::NAN),
+        ];
+        push(
+            format!("nan_counts_around_k_n{n}"),
+            batch_with_perfect_hints(rows, k),
+        );
+        // NaN with ±inf: +inf must come right after every NaN.
+        let inf_rows = [k / 2, k - 3, k + 5]
+            .iter()
+            .map(|&nans| {
+                with_nans(nans + k / 4 + n / 3, &mut |_, i| {
+                    if i < nans {
+                        nan_value(i)
+                    } else if i < nans + k / 4 {
+                        f32::INFINITY
+                    } else {
+                        f32::NEG_INFINITY
+                    }
+                })
+            })
+            .collect();
+        push(
+            format!("nan_with_infinities_n{n}"),
+            batch_with_perfect_hints(inf_rows, k),
+        );
+        // A row of NaN only, and the hint-free path.
+        let only = vec![f32::from_bits(0xffc0_0000); n];
+        let few = with_nans(3, &mut { mixed });
+        push(
+            format!("nan_hint_free_n{n}"),
+            hint_free_batch(&[only, few], k),
+        );
+    }
     {
         let mut rng = rng_for("denormals", k);
         let rows = (0..3).map(|_| gen_denormals(&mut rng, n)).collect();
@@ -669,7 +754,7 @@ mod tests {
         assert_eq!(names.len(), a.len(), "duplicate case names");
         for (x, y) in a.iter().zip(&b) {
             assert_eq!(x.name, y.name);
-            // Compare bits: the suite holds NaN-free data but bitwise is the real contract.
+            // Compare bits: NaN rows compare unequal as floats.
             let bits = |c: &AdversarialCase| {
                 c.batch
                     .logits

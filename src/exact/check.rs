@@ -18,8 +18,9 @@
 //! exact, so a correct row costs one streaming pass. Only a wrong row pays
 //! for a `select_nth_unstable` to find the true `T` for the message.
 //!
-//! NaN is ordered above +inf (see [`order_key`]); NaN order is
-//! implementation-specific upstream and certify never generates NaN.
+//! NaN contract (torch.topk's order): every NaN, of either sign and any
+//! payload, ranks above +inf, and NaNs tie with each other (see
+//! [`order_key`]), so any choice among NaNs at the boundary is exact.
 
 use rayon::prelude::*;
 
@@ -598,6 +599,64 @@ mod tests {
             checker.check(&[0, UNWRITTEN]),
             ExactStatus::Unwritten { row: 1, slot: 0 }
         ));
+    }
+
+    /// A replicated batch whose copy differs from its period row at one
+    /// position no sample would look at: the period claim is dropped, the
+    /// copy gets its own threshold, and an answer that is right only for
+    /// the original row is WRONG on the copy.
+    #[test]
+    fn a_replicated_batch_is_checked_whole() {
+        use std::sync::Arc;
+        let n = 1000;
+        let base: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+        for pos in [1usize, 333, 501, 998] {
+            let mut copy = base.clone();
+            copy[pos] = 1e6; // the copy's only top-1 value
+            let rows = [&base, &base, &copy, &base];
+            let batch = Arc::new(Batch::from_rows(&rows, 1024, 1, f32::MIN));
+            let checker = PeriodicCheck::new(Arc::clone(&batch), 1);
+            assert_eq!(checker.period(), 4, "pos {pos}");
+            let top = reference_topk(&base, 1)[0];
+            let out = [top, top, top, top];
+            assert!(
+                matches!(checker.check(&out), ExactStatus::Wrong { row: 2, .. }),
+                "pos {pos}"
+            );
+            assert_eq!(
+                checker.check(&[top, top, pos as i32, top]),
+                ExactStatus::Exact
+            );
+        }
+    }
+
+    /// NaN contract: every NaN ranks above +inf and NaNs of any sign and
+    /// payload tie with each other.
+    #[test]
+    fn nan_ranks_above_inf_and_nans_tie() {
+        let pos = f32::NAN;
+        let neg = f32::from_bits(0xffc0_0000);
+        let payload = f32::from_bits(0x7f80_0001);
+        let row = [
+            1.0,
+            f32::INFINITY,
+            neg,
+            2.0,
+            pos,
+            payload,
+            f32::NEG_INFINITY,
+        ];
+        // Top 3 are the three NaN.
+        assert!(check_row(&row, 3, &[2, 4, 5]).is_ok());
+        assert!(check_row(&row, 3, &[1, 4, 5]).is_err());
+        // Top 2: any two of the tied NaN.
+        for pair in [[2, 4], [4, 5], [5, 2]] {
+            assert!(check_row(&row, 2, &pair).is_ok(), "{pair:?}");
+        }
+        // Top 4: the NaN, then +inf.
+        assert!(check_row(&row, 4, &[5, 1, 2, 4]).is_ok());
+        assert!(check_row(&row, 4, &[5, 3, 2, 4]).is_err());
+        assert_eq!(reference_topk(&row, 4)[3], 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::reference::{order_key, reference_topk};
 pub use adversarial::{
-    row_generators, sampling_adversaries, suite, AdversarialCase, NamedRowGenerator,
+    nan_value, row_generators, sampling_adversaries, suite, AdversarialCase, NamedRowGenerator,
 };
 pub use check::{check_batch, check_row, row_threshold, PeriodicCheck, RowThreshold};
 pub use soak::soak_case;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::capture::format::npad_for;
@@ -151,12 +152,12 @@ impl Batch {
         })
     }
 
-    /// Whether rows `r` and `r mod period` are equal, checked fully for `n`
-    /// and `hints` and at a few sampled positions of each row's logits (a
-    /// full comparison would cost as much as the work it saves). Guards the
-    /// period users (shared staging, per-row check reuse) against a wrong
-    /// period; [`Batch::form`] guarantees [`Batch::row_period`]. False for an
-    /// inconsistent batch.
+    /// Whether rows `r` and `r mod period` are equal: `n`, `hints` and every
+    /// logit of the padded row, bit for bit. Guards the period users (shared
+    /// staging, per-row check reuse) against a wrong period, so a replicated
+    /// batch is checked whole: a row differing anywhere from its period's
+    /// row gets its own threshold. [`Batch::form`] guarantees
+    /// [`Batch::row_period`]. False for an inconsistent batch.
     pub fn repeats_with_period(&self, period: usize) -> bool {
         let consistent = self.n.len() == self.rows
             && self.hints.len() == self.rows * self.k
@@ -167,15 +168,16 @@ impl Batch {
             return false;
         }
         let (npad, k) = (self.npad, self.k);
-        (period..self.rows).all(|r| {
+        let bits = |r: usize| {
+            self.logits[r * npad..(r + 1) * npad]
+                .iter()
+                .map(|x| x.to_bits())
+        };
+        (period..self.rows).into_par_iter().all(|r| {
             let s = r % period;
-            let n = self.n[r] as usize;
-            let samples = [0, n / 4, n / 2, 3 * n / 4, n.saturating_sub(1), npad - 1];
             self.n[r] == self.n[s]
                 && self.hints[r * k..(r + 1) * k] == self.hints[s * k..(s + 1) * k]
-                && samples.iter().all(|&i| {
-                    self.logits[r * npad + i].to_bits() == self.logits[s * npad + i].to_bits()
-                })
+                && bits(r).eq(bits(s))
         })
     }
 

@@ -284,7 +284,29 @@ struct CheckJob {
     check: Arc<PeriodicCheck>,
     /// `None` when the verdict is already known (unsupported, failed).
     output: Option<Vec<i32>>,
+    /// The first timed launch's output (written over a fresh poison).
+    first_output: Option<Vec<i32>>,
     record: CaseRecord,
+}
+
+/// The verdict of one (case, arm): the first timed launch's output, then
+/// the last launch's. A wrong first launch is reported as such even when
+/// later launches are right (state left by the warm-up, a launch that only
+/// works over its predecessor's output).
+fn verdict(check: &PeriodicCheck, first: Option<&[i32]>, last: &[i32]) -> ExactStatus {
+    if let Some(first) = first {
+        match check.check(first) {
+            ExactStatus::Exact => {}
+            ExactStatus::Wrong { row, reason } => {
+                return ExactStatus::Wrong {
+                    row,
+                    reason: format!("first timed launch: {reason}"),
+                }
+            }
+            other => return other,
+        }
+    }
+    check.check(last)
 }
 
 /// Checker threads: verify, then append. Errors (I/O) are kept for the caller.
@@ -369,10 +391,11 @@ fn checker_loop(
         let CheckJob {
             check,
             output,
+            first_output,
             mut record,
         } = job;
         if let Some(output) = output {
-            record.exact = check.check(&output);
+            record.exact = verdict(&check, first_output.as_deref(), &output);
         }
         drop(check);
         let inexact = is_inexact(&record.exact);
@@ -931,6 +954,7 @@ fn run_one(
         return CheckJob {
             check: Arc::clone(check),
             output: None,
+            first_output: None,
             record,
         };
     }
@@ -943,15 +967,18 @@ fn run_one(
             });
         }
     }
+    let mut first_output = None;
     if let Some(t) = timings {
         record.cold_us = t.cold_us;
         record.warm_us = t.warm_us;
         record.method = Some(t.method);
+        first_output = t.first_output;
     }
     match output {
         Ok(output) => CheckJob {
             check: Arc::clone(check),
             output: Some(output),
+            first_output,
             record,
         },
         Err(e) => {
@@ -962,6 +989,7 @@ fn run_one(
             CheckJob {
                 check: Arc::clone(check),
                 output: None,
+                first_output: None,
                 record,
             }
         }
@@ -987,6 +1015,47 @@ mod tests {
             },
             b,
         }
+    }
+
+    /// The first timed launch's output is checked on its own: a wrong first
+    /// output fails the case even when the last output is exact, and the
+    /// host timer hands back what that launch wrote over a fresh poison.
+    #[test]
+    fn the_first_timed_launch_is_checked() {
+        let rows = [vec![3.0f32, 1.0, 2.0, 0.0], vec![0.0f32, 5.0, 4.0, 1.0]];
+        let batch = Arc::new(Batch::from_rows(&rows, 64, 2, f32::MIN));
+        let check = PeriodicCheck::new(Arc::clone(&batch), 2);
+        let good = [0, 2, 1, 2];
+        let bad = [0, 2, 1, 3];
+        assert_eq!(verdict(&check, Some(&good), &good), ExactStatus::Exact);
+        assert_eq!(verdict(&check, None, &good), ExactStatus::Exact);
+        match verdict(&check, Some(&bad), &good) {
+            ExactStatus::Wrong { row: 1, reason } => {
+                assert!(reason.starts_with("first timed launch"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            verdict(&check, Some(&[0, 2, 1, crate::exact::UNWRITTEN]), &good),
+            ExactStatus::Unwritten { row: 1, slot: 1 }
+        ));
+        assert!(!verdict(&check, Some(&good), &bad).is_exact());
+
+        let mut arm = crate::arms::registry::create("cpu-ref", None).unwrap();
+        arm.stage(&batch).unwrap();
+        let protocol = Protocol {
+            warmup: 1,
+            warm_reps: 1,
+            cold_reps: 1,
+            ..Protocol::default()
+        };
+        let timings = crate::timing::HostTimer
+            .measure(arm.as_mut(), &protocol)
+            .unwrap();
+        let first = timings
+            .first_output
+            .expect("the first timed launch's output");
+        assert_eq!(check.check(&first), ExactStatus::Exact);
     }
 
     #[test]

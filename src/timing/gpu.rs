@@ -123,6 +123,8 @@ pub fn arm_kernel_us(spans: &[cupti::ActivitySpan]) -> Option<f64> {
 /// warm-up, before every warm rep and after the last rep, so one batch of
 /// CUPTI records can be split into reps (cold reps start at their flush).
 const MARKER_KERNEL: &str = "flush_spin";
+/// The name CUPTI spans of memsets carry.
+const MEMSET_SPAN: &str = "[memset]";
 /// The L2 flush that opens every cold rep.
 const FLUSH_KERNEL: &str = "flush_l2";
 
@@ -200,7 +202,9 @@ pub fn partition_reps(
     }
     // Arm spans strictly between two consecutive boundaries.
     let between = |b: usize| &sorted[boundaries[b] + 1..boundaries[b + 1]];
-    let warmup_spans = between(0).len();
+    // Memsets are left out of the warm-up's count: the timer's own re-poison
+    // of the output sits there, after the last warm-up call.
+    let warmup_spans = between(0).iter().filter(|s| s.name != MEMSET_SPAN).count();
     let rep_spans: Vec<&[&cupti::ActivitySpan]> = (1..expected - 1).map(between).collect();
     let most = rep_spans.iter().map(|r| r.len()).max().unwrap_or(0);
     let per_warmup_call = warmup_spans.checked_div(warmup).unwrap_or(0);
@@ -332,16 +336,26 @@ impl GpuTimer {
         for _ in 0..protocol.warmup {
             arm.launch()?;
         }
+        // Poisoned again so the first timed launch's output stands alone
+        // (its memset lands in the warm-up's records, which the partition
+        // counts without memsets).
+        arm.poison_output()?;
         self.phases.add(Phase::Warmup, started.elapsed());
 
         let started = Instant::now();
-        for _ in 0..protocol.warm_reps {
-            self.flusher.spin(0)?;
+        let mut first_output = None;
+        for rep in 0..protocol.warm_reps + protocol.cold_reps {
+            if rep < protocol.warm_reps {
+                self.flusher.spin(0)?;
+            } else {
+                self.flusher.flush()?;
+            }
             arm.launch()?;
-        }
-        for _ in 0..protocol.cold_reps {
-            self.flusher.flush()?;
-            arm.launch()?;
+            if rep == 0 {
+                // A copy out after a synchronisation: no kernel or memset
+                // record, and the next rep opens with its own marker or flush.
+                first_output = Some(arm.read_output()?);
+            }
         }
         self.flusher.spin(0)?;
         self.gpu.synchronize()?;
@@ -369,6 +383,7 @@ impl GpuTimer {
                         cold_us: reps.cold_us,
                         warm_us: reps.warm_us,
                         method: TimingMethod::Cupti,
+                        first_output,
                     });
                 }
                 Partition::Incomplete(reason) => last_reason = reason,
@@ -422,7 +437,9 @@ impl GpuTimer {
             }
             None
         };
+        arm.poison_output()?;
         self.phases.add(Phase::Warmup, started.elapsed());
+        let mut first_output = None;
 
         let started = Instant::now();
         let stream = &self.gpu.stream;
@@ -441,6 +458,9 @@ impl GpuTimer {
                 None => arm.launch()?,
             }
             end.record(stream).map_err(driver_err("cuEventRecord"))?;
+            if rep == 0 {
+                first_output = Some(arm.read_output()?);
+            }
         }
         self.gpu.synchronize()?;
         // The graph holds the arm's buffers' addresses: gone before any restage.
@@ -465,6 +485,7 @@ impl GpuTimer {
             } else {
                 TimingMethod::CudaEvents
             },
+            first_output,
         })
     }
 }

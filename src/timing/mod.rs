@@ -52,6 +52,11 @@ pub struct Timings {
     pub cold_us: Vec<f64>,
     pub warm_us: Vec<f64>,
     pub method: TimingMethod,
+    /// Output of the first timed launch: the output is poisoned again after
+    /// the warm-up, so this is what that one launch wrote (the checker
+    /// verifies it next to the last launch's output). `None` when no rep ran.
+    #[serde(skip)]
+    pub first_output: Option<Vec<i32>>,
 }
 
 /// Measures one staged arm under a protocol.
@@ -87,21 +92,28 @@ impl Timer for HostTimer {
         for _ in 0..protocol.warmup {
             arm.launch()?;
         }
-        let mut rep = || -> Result<f64> {
+        arm.poison_output()?;
+        let mut first_output = None;
+        let mut rep = |arm: &mut dyn Arm| -> Result<f64> {
             let t0 = std::time::Instant::now();
             arm.launch()?;
-            Ok(t0.elapsed().as_secs_f64() * 1e6)
+            let us = t0.elapsed().as_secs_f64() * 1e6;
+            if first_output.is_none() {
+                first_output = Some(arm.read_output()?);
+            }
+            Ok(us)
         };
         let warm_us = (0..protocol.warm_reps)
-            .map(|_| rep())
+            .map(|_| rep(&mut *arm))
             .collect::<Result<Vec<_>>>()?;
         let cold_us = (0..protocol.cold_reps)
-            .map(|_| rep())
+            .map(|_| rep(&mut *arm))
             .collect::<Result<Vec<_>>>()?;
         Ok(Timings {
             cold_us,
             warm_us,
             method: TimingMethod::HostClock,
+            first_output,
         })
     }
 }

@@ -20,6 +20,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::support::ss::{batch, model_row, path_cases, planned, spread};
 use gvr_bench::arms::Shape;
+use gvr_bench::capture::format::npad_for;
 use gvr_bench::exact::check_row;
 use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, row_generators};
@@ -1005,4 +1006,46 @@ fn the_wave_stagger_changes_no_output() {
         }
     }
     assert_eq!(launches, 6);
+}
+
+#[test]
+fn nan_rows_meet_the_contract_in_the_kernel_source() {
+    // The suite's NaN batches (NaN counts around k, -NaN, NaN with ±inf, a
+    // NaN-only row, hint-free) and NaN-sprinkled long rows that plan SPLIT:
+    // every NaN ranks above +inf, and the path matches the CPU model.
+    let Some(exe) = emulator() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(0x4e61);
+    for k in gvr_bench::topk::SUPPORTED_K {
+        let mut batches: Vec<(String, Batch)> = gvr_bench::exact::suite(k)
+            .into_iter()
+            .filter(|c| c.name.starts_with("nan_"))
+            .map(|c| (c.name, c.batch))
+            .collect();
+        let n = 70_001;
+        let rows: Vec<Vec<f32>> = [1usize, k - 1, k + 5]
+            .iter()
+            .map(|&nans| {
+                let mut row: Vec<f32> = (0..n).map(|_| rng.random_range(-4.0f32..4.0)).collect();
+                for i in 0..nans {
+                    let at = rng.random_range(0..n);
+                    row[at] = gvr_bench::exact::nan_value(i);
+                }
+                row
+            })
+            .collect();
+        batches.push((
+            "nan_long".into(),
+            Batch::from_rows(&rows, npad_for(n), k, 3e38),
+        ));
+        for (name, b) in &batches {
+            let label = format!("{name} k={k}");
+            let launch = EmuLaunch::planned(b, b.rows);
+            let trace = emu_check(exe, b, &launch, &label);
+            let params = planned(b);
+            for (r, &bits) in trace.iter().enumerate() {
+                let counts = model(b, r, &params);
+                assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ mod filtered_dispatch;
 mod floor;
 mod gpu_runtime;
 mod gvr1_cluster_exact;
+mod nan;
 mod phases;
 mod sglang_v2;
 mod ss_clus;

@@ -217,9 +217,10 @@ inline u32 __ballot_sync(u32, bool pred) {
 }
 
 // ---------------------------------------------------------------- common.cuh subset
-inline u32 fkey(float x) {
+inline u32 fkey(float x) {  // prim's: every NaN is the top key
     u32 u = __float_as_uint(x);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    u32 key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return x != x ? 0xffffffffu : key;
 }
 inline float invkey(u32 k) {
     u32 u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
@@ -388,9 +389,10 @@ inline u16 emu_f16_rn(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // a carry rounds into the exponent (or inf)
     return (u16)(sign | h);
 }
-inline u32 half_key(float x) {
+inline u32 half_key(float x) {  // prim's: every NaN is the top key
     const u32 hu = emu_f16_rn(x);
-    return (hu & 0x8000u) ? (~hu & 0xffffu) : (hu | 0x8000u);
+    const u32 key = (hu & 0x8000u) ? (~hu & 0xffffu) : (hu | 0x8000u);
+    return x != x ? 0xffffu : key;
 }
 inline u32 min(u32 a, u32 b) { return a < b ? a : b; }
 inline float f4_get(const float4& v, u32 c) { return c == 0 ? v.x : (c == 1 ? v.y : (c == 2 ? v.z : v.w)); }

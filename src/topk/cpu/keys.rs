@@ -5,18 +5,22 @@
 pub const BINS: usize = 256;
 
 /// Order-preserving key (§2.1): unsigned key order equals numeric order over
-/// all finite values and ±inf, with `fkey(-0) < fkey(+0)`.
+/// all finite values and ±inf, with `fkey(-0) < fkey(+0)`. Every NaN (either
+/// sign, any payload) maps to `u32::MAX`, above +inf: the NaN contract ranks
+/// NaN above everything and ties NaNs with each other.
 #[inline]
 pub fn fkey(x: f32) -> u32 {
     let bits = x.to_bits();
-    if bits & 0x8000_0000 != 0 {
+    if x.is_nan() {
+        u32::MAX
+    } else if bits & 0x8000_0000 != 0 {
         !bits
     } else {
         bits | 0x8000_0000
     }
 }
 
-/// Exact inverse of [`fkey`].
+/// Exact inverse of [`fkey`] (up to the NaN payload: `invkey(u32::MAX)` is a NaN).
 #[inline]
 pub fn invkey(key: u32) -> f32 {
     let bits = if key & 0x8000_0000 != 0 {

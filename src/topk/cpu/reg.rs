@@ -130,10 +130,11 @@ fn transform(lo: f32, hi: f32, nbh: u32) -> Option<(f32, f32)> {
     (finite(sc) && sc > 0.0 && finite(cq)).then_some((sc, cq))
 }
 
-/// `min(sat_u32(fma(x, SC, CQ)), NBH − 1)`; `as u32` saturates and maps NaN
-/// to 0 like `cvt.rzi.sat.u32`.
+/// `sat_u32(fmin(fma(x, SC, CQ), NBH − 1))`: `f32::min` returns the other
+/// operand for NaN like `fminf`, so a NaN `x` lands in the top bin; `as u32`
+/// saturates like `cvt.rzi.sat.u32`.
 fn bin(x: f32, sc: f32, cq: f32, nbh: u32) -> u32 {
-    (x.mul_add(sc, cq) as u32).min(nbh - 1)
+    x.mul_add(sc, cq).min((nbh - 1) as f32) as u32
 }
 
 /// Indices of the `need` largest keys among `items` (any tie order).

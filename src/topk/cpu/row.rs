@@ -244,10 +244,14 @@ fn is_usable_rung(t: f32) -> bool {
 }
 
 /// The one bin expression of the streaming families:
-/// `min(sat_u32((x − lo)·sc), 255)`. Rust never contracts `a*b+c`, and the
-/// saturating `as u32` maps NaN and negatives to 0 like `cvt.rzi.sat.u32`.
+/// `min(sat_u32((x − lo)·sc), 255)`, and 255 for a NaN `x` (NaN ranks above
+/// +inf). Rust never contracts `a*b+c`, and the saturating `as u32` maps a
+/// NaN product of non-NaN inputs and negatives to 0 like `cvt.rzi.sat.u32`.
 #[inline]
 fn bin_of(x: f32, lo: f32, sc: f32) -> usize {
+    if x.is_nan() {
+        return BINS - 1;
+    }
     (((x - lo) * sc) as u32).min(BINS as u32 - 1) as usize
 }
 
@@ -283,9 +287,10 @@ impl Window {
         Window { tf: t, sc }
     }
 
+    /// `x >= tf`, with NaN admitted (the kernels' `!(x < tf)`).
     #[inline]
     fn admits(&self, x: f32) -> bool {
-        x >= self.tf
+        x >= self.tf || x.is_nan()
     }
 
     #[inline]
@@ -326,7 +331,7 @@ fn row_pass(row: &[f32], window: Window, scap: usize) -> ([u32; BINS], Vec<(f32,
 /// duplicate entries are ignored). `params` are the launch's §3.0 numbers; if
 /// they were planned for another row length or k, the row's own schedule is
 /// recomputed as the varlen kernel does. Short rows (`n ≤ k`) give the
-/// identity then −1. Every output slot is written for NaN-free rows.
+/// identity then −1. NaN ranks above +inf (all NaNs tied).
 pub fn select_row(
     row: &[f32],
     hints: &[i32],
