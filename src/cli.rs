@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success; 1 the check ran and found a problem (inexact arm,
 //! failed validation, regression); 2 bad input; 3 environment or internal
-//! failure; 130 interrupted (resumable).
+//! failure; 130 / 143 stopped by SIGINT / SIGTERM (resumable).
 
 use std::path::PathBuf;
 
@@ -476,7 +476,7 @@ fn cmd_experiment(args: ExperimentArgs) -> Result<i32> {
         run_dir.join("experiment.md").display()
     );
     Ok(if outcome.interrupted {
-        130
+        run::signals::exit_code(outcome.stop_signal)
     } else if outcome.inexact > 0 {
         1
     } else {
@@ -563,7 +563,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         outcome.inexact
     );
     if outcome.interrupted {
-        return Ok(130);
+        return Ok(run::signals::exit_code(outcome.stop_signal));
     }
     // A peer failure keeps what it joined; the report still shows it, and
     // the other peers still run.
@@ -669,6 +669,7 @@ fn cmd_grid_devices(
     let resume = args.resume.is_some();
     let mut manifest = EnvManifest::collect(
         &args.cases.captures,
+        args.cases.grid.as_deref(),
         protocol_of(args),
         args.cases.selection.rows,
     );
@@ -701,7 +702,10 @@ fn cmd_grid_devices(
         .collect();
     let exe = std::env::current_exe().map_err(|e| GvrError::Other(e.into()))?;
     match devices::run_workers(&exe, run_dir, &workers)? {
-        FanOutOutcome::Interrupted => Ok(130),
+        FanOutOutcome::Interrupted => Ok(match run::signals::requested() {
+            Some(sig) => run::signals::exit_code(sig),
+            None => 130,
+        }),
         FanOutOutcome::Merged { records, cases } => {
             eprintln!(
                 "merged {count} shards: {records} records over {cases} cases into {}",

@@ -35,6 +35,11 @@ pub struct EnvManifest {
     pub kernel_hashes: BTreeMap<String, String>,
     /// sha256 of the capture set's `manifest.json`.
     pub capture_set_hash: String,
+    /// sha256 over the capture set's `manifest.json`, every cell file (name
+    /// and bytes) and the grid file the run used: a changed cell value
+    /// changes it. Absent in runs recorded before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_content_hash: Option<String>,
     pub capture_dir: String,
     pub command_line: Vec<String>,
     /// ISO-8601 UTC, e.g. `2026-12-02T11:20:03Z`.
@@ -57,7 +62,12 @@ pub struct EnvManifest {
 impl EnvManifest {
     /// Collect everything that can be learnt about the host now. The caller
     /// fills GPU facts and timing methods once the arms are created.
-    pub fn collect(capture_dir: &Path, protocol: Protocol, rows_mode: RowsMode) -> EnvManifest {
+    pub fn collect(
+        capture_dir: &Path,
+        grid: Option<&Path>,
+        protocol: Protocol,
+        rows_mode: RowsMode,
+    ) -> EnvManifest {
         let mut manifest = EnvManifest::without_hashes(capture_dir, protocol, rows_mode);
         manifest.binary_sha256 = std::env::current_exe()
             .ok()
@@ -67,6 +77,7 @@ impl EnvManifest {
         manifest.kernel_hashes = crate::gpu::sources::source_hashes();
         manifest.capture_set_hash =
             sha256_file(&capture_dir.join("manifest.json")).unwrap_or_else(|_| "unknown".into());
+        manifest.capture_content_hash = capture_content_hash(capture_dir, grid).ok();
         manifest
     }
 
@@ -88,6 +99,7 @@ impl EnvManifest {
             git_sha: "unknown".into(),
             kernel_hashes: BTreeMap::new(),
             capture_set_hash: "unknown".into(),
+            capture_content_hash: None,
             capture_dir: capture_dir.display().to_string(),
             command_line: std::env::args().collect(),
             started_utc: utc_now_iso(),
@@ -143,11 +155,47 @@ impl EnvManifest {
                 .collect();
             return Err(format!("kernel_hashes differ ({})", differing.join(", ")));
         }
+        self.capture_conflict(other)
+    }
+
+    /// Why the two runs did not measure the same inputs: another capture
+    /// set (manifest or any cell's content, or the grid file).
+    pub fn capture_conflict(&self, other: &EnvManifest) -> std::result::Result<(), String> {
         if self.capture_set_hash != other.capture_set_hash {
             return Err(format!(
                 "capture_set_hash differs ({} vs {})",
                 short(&self.capture_set_hash),
                 short(&other.capture_set_hash)
+            ));
+        }
+        // Compared when both runs recorded one (older runs did not).
+        if let (Some(a), Some(b)) = (&self.capture_content_hash, &other.capture_content_hash) {
+            if a != b {
+                return Err(format!(
+                    "capture_content_hash differs ({} vs {}): a cell file or the grid changed",
+                    short(a),
+                    short(b)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Why two runs' times may not be compared case by case (`regress`,
+    /// `aa`): other inputs, another timing protocol or rows mode. Binaries
+    /// and kernels may differ: that is what a comparison is for.
+    pub fn comparison_conflict(&self, other: &EnvManifest) -> std::result::Result<(), String> {
+        self.capture_conflict(other)?;
+        if self.protocol != other.protocol {
+            return Err(format!(
+                "measurement protocol differs ({:?} vs {:?})",
+                self.protocol, other.protocol
+            ));
+        }
+        if self.rows_mode != other.rows_mode {
+            return Err(format!(
+                "rows mode differs ({:?} vs {:?})",
+                self.rows_mode, other.rows_mode
             ));
         }
         Ok(())
@@ -161,6 +209,44 @@ fn is_clean_sha(sha: &str) -> bool {
 
 fn short(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
+}
+
+/// sha256 over a capture set's `manifest.json`, each `*.safetensors` file
+/// of the directory in name order (name, length, then bytes) and the grid
+/// file's bytes when given. Files are hashed in parallel.
+pub fn capture_content_hash(capture_dir: &Path, grid: Option<&Path>) -> Result<String> {
+    use rayon::prelude::*;
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(capture_dir)
+        .map_err(|e| GvrError::io(capture_dir, e))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "safetensors") && p.is_file())
+        .collect();
+    files.sort();
+    files.insert(0, capture_dir.join("manifest.json"));
+    let digests = files
+        .par_iter()
+        .map(|path| {
+            let bytes = std::fs::read(path).map_err(|e| GvrError::io(path, e))?;
+            Ok((bytes.len(), Sha256::digest(&bytes)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut all = Sha256::new();
+    for (path, (len, digest)) in files.iter().zip(&digests) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        all.update(name.as_bytes());
+        all.update([0u8]);
+        all.update((*len as u64).to_le_bytes());
+        all.update(digest);
+    }
+    if let Some(grid) = grid {
+        let bytes = std::fs::read(grid).map_err(|e| GvrError::io(grid, e))?;
+        all.update(b"grid\0");
+        all.update(Sha256::digest(&bytes));
+    }
+    Ok(all.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Hex sha256 of a file's bytes.
@@ -327,6 +413,37 @@ mod tests {
         let mut other = base.clone();
         other.host = "elsewhere".into();
         assert!(base.merge_conflict(&other).is_ok());
+    }
+
+    #[test]
+    fn a_changed_cell_value_changes_the_content_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = dir.path();
+        std::fs::write(caps.join("manifest.json"), b"{}").unwrap();
+        std::fs::write(caps.join("a.safetensors"), [1u8, 2, 3, 4]).unwrap();
+        std::fs::write(caps.join("b.safetensors"), [5u8, 6, 7, 8]).unwrap();
+        let before = capture_content_hash(caps, None).unwrap();
+        assert_eq!(before, capture_content_hash(caps, None).unwrap());
+        std::fs::write(caps.join("b.safetensors"), [5u8, 6, 7, 9]).unwrap();
+        let after = capture_content_hash(caps, None).unwrap();
+        assert_ne!(before, after, "one byte of one cell changed");
+        let grid = dir.path().join("grid.csv");
+        std::fs::write(&grid, b"cell,n\n").unwrap();
+        assert_ne!(after, capture_content_hash(caps, Some(&grid)).unwrap());
+
+        let mut a = EnvManifest::without_hashes(caps, Protocol::default(), RowsMode::Replicate);
+        a.capture_content_hash = Some(before);
+        let mut b = a.clone();
+        b.capture_content_hash = Some(after);
+        assert!(a
+            .merge_conflict(&b)
+            .unwrap_err()
+            .contains("capture_content_hash"));
+        assert!(a.comparison_conflict(&b).is_err());
+        // A run recorded before the content hash existed is compared on the
+        // manifest hash alone.
+        b.capture_content_hash = None;
+        assert!(a.merge_conflict(&b).is_ok());
     }
 
     #[test]

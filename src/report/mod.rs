@@ -484,9 +484,14 @@ pub struct AaOptions {
     /// Arm of side A [two runs: default every arm present in both, pooled].
     #[arg(long)]
     pub arm: Option<String>,
-    /// Arm of side B (same run, e.g. "radix" vs "radix#2") [default: --arm].
+    /// Arm of side B (same run, e.g. "radix" vs "radix#2") [default: --arm;
+    /// one run without --arm: every ARM with a twin ARM#2, pooled].
     #[arg(long)]
     pub arm_b: Option<String>,
+    /// Refuse (exit 2) when the two sides share fewer than this fraction
+    /// of their cases (common / larger side).
+    #[arg(long, default_value_t = DEFAULT_MIN_COMMON)]
+    pub min_common: f64,
     /// Write the noise floor as JSON here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -507,6 +512,21 @@ pub fn aa_ratios(
         (Some(x), None) if !same_run => vec![(x.to_string(), x.to_string())],
         (None, None) if !same_run => arms_a.iter().filter(|x| arms_b.contains(x)).map(|x| (x.clone(), x.clone())).collect(),
         (None, Some(_)) => return Err(GvrError::Usage("--arm-b needs --arm".to_string())),
+        (None, None) => {
+            // One run: every arm against its interleaved twin (`grid --aa`).
+            let twins: Vec<(String, String)> = arms_a
+                .iter()
+                .filter(|x| !x.ends_with("#2") && arms_a.contains(&format!("{x}#2")))
+                .map(|x| (x.clone(), format!("{x}#2")))
+                .collect();
+            if twins.is_empty() {
+                return Err(GvrError::Usage(format!(
+                    "aa on one run compares an arm with its twin, and this run has none (arms: {}); record one with `grid --aa ARM`, or name two arms with --arm and --arm-b",
+                    arms_a.join(", ")
+                )));
+            }
+            twins
+        }
         _ => {
             return Err(GvrError::Usage(
                 "aa on one run compares two arms: give --arm and --arm-b (e.g. --arm radix --arm-b radix#2)".to_string(),
@@ -537,6 +557,116 @@ pub fn aa_ratios(
     Ok(ratios)
 }
 
+/// Default of `--min-common` (`aa`, `regress`): the share of cases two sides
+/// must have in common before their comparison means anything.
+pub const DEFAULT_MIN_COMMON: f64 = 0.9;
+
+/// Cases of `arm_a` in `a` and of `arm_b` in `b`: (common, only in a, only in b).
+pub fn case_overlap(
+    a: &[CaseTime],
+    arm_a: &str,
+    b: &[CaseTime],
+    arm_b: &str,
+) -> (usize, usize, usize) {
+    use std::collections::BTreeSet;
+    let of = |v: &[CaseTime], arm: &str| -> BTreeSet<String> {
+        v.iter()
+            .filter(|c| c.arm == arm)
+            .map(|c| c.case.clone())
+            .collect()
+    };
+    let (x, y) = (of(a, arm_a), of(b, arm_b));
+    let common = x.intersection(&y).count();
+    (common, x.len() - common, y.len() - common)
+}
+
+/// Refuse a comparison whose sides share too few cases: nothing in common
+/// always, else less than `min_common` of the larger side.
+pub fn check_overlap(
+    what: &str,
+    (common, only_a, only_b): (usize, usize, usize),
+    min_common: f64,
+) -> Result<()> {
+    let larger = (common + only_a).max(common + only_b);
+    if common == 0 || (common as f64) < min_common * larger as f64 {
+        return Err(GvrError::Usage(format!(
+            "cannot compare {what}: {common} cases in common, {only_a} only in the first, {only_b} only in the second (--min-common {min_common} needs {:.0} of {larger})",
+            (min_common * larger as f64).ceil().max(1.0)
+        )));
+    }
+    Ok(())
+}
+
+/// The manifest of the run a `regress`/`aa` input came from (a run
+/// directory, its results.jsonl, or its report's summary.json), if any.
+pub fn input_manifest(path: &Path) -> Option<crate::env_manifest::EnvManifest> {
+    path.ancestors()
+        .take(3)
+        .filter(|dir| dir.join(MANIFEST_FILE).is_file())
+        .find_map(|dir| crate::env_manifest::EnvManifest::read(dir).ok())
+}
+
+/// Refuse to compare two runs measured on other inputs, protocol or rows
+/// mode. Inputs without a manifest (a copied summary.json) are compared on
+/// their cases alone, with a warning.
+fn check_comparable(a: &Path, b: &Path) -> Result<()> {
+    match (input_manifest(a), input_manifest(b)) {
+        (Some(ma), Some(mb)) => ma.comparison_conflict(&mb).map_err(|why| {
+            GvrError::Usage(format!(
+                "cannot compare {} with {}: {why}",
+                a.display(),
+                b.display()
+            ))
+        }),
+        _ => {
+            tracing::warn!(
+                "no manifest.json beside {} or {}: capture set, protocol and rows mode not checked",
+                a.display(),
+                b.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The (arm A, arm B) pairs `aa` compares, as `aa_ratios` picks them
+/// (empty when the options are refused there).
+fn aa_arm_pairs(
+    a: &[CaseTime],
+    b: &[CaseTime],
+    opts: &AaOptions,
+    same_run: bool,
+) -> Vec<(String, String)> {
+    let arms_a = arms_in_order(a);
+    let arms_b = arms_in_order(b);
+    match (&opts.arm, &opts.arm_b, same_run) {
+        (Some(x), Some(y), _) => vec![(x.clone(), y.clone())],
+        (Some(x), None, false) => vec![(x.clone(), x.clone())],
+        (None, None, false) => arms_a
+            .iter()
+            .filter(|x| arms_b.contains(x))
+            .map(|x| (x.clone(), x.clone()))
+            .collect(),
+        (None, None, true) => arms_a
+            .iter()
+            .filter(|x| arms_a.contains(&format!("{x}#2")))
+            .map(|x| (x.clone(), format!("{x}#2")))
+            .collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|(x, y)| arms_a.contains(x) && arms_b.contains(y))
+    .collect()
+}
+
+fn check_fraction(flag: &str, v: f64) -> Result<()> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(GvrError::Usage(format!("{flag} {v}: must be in [0, 1]")))
+    }
+}
+
 /// `gvr-bench aa`: compute (and optionally write) the noise floor.
 pub fn aa(opts: &AaOptions) -> Result<NoiseFloor> {
     let run_a = load_run(&opts.run_a)?;
@@ -545,6 +675,29 @@ pub fn aa(opts: &AaOptions) -> Result<NoiseFloor> {
         Some(path) => (CaseTime::from_records(&load_run(path)?.records), false),
         None => (cases_a.clone(), true),
     };
+    check_fraction("--min-common", opts.min_common)?;
+    if let Some(run_b) = &opts.run_b {
+        check_comparable(&opts.run_a, run_b)?;
+        if opts.arm.is_none() {
+            let (arms_a, arms_b) = (arms_in_order(&cases_a), arms_in_order(&cases_b));
+            if arms_a != arms_b {
+                return Err(GvrError::Usage(format!(
+                    "cannot pool the A/A of {} and {}: arm lists differ ({} vs {}); name one with --arm",
+                    opts.run_a.display(),
+                    run_b.display(),
+                    arms_a.join(","),
+                    arms_b.join(",")
+                )));
+            }
+        }
+    }
+    for (x, y) in aa_arm_pairs(&cases_a, &cases_b, opts, same_run) {
+        check_overlap(
+            &format!("{x} with {y}"),
+            case_overlap(&cases_a, &x, &cases_b, &y),
+            opts.min_common,
+        )?;
+    }
     let ratios = aa_ratios(
         &cases_a,
         &cases_b,
@@ -592,6 +745,10 @@ pub struct RegressOptions {
     /// 0 makes any slower case a regression.
     #[arg(long, default_value_t = 0.01)]
     pub max_slower_fraction: f64,
+    /// Refuse (exit 2) when an arm's cases in common are fewer than this
+    /// fraction of the larger side's.
+    #[arg(long, default_value_t = DEFAULT_MIN_COMMON)]
+    pub min_common: f64,
     /// Write the markdown summary here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -665,8 +822,10 @@ pub fn regress(opts: &RegressOptions) -> Result<RegressVerdict> {
             opts.geomean_threshold
         )));
     }
+    check_fraction("--min-common", opts.min_common)?;
     let baseline = load_case_times(&opts.baseline)?;
     let current = load_case_times(&opts.current)?;
+    check_comparable(&opts.baseline, &opts.current)?;
     let noise = opts.noise.as_deref().map(load_noise_floor).transpose()?;
     let config = RegressConfig {
         noise_upper: noise.map_or(RegressConfig::default().noise_upper, |n| n.upper_edge()),
@@ -686,12 +845,43 @@ pub fn regress(opts: &RegressOptions) -> Result<RegressVerdict> {
             }
             vec![arm.clone()]
         }
-        None => baseline_arms
-            .iter()
-            .filter(|a| current_arms.contains(a))
-            .cloned()
-            .collect(),
+        None => {
+            let missing: Vec<&str> = baseline_arms
+                .iter()
+                .filter(|a| !current_arms.contains(a))
+                .map(String::as_str)
+                .collect();
+            let added: Vec<&str> = current_arms
+                .iter()
+                .filter(|a| !baseline_arms.contains(a))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() || !added.is_empty() {
+                let mut why = Vec::new();
+                if !missing.is_empty() {
+                    why.push(format!(
+                        "missing from the current run: {}",
+                        missing.join(", ")
+                    ));
+                }
+                if !added.is_empty() {
+                    why.push(format!("not in the baseline: {}", added.join(", ")));
+                }
+                return Err(GvrError::Usage(format!(
+                    "cannot compare every arm ({}); pass --arm ARM to gate one arm",
+                    why.join("; ")
+                )));
+            }
+            baseline_arms.clone()
+        }
     };
+    for arm in &arms {
+        check_overlap(
+            &format!("arm {arm} of the baseline and the current run"),
+            case_overlap(&baseline, arm, &current, arm),
+            opts.min_common,
+        )?;
+    }
     if arms.is_empty() {
         return Err(GvrError::input(
             &opts.current,

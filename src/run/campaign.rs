@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -74,8 +74,10 @@ pub struct RunOutcome {
     pub pairs_skipped: usize,
     /// Records whose exactness check failed (WRONG / UNWRITTEN / FAILED).
     pub inexact: usize,
-    /// Stopped early by Ctrl-C; the run can be resumed.
+    /// Stopped early by SIGINT or SIGTERM; the run can be resumed.
     pub interrupted: bool,
+    /// The signal that stopped it (0 when not interrupted).
+    pub stop_signal: i32,
     /// Bandwidth of the memory the arms ran on (bytes/s), for roofline
     /// fractions: the device read-bandwidth probe on a GPU, the host copy
     /// probe with `--bandwidth` on a CPU run; `None` when not measured.
@@ -86,21 +88,6 @@ pub struct RunOutcome {
 
 /// GPU arms run by default when a GPU is present.
 pub const DEFAULT_GPU_ARMS: [&str; 5] = ["ss", "radix", "radix-mcta", "filtered", "gvr1"];
-
-/// Set by the Ctrl-C handler; the loop stops after the current case.
-static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
-
-fn install_ctrlc_handler() {
-    // The handler can be installed once per process; later calls fail
-    // harmlessly (library users running several campaigns).
-    let _ = ctrlc::set_handler(|| {
-        if STOP_REQUESTED.swap(true, Ordering::SeqCst) {
-            // Second Ctrl-C: the user really wants out.
-            std::process::exit(130);
-        }
-        eprintln!("\nstopping after the current case (Ctrl-C again to abort now)");
-    });
-}
 
 /// The cases a configuration selects, checked against the capture set.
 pub fn select_cases(
@@ -601,7 +588,8 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         HashSet::new()
     };
 
-    let mut manifest = EnvManifest::collect(&cfg.captures, cfg.protocol, rows_mode);
+    let mut manifest =
+        EnvManifest::collect(&cfg.captures, cfg.grid.as_deref(), cfg.protocol, rows_mode);
     if cfg.resume {
         // Keep the original start time and any notes; refresh the rest.
         if let Ok(previous) = EnvManifest::read(run_dir) {
@@ -628,6 +616,13 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     manifest
         .notes
         .insert("arms".into(), serde_json::json!(arm_names));
+    // What was selected, less the shard: `merge` requires it to agree.
+    let mut selection = cfg.selection.clone();
+    selection.shard = None;
+    manifest.notes.insert(
+        "selection".into(),
+        serde_json::json!(format!("{selection:?} grid={:?}", cfg.grid)),
+    );
     // Only the host probe exists: it describes CPU arms' memory, not HBM.
     let bandwidth_bytes_per_s = match (cfg.bandwidth, &gpu) {
         (true, None) => {
@@ -662,8 +657,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     };
     manifest.write(run_dir)?;
 
-    install_ctrlc_handler();
-    STOP_REQUESTED.store(false, Ordering::SeqCst);
+    super::signals::install();
 
     let total_cases = cases.len();
     let progress = indicatif::ProgressBar::new(total_cases as u64);
@@ -684,6 +678,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     let (cells, loader) = spawn_loader(captures, group_by_cell(cases));
     let mut skipped = 0usize;
     let mut interrupted = false;
+    let mut stop_signal = 0;
     let mut case_index = 0usize;
     phases.add(
         Phase::Setup,
@@ -770,8 +765,9 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 }
                 case_index += 1;
                 progress.inc(1);
-                if STOP_REQUESTED.load(Ordering::SeqCst) {
+                if let Some(sig) = super::signals::requested() {
                     interrupted = true;
+                    stop_signal = sig;
                     return Ok(());
                 }
             }
@@ -819,6 +815,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
         pairs_skipped: skipped,
         inexact,
         interrupted,
+        stop_signal,
         bandwidth_bytes_per_s,
         gpu_method,
     })

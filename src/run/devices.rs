@@ -119,9 +119,8 @@ pub fn prepare_run_dir(run_dir: &Path, resume: bool, manifest: &EnvManifest) -> 
 pub fn run_workers(exe: &Path, run_dir: &Path, workers: &[WorkerSpec]) -> Result<FanOutOutcome> {
     // The terminal's Ctrl-C reaches the workers too (same process group):
     // they stop after their current case; the parent just waits for them.
-    let _ = ctrlc::set_handler(|| {
-        eprintln!("\nworkers are stopping after their current case");
-    });
+    // SIGTERM sent to the parent alone is forwarded below.
+    super::signals::install();
     let mut slots = Vec::new();
     for worker in workers {
         let log = shard_log(run_dir, worker.index);
@@ -165,7 +164,21 @@ struct Slot {
 fn wait_all(run_dir: &Path, mut slots: Vec<Slot>) -> Vec<WorkerResult> {
     let started = std::time::Instant::now();
     let mut last_progress = started;
+    let mut forwarded = false;
     while slots.iter().any(|slot| slot.ended.is_none()) {
+        // A SIGTERM aimed at the parent alone (a batch scheduler) reaches
+        // the workers too, so they stop after their current case.
+        if !forwarded && super::signals::requested() == Some(libc::SIGTERM) {
+            forwarded = true;
+            for process in slots
+                .iter()
+                .filter(|s| s.ended.is_none())
+                .filter_map(|s| s.child.as_ref())
+            {
+                // SAFETY: kill(2) on a child's pid.
+                unsafe { libc::kill(process.id() as libc::pid_t, libc::SIGTERM) };
+            }
+        }
         for slot in slots.iter_mut().filter(|slot| slot.ended.is_none()) {
             let Some(process) = slot.child.as_mut() else {
                 continue;
@@ -240,7 +253,11 @@ fn spawn_worker(exe: &Path, worker: &WorkerSpec, log: &Path) -> Result<Child> {
 /// Decide from the workers' exit codes; merge when all succeeded.
 pub fn finish(run_dir: &Path, results: &[WorkerResult]) -> Result<FanOutOutcome> {
     let failed: Vec<&WorkerResult> = results.iter().filter(|r| !r.succeeded()).collect();
-    if !failed.is_empty() && failed.iter().all(|r| r.code == Some(130)) {
+    if !failed.is_empty()
+        && failed
+            .iter()
+            .all(|r| matches!(r.code, Some(130) | Some(143)))
+    {
         eprintln!(
             "interrupted: every finished record is kept; continue with: gvr-bench grid --resume {}",
             run_dir.display()

@@ -48,6 +48,8 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
                     "arm lists differ ({} vs {})",
                     first.notes["arms"], manifest.notes["arms"]
                 ))
+            } else if let Some(why) = shard_conflict(first, manifest) {
+                Some(why)
             } else if first.notes.get("floor") != manifest.notes.get("floor") {
                 Some(
                     "one shard measured the latency floor (--floor), the other did not".to_string(),
@@ -166,6 +168,30 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> Result<MergeOutcome> {
     })
 }
 
+/// Shards must be shards of one selection: all sharded with one shard count
+/// (or none sharded), over the same selection (when both recorded it).
+fn shard_conflict(a: &EnvManifest, b: &EnvManifest) -> Option<String> {
+    let count = |m: &EnvManifest| {
+        m.notes
+            .get("shard")
+            .and_then(|v| v.as_str())
+            .map(|s| s.split('/').nth(1).unwrap_or("").to_string())
+    };
+    match (a.notes.get("shard"), b.notes.get("shard")) {
+        (Some(x), None) | (None, Some(x)) => {
+            return Some(format!("one run is shard {x} and the other is not sharded"))
+        }
+        (Some(x), Some(y)) if count(a) != count(b) => {
+            return Some(format!("shard counts differ ({x} vs {y})"))
+        }
+        _ => {}
+    }
+    match (a.notes.get("selection"), b.notes.get("selection")) {
+        (Some(x), Some(y)) if x != y => Some(format!("selections differ ({x} vs {y})")),
+        _ => None,
+    }
+}
+
 /// Shards that ran different arm lists would merge into a run with holes.
 fn arms_differ(a: &EnvManifest, b: &EnvManifest) -> bool {
     match (a.notes.get("arms"), b.notes.get("arms")) {
@@ -273,6 +299,42 @@ mod tests {
             assert!(err.to_string().contains(field), "{field}: {err}");
             assert!(!out.exists(), "{field}: a refused merge left {out:?}");
         }
+    }
+
+    /// An unsharded run beside a shard, shards of different counts and
+    /// shards of different selections are refused.
+    #[test]
+    fn refuses_runs_that_are_not_shards_of_one_selection() {
+        let root = tempfile::tempdir().unwrap();
+        let with = |name: &str, shard: Option<&str>, selection: &str| {
+            let dir = make_run(root.path(), name, &[(&format!("{name}@b1"), "cpu-ref")]);
+            let mut m = EnvManifest::read(&dir).unwrap();
+            if let Some(s) = shard {
+                m.notes.insert("shard".into(), serde_json::json!(s));
+            }
+            m.notes
+                .insert("selection".into(), serde_json::json!(selection));
+            m.write(&dir).unwrap();
+            dir
+        };
+        let s0 = with("s0", Some("0/2"), "all");
+        let cases = [
+            (with("plain", None, "batches 16"), "not sharded"),
+            (with("s1of3", Some("1/3"), "all"), "shard counts differ"),
+            (
+                with("s1other", Some("1/2"), "batches 16"),
+                "selections differ",
+            ),
+        ];
+        for (i, (other, why)) in cases.into_iter().enumerate() {
+            let out = root.path().join(format!("out{i}"));
+            let err = merge(&[s0.clone(), other], &out).unwrap_err();
+            assert!(err.to_string().contains(why), "{why}: {err}");
+            assert_eq!(err.exit_code(), 2);
+            assert!(!out.exists());
+        }
+        let s1 = with("s1", Some("1/2"), "all");
+        merge(&[s0, s1], &root.path().join("ok")).unwrap();
     }
 
     #[test]

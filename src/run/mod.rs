@@ -12,6 +12,7 @@ pub mod peer;
 pub mod phases;
 pub mod prebuild;
 pub mod selfcheck;
+pub mod signals;
 
 pub use campaign::{run_grid, GridConfig, RunOutcome};
 pub use certify::{certify, CertifyConfig, CertifyOutcome};

@@ -189,7 +189,7 @@ pub fn phases(cfg: &PhasesConfig) -> Result<PhasesOutcome> {
     // With --out: the environment next to the records (device, binary,
     // kernels, captures), written now and again when the run ends.
     let mut manifest = cfg.out.as_ref().map(|_| {
-        let mut m = EnvManifest::collect(&cfg.captures, protocol, rows_mode);
+        let mut m = EnvManifest::collect(&cfg.captures, cfg.grid.as_deref(), protocol, rows_mode);
         m.gpu = Some(gpu.facts_json());
         m.notes.insert(
             "phase_probe".into(),

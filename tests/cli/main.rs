@@ -9,3 +9,4 @@ mod errors;
 mod grid;
 mod run_interrupt;
 mod tuning;
+mod verdicts;

@@ -1,5 +1,6 @@
-//! Ctrl-C during `grid`: the run stops after the current case, exits 130,
-//! leaves a valid results file and says how to resume; resuming completes it.
+//! SIGINT (Ctrl-C) or SIGTERM during `grid`: the run stops after the current
+//! case, exits 130 / 143, leaves a valid results file and its phases.json,
+//! says how to resume; resuming completes it with nothing lost or duplicated.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -8,6 +9,15 @@ use crate::support::cli::*;
 
 #[test]
 fn sigint_stops_after_the_current_case_and_resume_completes() {
+    stop_and_resume("-INT", 130);
+}
+
+#[test]
+fn sigterm_stops_after_the_current_case_and_resume_completes() {
+    stop_and_resume("-TERM", 143);
+}
+
+fn stop_and_resume(signal: &str, code: i32) {
     let root = tempfile::tempdir().unwrap();
     let captures = capture_set(root.path());
     let run_dir = root.path().join("run");
@@ -49,13 +59,14 @@ fn sigint_stops_after_the_current_case_and_resume_completes() {
         std::thread::sleep(Duration::from_millis(1));
     }
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert!(run_dir.join("phases.json").is_file(), "stderr: {stderr}");
     assert!(
         stderr.contains(&format!("gvr-bench grid --resume {}", run_dir.display())),
         "stderr: {stderr}"
@@ -71,5 +82,9 @@ fn sigint_stops_after_the_current_case_and_resume_completes() {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     let full = run_pairs(&run_dir);
     assert_eq!(full.len(), 4, "{full:?}");
+    let mut unique = full.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 4, "a pair recorded twice: {full:?}");
     assert!(partial.iter().all(|p| full.contains(p)));
 }

@@ -419,6 +419,7 @@ fn aa_on_two_arms_of_one_run_and_on_two_runs() {
         arm: Some("radix".into()),
         arm_b: Some("radix#2".into()),
         out: Some(out.clone()),
+        min_common: gvr_bench::report::DEFAULT_MIN_COMMON,
     })
     .unwrap();
     assert_eq!(floor.cases, 36);
@@ -436,6 +437,7 @@ fn aa_on_two_arms_of_one_run_and_on_two_runs() {
         arm: None,
         arm_b: None,
         out: None,
+        min_common: gvr_bench::report::DEFAULT_MIN_COMMON,
     })
     .unwrap();
     assert_eq!(floor.cases, 72);
@@ -448,6 +450,7 @@ fn aa_on_two_arms_of_one_run_and_on_two_runs() {
         arm: Some("radix".into()),
         arm_b: None,
         out: None,
+        min_common: gvr_bench::report::DEFAULT_MIN_COMMON,
     })
     .unwrap_err();
     assert_eq!(err.exit_code(), 2);
@@ -462,6 +465,7 @@ fn regress_options(baseline: &Path, current: &Path) -> RegressOptions {
         abs_floor_us: 0.5,
         geomean_threshold: 1.02,
         max_slower_fraction: 0.01,
+        min_common: gvr_bench::report::DEFAULT_MIN_COMMON,
         out: None,
     }
 }
