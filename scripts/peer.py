@@ -448,8 +448,13 @@ class FlashinferLibrary:
 
     def __init__(self, torch, device):
         try:
+            import importlib
+
             import flashinfer
-            import flashinfer.topk as fi_topk
+            # Not `import flashinfer.topk as ...`: the package re-exports a
+            # function named `topk`, which that spelling would bind instead
+            # of the module.
+            fi_topk = importlib.import_module("flashinfer.topk")
         except Exception as e:  # ImportError, or a failing import inside flashinfer
             die(f"flashinfer is not importable ({type(e).__name__}: {e}); install the carried wheels "
                 "(python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && "

@@ -55,8 +55,12 @@ fn f16_bits(x: f32) -> u32 {
     sign | round(((e as u32) << 23) | mant, 13)
 }
 
-/// The 16-bit ordered key of the kernels' coarse bins.
+/// The 16-bit ordered key of the kernels' coarse bins (prim's half_key):
+/// every NaN takes the top key, above +inf (the NaN contract).
 fn key16(x: f32) -> u32 {
+    if x.is_nan() {
+        return 0xffff;
+    }
     let h = f16_bits(x);
     if h & 0x8000 != 0 {
         !h & 0xffff
