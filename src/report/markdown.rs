@@ -319,7 +319,7 @@ fn render_floor(out: &mut String, f: &FloorSection) {
     let _ = writeln!(
         out,
         "The floor reads each row once, meets once and writes k indices that wait on the row \
-         (kernels/floor.cu): no selection, so no top-K reaches it. Each case's floor is its \
+         (kernels/harness/floor.cu): no selection, so no top-K reaches it. Each case's floor is its \
          fastest launch shape, timed in this run on the same inputs. Ratio = time(arm) / floor: \
          how far an arm is from it; for a baseline, the most any kernel of these launch shapes \
          could gain against that baseline.\n"
