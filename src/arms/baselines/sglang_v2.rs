@@ -1,6 +1,6 @@
 //! `sglang-v2`: our own implementation of the SGLang DeepSeek-V4 top-K "v2"
 //! design, timed as upstream's users call it, plan + transform
-//! (`kernels/baselines/sglang_v2.cu`; docs/notes-sglang.md). Raw indices out:
+//! (`kernels/baselines/sglang_v2.cu`; docs/baselines.md). Raw indices out:
 //! upstream's page-table transform of the indices is left out, as for every
 //! other arm.
 //!
