@@ -526,6 +526,22 @@ fn spawn_loader(
 pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
 
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
+    let mut created = false;
+    let outcome = run_grid_in(cfg, &mut created);
+    if outcome.is_err() && created {
+        // A start that failed before its first record leaves nothing behind,
+        // so rerunning the same command is not refused as "already has results".
+        let results = cfg.run_dir.join(RESULTS_FILE);
+        let empty = std::fs::metadata(&results).map_or(true, |m| m.len() == 0);
+        if empty {
+            let _ = std::fs::remove_dir_all(&cfg.run_dir);
+        }
+    }
+    outcome
+}
+
+/// `run_grid`; sets `created` once it has created the run directory.
+fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     let run_started = Instant::now();
     let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
     let (gpu, no_gpu_reason) = open_device_for(cfg.cpu_only, cfg.device, cfg.timing);
@@ -584,6 +600,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 "run directory already has results; pass --resume to continue it or choose another --out",
             ));
         }
+        *created = !run_dir.exists();
         super::create_out_dir(run_dir)?;
         HashSet::new()
     };
