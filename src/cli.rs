@@ -630,6 +630,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         outcome.pairs_skipped,
         outcome.inexact
     );
+    print_inexact(&run_dir);
     if outcome.interrupted {
         return Ok(run::signals::exit_code(outcome.stop_signal));
     }
@@ -661,6 +662,22 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         print_report(&run_dir, None, args.aa.as_deref())?;
     }
     peer_result.map(|()| 0)
+}
+
+/// Name the run's inexact cases (this start's and earlier ones'), capped.
+fn print_inexact(run_dir: &std::path::Path) {
+    let Ok(records) = crate::record::read_records(&run_dir.join(crate::record::RESULTS_FILE))
+    else {
+        return;
+    };
+    let inexact = crate::record::inexact_cases(&records);
+    if inexact.is_empty() {
+        return;
+    }
+    eprintln!("inexact cases ({}):", inexact.len());
+    for line in crate::record::inexact_lines(&inexact) {
+        eprintln!("  {line}");
+    }
 }
 
 /// One config per `--peer` (repeats dropped), timed as `timing` says until

@@ -125,6 +125,22 @@ pub fn select_cases(
                 ),
             ));
         }
+        // A grid row's n must be the captured cell's: a run would otherwise
+        // be labelled with a shape its rows do not have.
+        for case in &cases {
+            let captured = captures.cell(&case.cell.id).map(|c| c.meta.n);
+            if let Some(captured) = captured.filter(|&n| n != case.cell.n) {
+                return Err(GvrError::input(
+                    grid_path,
+                    format!("cell {} n", case.cell.id),
+                    format!(
+                        "the grid says n = {} but the capture set {} has n = {captured}",
+                        case.cell.n,
+                        captures.dir.display()
+                    ),
+                ));
+            }
+        }
     }
     if cases.is_empty() {
         return Err(GvrError::Usage("the selection matches no cases".into()));
@@ -505,7 +521,15 @@ fn spawn_loader(
         for group in groups {
             let id = group[0].cell.id.clone();
             let cell = match captures.cell(&id) {
-                Some(entry) => captures.load_cell(entry),
+                Some(entry) => captures.load_cell(entry).inspect(|cell| {
+                    let (values, rows) = cell.nan_counts();
+                    if values > 0 {
+                        eprintln!(
+                            "cell {id}: {values} NaN value(s) in {rows} of {} rows' valid prefixes",
+                            cell.steps()
+                        );
+                    }
+                }),
                 None => Err(GvrError::input(
                     &captures.dir,
                     "cells",

@@ -347,3 +347,35 @@ fn unknown_manifest_keys_are_refused() {
     edit_manifest(&captures, |c| c["npadd"] = serde_json::json!(4096));
     expect_input_error(&captures, &[], "cells[0].npadd: unknown cell key");
 }
+
+#[test]
+fn grid_file_whose_n_disagrees_with_the_capture_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(captures.join("manifest.json")).unwrap())
+            .unwrap();
+    let c = &manifest["cells"][0];
+    let captured_n = c["n"].as_u64().unwrap();
+    let grid = root.path().join("grid.csv");
+    std::fs::write(
+        &grid,
+        format!(
+            "cell,model,isl,layer,n,k,cr,next_n\n{},{},{},{},{},{},{},{}\n",
+            c["id"].as_str().unwrap(),
+            c["model"].as_str().unwrap(),
+            c["isl"].as_str().unwrap(),
+            c["layer"],
+            captured_n + 64,
+            c["k"],
+            c["cr"],
+            c["next_n"]
+        ),
+    )
+    .unwrap();
+    expect_input_error(
+        &captures,
+        &["--grid", path_str(&grid)],
+        &format!("the grid says n = {} but the capture set", captured_n + 64),
+    );
+}

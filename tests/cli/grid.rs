@@ -312,3 +312,24 @@ fn version_names_the_commit_the_binary_was_built_from() {
         "{line}"
     );
 }
+
+/// A wrong arm's cases are named at the end of the run and in the report.
+#[test]
+fn inexact_cases_are_named_after_the_run_and_in_the_report() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let out = grid(
+        &captures,
+        &root.path().join("run"),
+        &["--arms", "cpu-ref,cpu-broken", "--test-arms"],
+    );
+    let listed = out
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("inexact cases ("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no inexact list; stderr: {}", out.stderr));
+    assert!(listed.contains(" cpu-broken "), "{listed}");
+    assert!(!out.stderr.contains(" cpu-ref WRONG"), "{}", out.stderr);
+    assert!(out.stdout.contains("### Inexact cases ("), "{}", out.stdout);
+}
