@@ -40,7 +40,6 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CI");
     println!("cargo:rerun-if-env-changed=LD_LIBRARY_PATH");
     println!("cargo:rerun-if-env-changed=GVR_GPU_TESTS");
-    println!("cargo:rerun-if-env-changed=PATH");
     let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     if !ci && !nvrtc_present() {
         println!("cargo:rustc-cfg=no_nvrtc");
