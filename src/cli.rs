@@ -315,11 +315,12 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => return report_parse_error(&e),
     };
+    let takes_cpu = takes_cpu_flag(&cli.command);
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", one_line(&e.to_string()));
-            if let Some(hint) = hint_for(&e) {
+            if let Some(hint) = hint_for(&e, takes_cpu) {
                 eprintln!("hint: {hint}");
             }
             e.exit_code()
@@ -374,10 +375,21 @@ fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn hint_for(e: &GvrError) -> Option<String> {
+/// Whether `command` has a `--cpu` flag, so a GPU error may suggest it.
+fn takes_cpu_flag(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Grid(_) | Command::Certify(_) | Command::Experiment(_)
+    )
+}
+
+fn hint_for(e: &GvrError, takes_cpu: bool) -> Option<String> {
     match e {
         GvrError::Gpu(m) if m.ends_with(run::phases::NEEDS_GPU) => None,
-        GvrError::Gpu(_) => Some("pass --cpu to run the CPU engines".into()),
+        GvrError::Gpu(_) if takes_cpu => Some("pass --cpu to run the CPU engines".into()),
+        GvrError::Gpu(_) => {
+            Some("this command needs a CUDA device and the NVIDIA driver (libcuda)".into())
+        }
         GvrError::Usage(m) if m.contains("unknown arm") => {
             Some("`gvr-bench arms` lists every arm".into())
         }
@@ -445,6 +457,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 }
 
 fn cmd_experiment(args: ExperimentArgs) -> Result<i32> {
+    if let Some(dir) = &args.resume {
+        check_resume_dir(dir)?;
+    }
     let experiment = run::experiment::Experiment::read(&args.file)?;
     if args.cold_reps == 0 {
         return Err(GvrError::Usage("--cold-reps must be at least 1".into()));
@@ -490,7 +505,60 @@ fn parse_arms(list: Option<&str>) -> Result<Option<Vec<String>>> {
 
 /// `--resume DIR` reuses the options of the run being resumed: they are
 /// re-parsed from the command line stored in its manifest.
+/// Refuse `--resume DIR` unless DIR is a run directory: one with a
+/// manifest.json that has a `tool_version` (a capture set's manifest has none).
+fn check_resume_dir(dir: &std::path::Path) -> Result<()> {
+    if !dir.exists() {
+        return Err(GvrError::Usage(format!(
+            "--resume: no run at {}",
+            dir.display()
+        )));
+    }
+    let is_run = std::fs::read_to_string(dir.join(crate::env_manifest::MANIFEST_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|v| v.get("tool_version").is_some());
+    if !is_run {
+        return Err(GvrError::Usage(format!(
+            "--resume: {} is not a run directory (no manifest.json with tool_version); did you mean --captures?",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuse flags given with `--resume` that the run's own options would
+/// override; only the output switch and the peer's environment may differ.
+fn check_resume_flags(dir: &std::path::Path, given: &GridArgs) -> Result<()> {
+    let dir_arg = dir.as_os_str().to_owned();
+    let bare = Cli::try_parse_from([
+        std::ffi::OsString::from("gvr-bench"),
+        "grid".into(),
+        "--resume".into(),
+        dir_arg,
+    ]);
+    let Ok(Cli {
+        command: Command::Grid(mut bare),
+        ..
+    }) = bare
+    else {
+        return Ok(());
+    };
+    bare.no_report = given.no_report;
+    bare.python = given.python.clone();
+    bare.peer_script = given.peer_script.clone();
+    bare.peer_backend = given.peer_backend.clone();
+    if format!("{bare:?}") != format!("{given:?}") {
+        return Err(GvrError::Usage(
+            "--resume takes the run's own selection and options (captures, grid, arms, --batches and the other selection, protocol and device flags); drop them (only --no-report and the peer's --python/--peer-script/--peer-backend may be given)".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn resume_args(dir: PathBuf, given: &GridArgs) -> Result<GridArgs> {
+    check_resume_dir(&dir)?;
+    check_resume_flags(&dir, given)?;
     let manifest = EnvManifest::read(&dir)?;
     let original = Cli::try_parse_from(&manifest.command_line).map_err(|e| {
         GvrError::input(
@@ -562,6 +630,7 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         outcome.pairs_skipped,
         outcome.inexact
     );
+    print_inexact(&run_dir);
     if outcome.interrupted {
         return Ok(run::signals::exit_code(outcome.stop_signal));
     }
@@ -593,6 +662,22 @@ fn cmd_grid(args: GridArgs) -> Result<i32> {
         print_report(&run_dir, None, args.aa.as_deref())?;
     }
     peer_result.map(|()| 0)
+}
+
+/// Name the run's inexact cases (this start's and earlier ones'), capped.
+fn print_inexact(run_dir: &std::path::Path) {
+    let Ok(records) = crate::record::read_records(&run_dir.join(crate::record::RESULTS_FILE))
+    else {
+        return;
+    };
+    let inexact = crate::record::inexact_cases(&records);
+    if inexact.is_empty() {
+        return;
+    }
+    eprintln!("inexact cases ({}):", inexact.len());
+    for line in crate::record::inexact_lines(&inexact) {
+        eprintln!("  {line}");
+    }
 }
 
 /// One config per `--peer` (repeats dropped), timed as `timing` says until
@@ -902,6 +987,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn gpu_error_hint_suggests_cpu_only_where_the_command_takes_it() {
+        let e = GvrError::Gpu("no CUDA device".into());
+        let parse = |args: &[&str]| Cli::try_parse_from(args).expect("parses").command;
+        let info = parse(&["gvr-bench", "gpu", "info"]);
+        assert!(!takes_cpu_flag(&info));
+        let hint = hint_for(&e, takes_cpu_flag(&info)).expect("a hint");
+        assert!(!hint.contains("--cpu"), "{hint}");
+        let grid = parse(&["gvr-bench", "grid", "--captures", "c", "--out", "o"]);
+        assert!(takes_cpu_flag(&grid));
+        let hint = hint_for(&e, takes_cpu_flag(&grid)).expect("a hint");
+        assert!(hint.contains("--cpu"), "{hint}");
     }
 
     #[test]

@@ -146,6 +146,15 @@ impl CellData {
         &self.logits[start..start + self.n[s] as usize]
     }
 
+    /// NaN values in the valid prefixes and the rows that hold any:
+    /// (values, rows). Such rows have no exact top-K by value.
+    pub fn nan_counts(&self) -> (u64, usize) {
+        (0..self.steps()).fold((0, 0), |(values, rows), s| {
+            let nan = self.row(s).iter().filter(|v| v.is_nan()).count() as u64;
+            (values + nan, rows + usize::from(nan > 0))
+        })
+    }
+
     /// The whole padded row of step `s` (what a kernel sees).
     pub fn padded_row(&self, s: usize) -> &[f32] {
         let start = s * self.npad;

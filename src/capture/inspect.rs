@@ -30,6 +30,9 @@ pub struct CellSummary {
     /// Count of finite values; min/max/mean/std cover only these.
     pub finite: u64,
     pub non_finite: u64,
+    /// NaN values among the non-finite ones, and the rows holding any.
+    pub nan: u64,
+    pub nan_rows: usize,
     pub min: f64,
     pub max: f64,
     sum: f64,
@@ -66,6 +69,7 @@ impl CellSummary {
                 }
             }
         }
+        (summary.nan, summary.nan_rows) = cell.nan_counts();
         let overlaps = hint_overlaps(cell);
         summary.overlap_steps = overlaps.len();
         summary.overlap_sum = overlaps.iter().sum();
@@ -84,6 +88,8 @@ impl CellSummary {
         self.n_max = self.n_max.max(other.n_max);
         self.finite += other.finite;
         self.non_finite += other.non_finite;
+        self.nan += other.nan;
+        self.nan_rows += other.nan_rows;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
         self.sum += other.sum;
@@ -203,6 +209,11 @@ pub fn inspect(dir: &Path) -> Result<String> {
     } else {
         let _ = writeln!(out, "steps per cell: {steps_min} .. {steps_max}");
     }
+    let _ = writeln!(
+        out,
+        "NaN in valid prefixes: {} value(s) in {} row(s)",
+        all.nan, all.nan_rows
+    );
     let _ = writeln!(out);
 
     if per_cell.len() > PER_CELL_LIMIT {
@@ -322,6 +333,7 @@ mod tests {
         let s = CellSummary::of_cell(&c);
         assert_eq!((s.n_min, s.n_max), (2, 3));
         assert_eq!((s.finite, s.non_finite), (4, 1));
+        assert_eq!((s.nan, s.nan_rows), (1, 1));
         assert_eq!((s.min, s.max), (1.0, 6.0));
         assert_eq!(s.mean(), Some(3.0));
         // Values 1,3,2,6: variance = (4+0+1+9)/4 = 3.5.

@@ -393,6 +393,7 @@ fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
             ))
         }
     }
+    check_manifest_schema(path, &value)?;
     serde_json::from_value(value).map_err(|e| {
         GvrError::input(
             path,
@@ -400,6 +401,85 @@ fn parse_manifest(path: &Path, text: &str) -> Result<Manifest> {
             format!("does not match the manifest schema: {e}"),
         )
     })
+}
+
+/// Keys a manifest and each of its cells may have.
+const MANIFEST_KEYS: [&str; 4] = ["format_version", "source", "provenance", "cells"];
+const MANIFEST_CELL_KEYS: [&str; 11] = [
+    "id", "model", "isl", "layer", "n", "k", "cr", "next_n", "file", "steps", "npad",
+];
+
+/// Refuse unknown keys and name the field path of a schema error
+/// (`cells[3].npad: missing field`): the cell entry flattens its metadata,
+/// which serde's own `deny_unknown_fields` cannot check.
+fn check_manifest_schema(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let Some(top) = value.as_object() else {
+        return Err(GvrError::input(path, "manifest", "not a JSON object"));
+    };
+    if let Some(key) = top.keys().find(|k| !MANIFEST_KEYS.contains(&k.as_str())) {
+        return Err(GvrError::input(
+            path,
+            key.clone(),
+            format!("unknown manifest key (known: {})", MANIFEST_KEYS.join(", ")),
+        ));
+    }
+    for key in ["source", "cells"] {
+        if !top.contains_key(key) {
+            return Err(GvrError::input(path, key, "missing field"));
+        }
+    }
+    let Some(cells) = top["cells"].as_array() else {
+        return Err(GvrError::input(path, "cells", "not an array"));
+    };
+    for (i, cell) in cells.iter().enumerate() {
+        let Some(entry) = cell.as_object() else {
+            return Err(GvrError::input(
+                path,
+                format!("cells[{i}]"),
+                "not an object",
+            ));
+        };
+        if let Some(key) = entry
+            .keys()
+            .find(|k| !MANIFEST_CELL_KEYS.contains(&k.as_str()))
+        {
+            return Err(GvrError::input(
+                path,
+                format!("cells[{i}].{key}"),
+                "unknown cell key",
+            ));
+        }
+        if let Some(key) = MANIFEST_CELL_KEYS.iter().find(|k| !entry.contains_key(**k)) {
+            return Err(GvrError::input(
+                path,
+                format!("cells[{i}].{key}"),
+                "missing field",
+            ));
+        }
+        for key in MANIFEST_CELL_KEYS {
+            // Each value alone against its field's type, for the path.
+            let ok = match key {
+                "id" | "isl" | "file" => entry[key].is_string(),
+                "model" => serde_json::from_value::<Model>(entry[key].clone()).is_ok(),
+                _ => entry[key]
+                    .as_u64()
+                    .is_some_and(|v| v <= u64::from(u32::MAX)),
+            };
+            if !ok {
+                let want = match key {
+                    "id" | "isl" | "file" => "a string".to_string(),
+                    "model" => "a model name".to_string(),
+                    _ => "an unsigned 32-bit integer".to_string(),
+                };
+                return Err(GvrError::input(
+                    path,
+                    format!("cells[{i}].{key}"),
+                    format!("invalid value {}: expected {want}", entry[key]),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn validate_manifest(dir: &Path, manifest_path: &Path, manifest: &Manifest) -> Result<()> {

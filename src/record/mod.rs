@@ -80,3 +80,76 @@ impl CaseRecord {
 pub fn read_records(path: &std::path::Path) -> crate::Result<Vec<CaseRecord>> {
     jsonl::read_lines(path)
 }
+
+/// A record whose exactness check failed (wrong, unwritten or failed): named
+/// at the end of a `grid` run and in the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InexactCase {
+    pub case: String,
+    pub arm: String,
+    /// WRONG / UNWRITTEN / FAILED.
+    pub status: String,
+    pub reason: String,
+}
+
+/// How many inexact cases a list shows before "and N more".
+pub const INEXACT_LIST_CAP: usize = 20;
+
+/// Every inexact record, in file order.
+pub fn inexact_cases(records: &[CaseRecord]) -> Vec<InexactCase> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let reason = match &r.exact {
+                ExactStatus::Wrong { row, reason } => format!("row {row}: {reason}"),
+                ExactStatus::Unwritten { row, slot } => {
+                    format!("row {row}: output slot {slot} unwritten")
+                }
+                ExactStatus::Failed { message } => message.clone(),
+                ExactStatus::Exact | ExactStatus::Unsupported { .. } => return None,
+            };
+            Some(InexactCase {
+                case: r.case.clone(),
+                arm: r.arm.clone(),
+                status: r.exact.label().to_string(),
+                reason,
+            })
+        })
+        .collect()
+}
+
+/// One line per inexact case (`case arm STATUS: reason`), at most
+/// [`INEXACT_LIST_CAP`], then how many more there are.
+pub fn inexact_lines(cases: &[InexactCase]) -> Vec<String> {
+    let mut lines: Vec<String> = cases
+        .iter()
+        .take(INEXACT_LIST_CAP)
+        .map(|c| format!("{} {} {}: {}", c.case, c.arm, c.status, c.reason))
+        .collect();
+    if cases.len() > INEXACT_LIST_CAP {
+        lines.push(format!("... and {} more", cases.len() - INEXACT_LIST_CAP));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod inexact_tests {
+    use super::*;
+
+    #[test]
+    fn inexact_list_is_capped_with_a_count() {
+        let case = |i: usize| InexactCase {
+            case: format!("c{i}"),
+            arm: "a".into(),
+            status: "WRONG".into(),
+            reason: "row 0: x".into(),
+        };
+        let few: Vec<_> = (0..3).map(case).collect();
+        assert_eq!(inexact_lines(&few)[0], "c0 a WRONG: row 0: x");
+        assert_eq!(inexact_lines(&few).len(), 3);
+        let many: Vec<_> = (0..INEXACT_LIST_CAP + 5).map(case).collect();
+        let lines = inexact_lines(&many);
+        assert_eq!(lines.len(), INEXACT_LIST_CAP + 1);
+        assert_eq!(lines.last().unwrap(), "... and 5 more");
+    }
+}

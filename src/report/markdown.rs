@@ -237,6 +237,12 @@ pub fn render_summary(s: &ReportSummary) -> String {
         cells.extend(ExactClass::ALL.iter().map(|c| count(e.count(*c))));
         table_row(&mut out, &cells);
     }
+    if !s.inexact.is_empty() {
+        let _ = writeln!(out, "\n### Inexact cases ({})\n", s.inexact.len());
+        for line in crate::record::inexact_lines(&s.inexact) {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
 
     let _ = writeln!(
         out,

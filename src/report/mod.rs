@@ -92,6 +92,9 @@ pub struct ReportSummary {
     pub bucket_labels: Vec<String>,
     pub comparisons: Vec<Comparison>,
     pub exactness: Vec<ExactCounts>,
+    /// Every record whose exactness check failed.
+    #[serde(default)]
+    pub inexact: Vec<crate::record::InexactCase>,
     pub roofline: Vec<RooflineStats>,
     pub timing_methods: Vec<ArmMethods>,
     /// Every file `report` wrote (paths under the output directory).
@@ -307,6 +310,7 @@ pub fn summarise(
         best_baseline: stats::best_baseline(&cases, &base_arm),
         tiers: stats::tier_tables(&cases, &base_arm),
         exactness: stats::exact_counts(&cases, &arms),
+        inexact: crate::record::inexact_cases(records),
         roofline: stats::roofline_by_arm(&cases, &arms, bandwidth),
         base_arm,
         arms,

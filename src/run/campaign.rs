@@ -125,6 +125,22 @@ pub fn select_cases(
                 ),
             ));
         }
+        // A grid row's n must be the captured cell's: a run would otherwise
+        // be labelled with a shape its rows do not have.
+        for case in &cases {
+            let captured = captures.cell(&case.cell.id).map(|c| c.meta.n);
+            if let Some(captured) = captured.filter(|&n| n != case.cell.n) {
+                return Err(GvrError::input(
+                    grid_path,
+                    format!("cell {} n", case.cell.id),
+                    format!(
+                        "the grid says n = {} but the capture set {} has n = {captured}",
+                        case.cell.n,
+                        captures.dir.display()
+                    ),
+                ));
+            }
+        }
     }
     if cases.is_empty() {
         return Err(GvrError::Usage("the selection matches no cases".into()));
@@ -505,7 +521,15 @@ fn spawn_loader(
         for group in groups {
             let id = group[0].cell.id.clone();
             let cell = match captures.cell(&id) {
-                Some(entry) => captures.load_cell(entry),
+                Some(entry) => captures.load_cell(entry).inspect(|cell| {
+                    let (values, rows) = cell.nan_counts();
+                    if values > 0 {
+                        eprintln!(
+                            "cell {id}: {values} NaN value(s) in {rows} of {} rows' valid prefixes",
+                            cell.steps()
+                        );
+                    }
+                }),
                 None => Err(GvrError::input(
                     &captures.dir,
                     "cells",
@@ -526,6 +550,22 @@ fn spawn_loader(
 pub const CPU_DEFAULT_BATCHES: &str = "1,4,16";
 
 pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
+    let mut created = false;
+    let outcome = run_grid_in(cfg, &mut created);
+    if outcome.is_err() && created {
+        // A start that failed before its first record leaves nothing behind,
+        // so rerunning the same command is not refused as "already has results".
+        let results = cfg.run_dir.join(RESULTS_FILE);
+        let empty = std::fs::metadata(&results).map_or(true, |m| m.len() == 0);
+        if empty {
+            let _ = std::fs::remove_dir_all(&cfg.run_dir);
+        }
+    }
+    outcome
+}
+
+/// `run_grid`; sets `created` once it has created the run directory.
+fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     let run_started = Instant::now();
     let captures = crate::capture::CaptureSet::open(&cfg.captures)?;
     let (gpu, no_gpu_reason) = open_device_for(cfg.cpu_only, cfg.device, cfg.timing);
@@ -584,6 +624,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
                 "run directory already has results; pass --resume to continue it or choose another --out",
             ));
         }
+        *created = !run_dir.exists();
         super::create_out_dir(run_dir)?;
         HashSet::new()
     };

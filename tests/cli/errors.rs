@@ -240,3 +240,142 @@ fn phases_refuses_arms_without_marks_and_runs_only_on_a_gpu() {
     }
     assert!(!out.stderr.contains("panicked"), "stderr: {}", out.stderr);
 }
+
+/// `gpu info` has no `--cpu`, so its no-GPU error must not suggest it.
+#[test]
+fn gpu_info_without_a_gpu_does_not_suggest_cpu() {
+    let out = run(&["gpu", "info"]);
+    if out.code == 0 {
+        return; // a GPU is here: nothing to check
+    }
+    assert!(!out.stderr.contains("--cpu"), "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("error: "), "stderr: {}", out.stderr);
+}
+
+#[test]
+fn resume_of_a_missing_directory_says_no_run_there() {
+    let root = tempfile::tempdir().unwrap();
+    let missing = root.path().join("nowhere");
+    let out = run(&["grid", "--resume", path_str(&missing)]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("no run at"), "stderr: {}", out.stderr);
+    assert!(!missing.exists());
+}
+
+#[test]
+fn resume_of_a_capture_set_points_at_captures() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let out = run(&["grid", "--resume", path_str(&captures)]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    let error = out.error_lines().join("\n");
+    assert!(error.contains("is not a run directory"), "{error}");
+    assert!(error.contains("did you mean --captures?"), "{error}");
+}
+
+#[test]
+fn resume_with_selection_flags_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("manifest.json"),
+        r#"{"tool_version": "0.1.0"}"#,
+    )
+    .unwrap();
+    let out = run(&["grid", "--resume", path_str(root.path()), "--batches", "4"]);
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    let error = out.error_lines().join("\n");
+    assert!(
+        error.contains("--resume takes the run's own selection"),
+        "{error}"
+    );
+}
+
+/// A start that fails before its first record (every cell file damaged)
+/// leaves no run directory, so the same command can be rerun.
+#[test]
+fn a_failed_start_leaves_no_run_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    for entry in std::fs::read_dir(&captures).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        }
+    }
+    let run_dir = root.path().join("run");
+    let mut args = vec![
+        "grid",
+        "--cpu",
+        "--no-report",
+        "--captures",
+        path_str(&captures),
+        "--out",
+        path_str(&run_dir),
+        "--batches",
+        "1",
+    ];
+    args.extend_from_slice(&FAST);
+    let out = run(&args);
+    assert_ne!(out.code, 0, "stderr: {}", out.stderr);
+    assert!(
+        !run_dir.exists(),
+        "a failed start left {}",
+        run_dir.display()
+    );
+}
+
+#[test]
+fn manifest_schema_errors_name_the_field_path() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    edit_manifest(&captures, |c| {
+        c.as_object_mut().unwrap().remove("npad");
+    });
+    expect_input_error(&captures, &[], "cells[0].npad: missing field");
+
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    edit_manifest(&captures, |c| c["steps"] = serde_json::json!("many"));
+    expect_input_error(&captures, &[], "cells[0].steps: invalid value");
+}
+
+#[test]
+fn unknown_manifest_keys_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    edit_manifest(&captures, |c| c["npadd"] = serde_json::json!(4096));
+    expect_input_error(&captures, &[], "cells[0].npadd: unknown cell key");
+}
+
+#[test]
+fn grid_file_whose_n_disagrees_with_the_capture_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(captures.join("manifest.json")).unwrap())
+            .unwrap();
+    let c = &manifest["cells"][0];
+    let captured_n = c["n"].as_u64().unwrap();
+    let grid = root.path().join("grid.csv");
+    std::fs::write(
+        &grid,
+        format!(
+            "cell,model,isl,layer,n,k,cr,next_n\n{},{},{},{},{},{},{},{}\n",
+            c["id"].as_str().unwrap(),
+            c["model"].as_str().unwrap(),
+            c["isl"].as_str().unwrap(),
+            c["layer"],
+            captured_n + 64,
+            c["k"],
+            c["cr"],
+            c["next_n"]
+        ),
+    )
+    .unwrap();
+    expect_input_error(
+        &captures,
+        &["--grid", path_str(&grid)],
+        &format!("the grid says n = {} but the capture set", captured_n + 64),
+    );
+}

@@ -312,3 +312,44 @@ fn version_names_the_commit_the_binary_was_built_from() {
         "{line}"
     );
 }
+
+/// A wrong arm's cases are named at the end of the run and in the report.
+#[test]
+fn inexact_cases_are_named_after_the_run_and_in_the_report() {
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let out = grid(
+        &captures,
+        &root.path().join("run"),
+        &["--arms", "cpu-ref,cpu-broken", "--test-arms"],
+    );
+    let listed = out
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("inexact cases ("))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no inexact list; stderr: {}", out.stderr));
+    assert!(listed.contains(" cpu-broken "), "{listed}");
+    assert!(!out.stderr.contains(" cpu-ref WRONG"), "{}", out.stderr);
+    assert!(out.stdout.contains("### Inexact cases ("), "{}", out.stdout);
+}
+
+/// A capture with NaN in a row's valid prefix: the run says so on stderr.
+#[test]
+fn a_run_over_nan_rows_says_how_many() {
+    use gvr_bench::capture::load::{write_cell, CaptureSet};
+    let root = tempfile::tempdir().unwrap();
+    let captures = capture_set(root.path());
+    let set = CaptureSet::open(&captures).unwrap();
+    let entry = set.manifest.cells[0].clone();
+    let mut cell = set.load_cell(&entry).unwrap();
+    cell.logits[5] = f32::NAN;
+    write_cell(&captures, &entry.file, &cell).unwrap();
+    let out = grid(
+        &captures,
+        &root.path().join("run"),
+        &["--cells", &entry.meta.id, "--no-report"],
+    );
+    let want = format!("cell {}: 1 NaN value(s) in 1 of", entry.meta.id);
+    assert!(out.stderr.contains(&want), "stderr: {}", out.stderr);
+}

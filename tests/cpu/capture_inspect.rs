@@ -122,3 +122,20 @@ fn inspect_reports_loader_errors() {
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("manifest.json"));
 }
+
+#[test]
+fn nan_in_valid_prefixes_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cell("nan_cell", 1000, 3, 0);
+    let npad = c.npad;
+    c.logits[3] = f32::NAN;
+    c.logits[npad + 7] = f32::NAN;
+    c.logits[npad + 9] = f32::NAN;
+    write_set(dir.path(), &[c.clone()]);
+    assert_eq!(c.nan_counts(), (3, 2));
+    let text = inspect(dir.path()).unwrap();
+    assert!(
+        text.contains("NaN in valid prefixes: 3 value(s) in 2 row(s)"),
+        "{text}"
+    );
+}

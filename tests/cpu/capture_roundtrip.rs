@@ -358,7 +358,8 @@ fn manifest_schema_violation() {
     )
     .unwrap();
     let err = CaptureSet::open(dir.path()).unwrap_err();
-    assert_input_error(err, "manifest.json", "manifest", "schema");
+    // The error names the field path of the first missing field.
+    assert_input_error(err, "manifest.json", "cells[0].model", "missing field");
 }
 
 #[test]

@@ -112,6 +112,7 @@ fn many_rows() -> Batch {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_block_and_wave_trick_writes_every_slot_and_does_what_the_host_planned() {
     if !gxx_available("floor.cu") {
         return;
@@ -140,6 +141,7 @@ fn every_block_and_wave_trick_writes_every_slot_and_does_what_the_host_planned()
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn wave_trick_mutations_are_caught() {
     if !gxx_available("floor.cu") {
         return;
@@ -185,6 +187,7 @@ fn wave_trick_mutations_are_caught() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_grid_shape_writes_every_slot_and_restores_its_counters() {
     if !gxx_available("floor.cu") {
         return;
@@ -220,6 +223,7 @@ fn every_grid_shape_writes_every_slot_and_restores_its_counters() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn mutations_are_caught() {
     if !gxx_available("floor.cu") {
         return;

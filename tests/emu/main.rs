@@ -1,4 +1,4 @@
-//! The real kernel sources run on the CPU through the host emulator (tests/ss_emu, built with g++; each test says SKIPPED where g++ is missing).
+//! The real kernel sources run on the CPU through the host emulator (tests/ss_emu, built with g++): where g++ (or libnvrtc, for the compile gates) is missing at build time the tests show as ignored with the reason; under CI=true they fail instead.
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -169,6 +169,7 @@ fn rows(lens: &[usize], k: usize, seed: u64) -> Batch {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_tier_is_exact_on_mixed_rows() {
     let Some(exe) = emulator() else { return };
     // Short (n <= k, n = 0), k + 1, lengths off every multiple of 4, and rows
@@ -191,6 +192,7 @@ fn every_tier_is_exact_on_mixed_rows() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_generator_family_is_exact_at_every_k() {
     let Some(exe) = emulator() else { return };
     let generators = row_generators();
@@ -209,6 +211,7 @@ fn every_generator_family_is_exact_at_every_k() {
 
 /// The adversarial suite (k = 512) on the per-row and multi-pass tiers.
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn adversarial_suite_is_exact() {
     let Some(exe) = emulator() else { return };
     let (mut ran, mut skipped) = (Vec::new(), Vec::new());
@@ -235,6 +238,7 @@ fn adversarial_suite_is_exact() {
 
 /// Launch shapes the production dispatcher plans, at their real sizes.
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn planned_shapes_are_exact() {
     let Some(exe) = emulator() else { return };
     // (rows, n, k): multi-pass at its smallest row length (bpr 32) and at
@@ -270,6 +274,7 @@ fn planned_shapes_are_exact() {
 
 /// One call on a fresh workspace (grid order) is exact too.
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn first_call_is_exact() {
     let Some(exe) = emulator() else { return };
     let b = rows(&[9_001, 20_000, 7], 1024, 60);
@@ -306,6 +311,7 @@ fn mutate(from: &str, to: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn planted_bugs_are_caught() {
     if emulator().is_none() {
         return;

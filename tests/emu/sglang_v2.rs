@@ -44,6 +44,10 @@ const TR_DIRECT_EQUAL: u32 = 1024;
 const TR_NARROW: u32 = 2048;
 
 #[test]
+#[cfg_attr(
+    any(no_gxx, no_nvrtc),
+    ignore = "needs g++ and libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; LD_LIBRARY_PATH)"
+)]
 fn entries_fit_32_registers_without_spills() {
     let declared = declared_entries(SGLANG_V2.code);
     assert_eq!(declared.len(), 5, "{declared:?}");
@@ -330,6 +334,7 @@ fn check_tie_rows(exe: &Path, path: RowPath, n: usize, k: usize) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn register2_rows_take_every_tie_branch_and_the_fallback() {
     let Some(exe) = emulator() else { return };
     check_tie_rows(exe, RowPath::Register2, 8000, 512);
@@ -337,6 +342,7 @@ fn register2_rows_take_every_tie_branch_and_the_fallback() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn register4_rows_take_every_tie_branch_and_the_fallback() {
     let Some(exe) = emulator() else { return };
     check_tie_rows(exe, RowPath::Register4, 16_384, 512);
@@ -344,6 +350,7 @@ fn register4_rows_take_every_tie_branch_and_the_fallback() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn streaming_rows_take_every_tie_branch_and_the_fallback() {
     let Some(exe) = emulator() else { return };
     check_tie_rows(exe, RowPath::Streaming, 20_003, 512);
@@ -351,6 +358,7 @@ fn streaming_rows_take_every_tie_branch_and_the_fallback() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn short_rows_ragged_tails_and_poisoned_pads() {
     let Some(exe) = emulator() else { return };
     for k in [512usize, 1024, 2048] {
@@ -372,6 +380,7 @@ fn short_rows_ragged_tails_and_poisoned_pads() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn adversarial_suite_is_exact() {
     let Some(exe) = emulator() else { return };
     for k in [512usize, 2048] {
@@ -387,6 +396,7 @@ fn adversarial_suite_is_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rows_are_exact_on_every_per_row_entry() {
     let Some(exe) = emulator() else { return };
     for seed in crate::support::ss::soak_seeds(3, 0x5c1a_2000) {
@@ -413,6 +423,7 @@ fn soak_rows_are_exact_on_every_per_row_entry() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn long_rows_run_on_clusters_of_eight() {
     let Some(exe) = emulator() else { return };
     let n = 70_001;
@@ -466,6 +477,7 @@ fn long_rows_run_on_clusters_of_eight() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn cluster_rows_cover_every_tie_branch_and_ragged_tails() {
     let Some(exe) = emulator() else { return };
     let k = 1024;
@@ -504,6 +516,7 @@ fn cluster_rows_cover_every_tie_branch_and_ragged_tails() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_plan_moves_the_threshold_to_keep_the_pool() {
     let Some(exe) = emulator() else { return };
     // 31 rows above 64K: the threshold moves to 96K and only the two rows
@@ -550,6 +563,7 @@ fn mutant_fails(
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn mutations_are_caught() {
     if emulator().is_none() {
         return;

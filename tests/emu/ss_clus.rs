@@ -6,6 +6,10 @@ use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_CLUS};
 
 #[test]
+#[cfg_attr(
+    any(no_gxx, no_nvrtc),
+    ignore = "needs g++ and libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; LD_LIBRARY_PATH)"
+)]
 fn ss_clus_entries_compile_without_spills_or_stack() {
     let declared = declared_entries(SS_CLUS.code);
     for name in ["ss_regclus_v1", "ss_regclus_v2", "ss_regclus_v4"] {
@@ -171,6 +175,7 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
 /// cycling through `lengths`.
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
     // 64- and 128-thread CTAs keep the emulation fast and shrink the
     // candidate slabs (4·BLK per rank), so the capacity escape, narrowing
@@ -296,6 +301,7 @@ fn constructed_path_rows() -> (Batch, u32, u32, u32) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn constructed_paths_report_the_expected_trace() {
     let Some(exe) = emulator() else { return };
     let (b, blk, cs, vpt) = constructed_path_rows();
@@ -341,6 +347,7 @@ fn constructed_paths_report_the_expected_trace() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_phase_probe_marks_every_path_in_order() {
     // The probe build of the constructed rows: exact (emu_check); every
     // rank passes one histogram pass and the cluster merge; rows that escape
@@ -377,6 +384,7 @@ fn the_phase_probe_marks_every_path_in_order() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn randomized_rows_match_the_reference() {
     let Some(exe) = emulator() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(99);
@@ -404,6 +412,7 @@ fn randomized_rows_match_the_reference() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_hazard_rows_are_exact() {
     // Randomized rounds (crate::support::ss::soak_seeds: a few on CI, any number with
     // GVR_EMU_SOAK): certify generators with hazards laid over them, every
@@ -435,6 +444,7 @@ fn soak_rounds_of_hazard_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // certify's hint-free rows whose top values hide from a strided look,
     // and sorted rows, on the BLK-1024 entry whose cluster holds them.
@@ -461,6 +471,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn compiled_entries_at_full_size_are_exact() {
     // The three BLK-1024 entry bodies at route-sized rows (k = 512/1024,
     // 4096-slot slabs): one cluster size each, a few rows.
@@ -502,6 +513,7 @@ fn compiled_entries_at_full_size_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn nan_rows_keep_the_output_structure() {
     // NaN order is implementation-specific: k unique in-range
     // indices, whether NaN sits in the hints (bracket guard → escape) or
@@ -529,6 +541,7 @@ fn nan_rows_keep_the_output_structure() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_varlen_calls_are_exact() {
     // Randomized production varlen calls (certify's varlen soak batches,
     // 1–8 requests, last rows up to 6,000 wide, k up to 256) on small
@@ -559,6 +572,7 @@ fn soak_rounds_of_varlen_calls_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // The varlen entry on reg_clus: kv_lens per request,
     // next_n rows per request, compress ratio, request-level hints or

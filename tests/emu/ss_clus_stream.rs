@@ -7,6 +7,10 @@ use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
 use gvr_bench::gpu::sources::{declared_entries, SS_CLUS_STREAM};
 
 #[test]
+#[cfg_attr(
+    any(no_gxx, no_nvrtc),
+    ignore = "needs g++ and libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; LD_LIBRARY_PATH)"
+)]
 fn ss_clus_stream_entries_compile_without_spills_or_stack() {
     let declared = declared_entries(SS_CLUS_STREAM.code);
     for name in ["ss_clus_u1", "ss_clus_u2", "ss_clus_u4", "ss_clus_u8"] {
@@ -215,6 +219,7 @@ fn emu_check(exe: &Path, b: &Batch, l: &Launch, label: &str) -> Vec<u32> {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn small_clusters_are_exact_for_every_generator_hint_mode_and_cs() {
     // 64/128-thread CTAs with small staging and candidate buffers: sampled
     // rows, staging overflow re-sweeps, the CMP escape, the retry ladder and
@@ -421,6 +426,7 @@ fn constructed_ladder_rows() -> (Batch, Launch<'static>) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn constructed_rows_take_the_ladder_paths() {
     let Some(exe) = emulator() else { return };
     let (b, l) = constructed_ladder_rows();
@@ -445,6 +451,7 @@ fn constructed_rows_take_the_ladder_paths() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_phase_probe_marks_every_ladder_path_in_order() {
     // The probe build of the constructed ladder rows: exact (emu_check);
     // every rank of every row passes the whole chain in order (clus has no
@@ -505,6 +512,7 @@ fn first_half_unit_positions(a: &ClusStreamArgs, n: u32, threads: u32) -> Vec<us
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn a_row_shorter_than_planned_samples_its_own_schedule() {
     // Row 1 is constant except where the planned length's first half-units
     // (loaded ahead of the row length) read and its own schedule does not:
@@ -546,12 +554,14 @@ fn a_row_shorter_than_planned_samples_its_own_schedule() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn randomized_rows_match_the_reference() {
     let Some(exe) = emulator() else { return };
     randomized_rounds(exe, 1234);
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_threshold_trim_build_stays_exact() {
     // CL_THRESHOLD_TRIM=0: the threshold phase with its middle barrier and
     // the ladder width by division (the untrimmed form; the default build
@@ -560,6 +570,7 @@ fn the_threshold_trim_build_stays_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_parallel_crossing_scan_build_stays_exact() {
     // CL_SCAN_FORM=0 (kernels/ss/common.cuh `ss_scan256`): the walk finds the
     // same crossings as the default build's count.
@@ -567,6 +578,7 @@ fn the_parallel_crossing_scan_build_stays_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_spread_merge_build_stays_exact() {
     // CL_MERGE_SPREAD=1 (kernels/ss_clus_stream.cu `cl_merge_spread`; the host
     // builds it for clusters of 8): every thread of the first 256 reads its
@@ -630,6 +642,7 @@ fn randomized_rounds(exe: &Path, seed: u64) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_hazard_rows_are_exact() {
     // Randomized rounds (crate::support::ss::soak_seeds: a few on CI, any number with
     // GVR_EMU_SOAK): certify generators with hazards laid over them, every
@@ -673,6 +686,7 @@ fn soak_rounds_of_hazard_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_varlen_calls_are_exact() {
     // Randomized production varlen calls (certify's varlen soak batches,
     // 1–8 requests, last rows up to 30,000 wide) on small clusters, the
@@ -710,6 +724,7 @@ fn soak_rounds_of_varlen_calls_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn varlen_kv_lens_and_zero_window_rows_are_exact() {
     // The kernel reads lengths through ss_row_len's varlen form (next_n
     // rows per request, compress ratio 1 or 4), zero-window rows included.
@@ -766,6 +781,7 @@ fn varlen_kv_lens_and_zero_window_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn nan_rows_keep_the_output_structure() {
     let Some(exe) = emulator() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(6);
@@ -797,6 +813,7 @@ fn nan_rows_keep_the_output_structure() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // certify's hint-free rows whose top values hide from a strided sample,
     // and sorted rows, on the clus launch the H200 plan makes for them.
@@ -820,6 +837,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn compiled_entries_at_full_size_are_exact() {
     // The BLK-1024 entry bodies with the H200 plan's own scalars (routed
     // clus shapes: CS 2/4/8, k = 512/1024), a few rows each, plus rows of

@@ -259,6 +259,7 @@ fn model(b: &Batch, r: usize, params: &MainParams) -> PathCounts {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_constructed_path_is_exact_in_the_kernel_source() {
     let Some(exe) = emulator() else { return };
     for case in path_cases() {
@@ -289,6 +290,7 @@ fn constructed_paths_follow_the_model(exe: &Path, build: &str) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_phase_probe_marks_every_path_in_order_and_counts_its_passes() {
     // The probe build on every constructed path: still exact and on the
     // model's path; every probed CTA's marks in order (summarize refuses
@@ -369,6 +371,7 @@ fn the_phase_probe_marks_every_path_in_order_and_counts_its_passes() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn a_split_part_resweep_keeps_the_rows_tail() {
     // Part 0 of a SPLIT row owns the n mod 4 tail. When its staging
     // overflows, it re-sweeps its slice into the slab and must re-read the
@@ -411,6 +414,7 @@ const SMALL_CTA_LAUNCHES: [(u32, u32, u32, u32); 9] = [
 ];
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn small_ctas_with_tiny_buffers_stay_exact() {
     // Exactness must not depend on SCAP / CMP / BLK, through the real kernel
     // body (64- and 128-thread CTAs).
@@ -419,6 +423,7 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_start_prefetch_variants_stay_exact() {
     // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
     // entries': same sweep, prefetch ranges bounds-checked by the emulator
@@ -438,6 +443,7 @@ fn the_start_prefetch_variants_stay_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_threshold_trim_variants_stay_exact() {
     // SS_THRESHOLD_TRIM: the threshold phase with its middle barrier (the
     // untrimmed form), and the trimmed threshold phase on the one-CTA
@@ -455,6 +461,7 @@ fn the_threshold_trim_variants_stay_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn split_parts_running_together_stay_exact() {
     // A row's SPLIT parts interleaved at every barrier and spin (the order of
     // the parts reshuffled every pass): parts arrive while others are still
@@ -486,6 +493,7 @@ fn split_parts_running_together_stay_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_parallel_crossing_scan_gives_the_same_outputs_bit_for_bit() {
     // SS_SCAN_FORM (kernels/ss/common.cuh `ss_scan256`): the crossing of
     // each target found by counting instead of a walk; the default build
@@ -548,6 +556,7 @@ fn same_outputs_as_the_default_build(define: &str) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_output_forms_stay_exact() {
     // SS_MAIN_STAGE_OUT: 1 stages every row's indices in the staging buffer
     // past the list (the tiny capacities of the sweep leave no room: the
@@ -564,6 +573,7 @@ fn the_output_forms_stay_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_whole_next_tile_prefetch_stays_exact() {
     // SS_PFD 8 (GVR_SS_MAIN_DEFINES): every one-CTA entry carries its whole
     // next tile across the walk; the stress table's BLK 64 × U 8 rows are
@@ -584,6 +594,7 @@ fn the_whole_next_tile_prefetch_stays_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_hazard_rows_are_exact() {
     // Randomized rounds (crate::support::ss::soak_seeds: a few on CI, any number with
     // GVR_EMU_SOAK): certify generators with hazards laid over them, every
@@ -610,6 +621,7 @@ fn soak_hazard_rounds(exe: &Path, seeds: Vec<u64>) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
     // certify's hint-free rows whose top values hide where a strided sample
     // does not look, and sorted rows, on the launch `ss-main` plans (SPLIT
@@ -782,6 +794,7 @@ fn small_cta_sweep(exe: &Path, launches: &[(u32, u32, u32, u32)]) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -851,6 +864,7 @@ fn varlen_rows_and_hints_are_exact_in_the_kernel_source() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn varlen_on_a_column_sliced_arena_view_is_exact() {
     // The upstream checklist's sliced-arena case: the launch planned for the slice (max_seq_len =
     // the slice width), run with the arena's 256-rounded row stride; the
@@ -880,6 +894,7 @@ fn varlen_on_a_column_sliced_arena_view_is_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_varlen_calls_are_exact() {
     // Randomized production varlen calls (certify's varlen soak batches,
     // 1–8 requests, last rows up to 40,000 wide, request-level hints) on the
@@ -906,6 +921,7 @@ fn soak_rounds_of_varlen_calls_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // The varlen entry: kv_lens per request in the length
     // array, next_n rows per request, compress ratio 1 or 4, request-level
@@ -951,6 +967,7 @@ fn production_varlen_calls(exe: &Path) {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_wave_stagger_changes_no_output() {
     // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
     // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
@@ -1009,6 +1026,7 @@ fn the_wave_stagger_changes_no_output() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn nan_rows_meet_the_contract_in_the_kernel_source() {
     // The suite's NaN batches (NaN counts around k, -NaN, NaN with ±inf, a
     // NaN-only row, hint-free) and NaN-sprinkled long rows that plan SPLIT:

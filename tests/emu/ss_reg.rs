@@ -425,6 +425,7 @@ fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
     let mut seen = 0u32;
@@ -511,6 +512,7 @@ const EVERY_ENTRY_SHAPES: [(u32, usize, usize); 9] = [
 ];
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
     // emu_check runs each launch with cur = 1 and cur = 0; in a slots-only
     // build both take the slots emit, and both must be exact.
@@ -527,6 +529,7 @@ fn a_one_form_build_is_exact_whatever_the_cur_word_says() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn staging_in_extra_words_is_exact_for_any_k() {
     // Mode 2 stages every slots launch in k words after ck | ci, k above or
     // below NBH alike (the host builds it only for k > NBH).
@@ -543,6 +546,7 @@ fn staging_in_extra_words_is_exact_for_any_k() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_knob_slots_emits_are_exact_in_every_staging() {
     let mut seen = 0u32;
     for (mask, staged) in [0u32, 2]
@@ -567,6 +571,7 @@ fn the_knob_slots_emits_are_exact_in_every_staging() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn hint_free_mode_and_varlen_rows_are_exact() {
     let Some(exe) = emulator() else { return };
     let k = 512;
@@ -618,6 +623,7 @@ fn hint_free_mode_and_varlen_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn rows_a_few_past_k_drop_their_smallest_in_every_entry() {
     // k < n <= k + REG_DROP_MAX: all but the n - k smallest, in every entry that
     // compiles the path, on the adversarial rows (ties at the drop line,
@@ -671,6 +677,7 @@ fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng)
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
     // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
     // k: crossing bins above CMP, rank vs narrowing, rows longer than the
@@ -735,6 +742,7 @@ fn expected_reg_marks(bits: u32) -> Vec<&'static str> {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_phase_probe_marks_every_path_in_order() {
     // The probe build stays exact and on the model's path; every row's CTA
     // passes the marks its path implies, in order, with one histogram pass
@@ -790,6 +798,7 @@ fn the_phase_probe_marks_every_path_in_order() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn random_rows_match_the_reference() {
     // Randomized: lengths, k, value distributions (with heavy duplication)
     // and hints, on the real entries, checked against the exact reference.
@@ -829,6 +838,7 @@ fn random_rows_match_the_reference() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_hazard_rows_are_exact() {
     // Randomized rounds (crate::support::ss::soak_seeds: a few on CI, any number with
     // GVR_EMU_SOAK): certify generators with hazards laid over them, every
@@ -883,6 +893,10 @@ fn soak_rounds_of_hazard_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(
+    any(no_gxx, no_nvrtc),
+    ignore = "needs g++ and libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; LD_LIBRARY_PATH)"
+)]
 fn ss_reg_entries_compile_without_spills() {
     let declared = declared_entries(SS_REG.code);
     let mut names: Vec<String> = REG_ENTRIES.iter().map(|e| e.name()).collect();
@@ -975,6 +989,7 @@ fn dump_ss_reg_ptxas_log() {
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn production_varlen_calls_are_exact_in_the_kernel_source() {
     // The varlen entry on the register family: kv_lens per
     // request in the length array, next_n rows per request, compress ratio,
@@ -1051,6 +1066,7 @@ fn emu_check_varlen(
 }
 
 #[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn soak_rounds_of_varlen_calls_are_exact() {
     // Randomized production varlen calls (certify's varlen soak batches,
     // 1–8 requests, last rows up to 17,000 wide) on the planned reg launch,

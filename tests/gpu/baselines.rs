@@ -98,6 +98,10 @@ fn check_twice(mut arm: Box<dyn Arm>, batch: &Batch, label: &str) -> String {
 /// the workspace the first restored) must be exact. Runs only with
 /// `GVR_GPU_TESTS=1`.
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn radix_every_tier_is_exact() {
     if std::env::var("GVR_GPU_TESTS").as_deref() != Ok("1") {
         eprintln!("GPU half NOT RUN: set GVR_GPU_TESTS=1 on a machine with a GPU");

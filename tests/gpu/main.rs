@@ -1,4 +1,4 @@
-//! On-device tests: they run with GVR_GPU_TESTS=1 on a machine with a GPU and say NOT RUN otherwise.
+//! On-device tests: they run when built and run with GVR_GPU_TESTS=1 on a machine with a GPU and show as ignored otherwise (build.rs sets `no_gpu_tests`).
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -73,6 +73,10 @@ fn run_arm(gpu: &std::sync::Arc<gvr_bench::gpu::Gpu>, name: &str, batch: &Batch,
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn every_arm_meets_the_nan_contract_on_the_suite() {
     let Some(gpu) = open_gpu() else { return };
     for k in [512usize, 1024, 2048] {
@@ -85,6 +89,10 @@ fn every_arm_meets_the_nan_contract_on_the_suite() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn every_arm_meets_the_nan_contract_on_every_path() {
     let Some(gpu) = open_gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(0x4a4e);

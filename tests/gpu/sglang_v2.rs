@@ -70,6 +70,10 @@ fn key16(x: f32) -> u32 {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn the_fp16_model_rounds_like_cvt_rn() {
     for (x, h) in [
         (1.0f32, 0x3c00),
@@ -161,6 +165,10 @@ const SHAPES: [(usize, usize, &str); 7] = [
 ];
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn every_route_is_exact_and_counts_its_fallback_rows() {
     for (rows, n, tier) in SHAPES {
         let p = sglang_v2::plan(rows, n).unwrap();
@@ -177,6 +185,10 @@ fn every_route_is_exact_and_counts_its_fallback_rows() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn mixed_lengths_and_the_pool_threshold() {
     let mut lens = vec![66_000usize; 31];
     lens.extend([
@@ -197,6 +209,10 @@ fn mixed_lengths_and_the_pool_threshold() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn adversarial_suite_is_exact() {
     let Some(gpu) = open_gpu() else { return };
     for k in [512usize, 1024, 2048] {

@@ -33,6 +33,10 @@ const ROUTED: [(usize, usize, u32, u32); 8] = [
 ];
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn routed_shapes_are_exact_on_the_gpu() {
     let dev = DeviceProfile::h200();
     let mut rng = ChaCha8Rng::seed_from_u64(31);
@@ -76,6 +80,10 @@ fn routed_shapes_are_exact_on_the_gpu() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn varlen_nan_waves_and_the_adversarial_suite_are_exact() {
     let dev = DeviceProfile::h200();
     let mut rng = ChaCha8Rng::seed_from_u64(77);

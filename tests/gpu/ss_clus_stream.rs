@@ -31,6 +31,10 @@ const ROUTED: [(usize, usize, usize, u32); 5] = [
 ];
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn routed_shapes_are_planned_and_exact_on_the_gpu() {
     let dev = DeviceProfile::h200();
     let mut rng = ChaCha8Rng::seed_from_u64(41);
@@ -57,6 +61,10 @@ fn routed_shapes_are_planned_and_exact_on_the_gpu() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn mixed_lengths_nan_waves_and_the_adversarial_suite_are_exact() {
     let dev = DeviceProfile::h200();
     let mut rng = ChaCha8Rng::seed_from_u64(78);

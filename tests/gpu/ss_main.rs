@@ -59,6 +59,10 @@ fn gpu_check(gpu: &Arc<Gpu>, b: &Batch, label: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn constructed_batches_take_their_paths_and_are_exact() {
     let cases = path_cases();
     for case in &cases {
@@ -78,6 +82,10 @@ fn constructed_batches_take_their_paths_and_are_exact() {
 /// Rows from every generator family, in shapes that select each entry
 /// point: BLK 1024 (U 1..8), BLK 512, BLK 256, small-dense, SPLIT.
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn every_entry_point_is_exact_on_generated_rows() {
     let shapes: &[(usize, usize)] = &[
         (40, 5_000),
@@ -133,6 +141,10 @@ fn every_entry_point_is_exact_on_generated_rows() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn varlen_rows_are_exact() {
     let Some(gpu) = open_gpu() else { return };
     for k in SUPPORTED_K {
@@ -166,6 +178,10 @@ fn varlen_rows_are_exact() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn adversarial_suite_is_exact() {
     let Some(gpu) = open_gpu() else { return };
     for k in SUPPORTED_K {
@@ -176,6 +192,10 @@ fn adversarial_suite_is_exact() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn degenerate_hints_are_exact() {
     let Some(gpu) = open_gpu() else { return };
     for (k, n) in [(512usize, 8192usize), (2048, 131_075)] {
@@ -208,6 +228,10 @@ fn degenerate_hints_are_exact() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn nan_rows_fill_every_slot_with_unique_indices() {
     // NaN order is implementation-specific: structure only.
     let Some(gpu) = open_gpu() else { return };
@@ -247,6 +271,10 @@ fn nan_rows_fill_every_slot_with_unique_indices() {
 /// behind corrupts the next launch's crossing, so every later row must still
 /// be exact.
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn split_workspace_is_restored_across_shapes() {
     let shapes: [(usize, usize, usize); 4] = [
         (1, 131_075, 2048),

@@ -151,6 +151,10 @@ fn check(b: &Batch, out: &[i32], label: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn every_entry_is_exact_on_the_h200() {
     let dev = DeviceProfile::h200();
     let mut covered = HashSet::new();
@@ -248,6 +252,10 @@ fn every_entry_is_exact_on_the_h200() {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn registry_builds_ss_reg() {
     let Some(gpu) = open_gpu() else { return };
     let arm = gvr_bench::arms::registry::create("ss-reg", Some(gpu)).expect("ss-reg builds");

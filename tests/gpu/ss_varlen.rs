@@ -269,6 +269,10 @@ fn arena_of(slice: &VarlenShape) -> (VarlenShape, usize) {
 }
 
 #[test]
+#[cfg_attr(
+    no_gpu_tests,
+    ignore = "needs a GPU: build and run with GVR_GPU_TESTS=1"
+)]
 fn plans_cover_every_contract_case_on_the_cpu() {
     let dev = DeviceProfile::h200();
     for (label, s, kv) in contract_cases() {

@@ -12,6 +12,10 @@ use gvr_bench::gpu::sources::GVR1;
 use crate::support::nvrtc::{assert_entry_fits, nvrtc_or_skip};
 
 #[test]
+#[cfg_attr(
+    no_nvrtc,
+    ignore = "needs libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; its lib dir on LD_LIBRARY_PATH)"
+)]
 fn every_gvr1_tier_entry_fits_its_plan() {
     if !nvrtc_or_skip() {
         return;

@@ -13,6 +13,10 @@ use gvr_bench::gpu::sources::{FILTERED, GVR1};
 use crate::support::nvrtc::{assert_entry_fits, nvrtc_or_skip};
 
 #[test]
+#[cfg_attr(
+    no_nvrtc,
+    ignore = "needs libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; its lib dir on LD_LIBRARY_PATH)"
+)]
 fn filtered_and_gvr1_fit_their_plans() {
     if !nvrtc_or_skip() {
         return;

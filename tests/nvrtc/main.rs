@@ -1,4 +1,4 @@
-//! Kernel compile gates through NVRTC (libnvrtc, no GPU): every specialisation compiles, hot entries do not spill. Without libnvrtc they fail on CI and say SKIPPED elsewhere.
+//! Kernel compile gates through NVRTC (libnvrtc, no GPU): every specialisation compiles, hot entries do not spill. Without libnvrtc at build time (LD_LIBRARY_PATH or ldconfig, probed by build.rs) they show as ignored with the reason; under CI=true they fail instead.
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -12,6 +12,10 @@ use gvr_bench::gpu::sources::{declared_entries, is_hot_entry, variants};
 use crate::support::nvrtc::nvrtc_or_skip;
 
 #[test]
+#[cfg_attr(
+    no_nvrtc,
+    ignore = "needs libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; its lib dir on LD_LIBRARY_PATH)"
+)]
 fn every_variant_compiles_without_hot_spills() {
     if !nvrtc_or_skip() {
         return;
@@ -62,6 +66,10 @@ fn every_variant_compiles_without_hot_spills() {
 /// The gate must actually catch what it claims to: a kernel forced to
 /// spill is reported, and a syntax error is a compile error.
 #[test]
+#[cfg_attr(
+    no_nvrtc,
+    ignore = "needs libnvrtc (pip install nvidia-cuda-nvrtc==13.0.88; its lib dir on LD_LIBRARY_PATH)"
+)]
 fn gate_detects_spills_and_errors() {
     if !nvrtc_or_skip() {
         return;
