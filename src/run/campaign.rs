@@ -660,13 +660,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     super::signals::install();
 
     let total_cases = cases.len();
-    let progress = indicatif::ProgressBar::new(total_cases as u64);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} cases  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let mut progress = super::progress::Progress::new("grid", total_cases as u64);
 
     let mut phases = PhaseTimes::default();
     if let Some(gpu) = &gpu {
@@ -776,7 +770,7 @@ pub fn run_grid(cfg: &GridConfig) -> Result<RunOutcome> {
     })();
     drop(cells); // lets the loader thread exit if we stopped early
     let _ = loader.join();
-    progress.finish_and_clear();
+    progress.finish();
     let (written, inexact) = phases.time(Phase::CheckWait, || checkers.finish())?;
     loop_result?;
     if let Some(gpu) = &gpu {

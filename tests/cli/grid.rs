@@ -25,6 +25,9 @@ fn cpu_grid_writes_results_manifest_and_report() {
     let run_dir = root.path().join("run");
     let out = grid(&captures, &run_dir, &[]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    // Stderr is a pipe here: a plain progress line, no bar, no colour codes.
+    assert!(out.stderr.contains("grid: 4/4 cases, "), "{}", out.stderr);
+    assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // 2 cells × 2 batch sizes × 2 CPU arms.
     let pairs = run_pairs(&run_dir);
     assert_eq!(pairs.len(), 8, "{pairs:?}");
