@@ -52,6 +52,22 @@ fn cpu_grid_writes_results_manifest_and_report() {
     // The report is printed and written under the run directory.
     assert!(out.stdout.contains("Exactness"), "stdout: {}", out.stdout);
     assert!(run_dir.join("report").is_dir());
+    // Its header names the reps this run took (FAST), not the defaults, and
+    // the files it wrote.
+    let summary = std::fs::read_to_string(run_dir.join("report/summary.md")).unwrap();
+    assert!(
+        summary.contains("Protocol (manifest.json): 1 warm-up, 1 warm, 2 cold reps per case.")
+            && summary.contains("Reps recorded per timed case: 1 warm, 2 cold."),
+        "{summary}"
+    );
+    for file in ["cases.csv", "summary.md", "summary.json"] {
+        let path = run_dir.join("report").join(file);
+        assert!(
+            summary.contains(&format!("- {}", path.display())),
+            "{file} not listed: {summary}"
+        );
+    }
+    assert!(summary.contains(".svg"), "no plot listed: {summary}");
 }
 
 #[test]
