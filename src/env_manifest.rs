@@ -116,10 +116,8 @@ impl EnvManifest {
     pub fn write(&self, run_dir: &Path) -> Result<()> {
         let path = run_dir.join(MANIFEST_FILE);
         let text = serde_json::to_string_pretty(self).map_err(|e| GvrError::Other(e.into()))?;
-        // Write then rename so a crash never leaves a half-written manifest.
-        let tmp = run_dir.join(format!("{MANIFEST_FILE}.tmp"));
-        std::fs::write(&tmp, text + "\n").map_err(|e| GvrError::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| GvrError::io(&path, e))
+        // Temp file, fsync, rename: a crash never leaves a half-written manifest.
+        crate::capture::write_atomically(&path, (text + "\n").as_bytes())
     }
 
     pub fn read(run_dir: &Path) -> Result<EnvManifest> {

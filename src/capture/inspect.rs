@@ -35,8 +35,11 @@ pub struct CellSummary {
     pub nan_rows: usize,
     pub min: f64,
     pub max: f64,
-    sum: f64,
-    sum_sq: f64,
+    /// Running mean and sum of squared deviations of the finite values
+    /// (Welford; pooled with Chan et al.'s update), stable where
+    /// sum_sq/n − mean² cancels catastrophically.
+    mean: f64,
+    m2: f64,
     overlap_sum: f64,
     overlap_steps: usize,
 }
@@ -60,8 +63,9 @@ impl CellSummary {
                 if v.is_finite() {
                     let v = f64::from(v);
                     summary.finite += 1;
-                    summary.sum += v;
-                    summary.sum_sq += v * v;
+                    let delta = v - summary.mean;
+                    summary.mean += delta / summary.finite as f64;
+                    summary.m2 += delta * (v - summary.mean);
                     summary.min = summary.min.min(v);
                     summary.max = summary.max.max(v);
                 } else {
@@ -86,27 +90,31 @@ impl CellSummary {
         self.steps += other.steps;
         self.n_min = self.n_min.min(other.n_min);
         self.n_max = self.n_max.max(other.n_max);
+        let (na, nb) = (self.finite as f64, other.finite as f64);
+        if other.finite > 0 {
+            let n = na + nb;
+            let delta = other.mean - self.mean;
+            self.mean += delta * nb / n;
+            self.m2 += other.m2 + delta * delta * na * nb / n;
+        }
         self.finite += other.finite;
         self.non_finite += other.non_finite;
         self.nan += other.nan;
         self.nan_rows += other.nan_rows;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
         self.overlap_sum += other.overlap_sum;
         self.overlap_steps += other.overlap_steps;
     }
 
     pub fn mean(&self) -> Option<f64> {
-        (self.finite > 0).then(|| self.sum / self.finite as f64)
+        (self.finite > 0).then_some(self.mean)
     }
 
     /// Population standard deviation of the finite values.
     pub fn std(&self) -> Option<f64> {
-        let mean = self.mean()?;
-        let var = (self.sum_sq / self.finite as f64 - mean * mean).max(0.0);
-        Some(var.sqrt())
+        self.mean()?;
+        Some((self.m2 / self.finite as f64).max(0.0).sqrt())
     }
 
     pub fn non_finite_fraction(&self) -> f64 {
@@ -350,7 +358,32 @@ mod tests {
         pooled.merge(&b);
         assert_eq!((pooled.cells, pooled.steps), (2, 3));
         assert_eq!((pooled.min, pooled.max), (-5.0, 10.0));
-        assert_eq!(pooled.mean(), Some(15.0 / 7.0));
+        assert!((pooled.mean().unwrap() - 15.0 / 7.0).abs() < 1e-12);
         assert_eq!((pooled.n_min, pooled.n_max), (2, 3));
+        // Pooled std equals the std of all seven values at once.
+        let all = CellSummary::of_cell(&cell(
+            &[&[1.0, 2.0, 3.0, 4.0, -5.0, 10.0, 0.0]],
+            &[&[0, 1]],
+            2,
+        ));
+        assert!((pooled.std().unwrap() - all.std().unwrap()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn std_is_stable_far_from_zero() {
+        // Values 2^24 + {0, 2, 4, 6} (exact in f32): std = sqrt(5), which
+        // sum_sq/n − mean² loses to cancellation.
+        let base = 16_777_216.0f32;
+        let c = cell(
+            &[&[base, base + 2.0, base + 4.0, base + 6.0]],
+            &[&[0, 1]],
+            2,
+        );
+        let s = CellSummary::of_cell(&c);
+        assert!(
+            (s.std().unwrap() - 5f64.sqrt()).abs() < 1e-9,
+            "{:?}",
+            s.std()
+        );
     }
 }

@@ -968,15 +968,19 @@ fn i32_bytes_from_u32(path: &Path, name: &str, values: &[u32]) -> Result<Vec<u8>
     Ok(out)
 }
 
-/// Write to a sibling temp file then rename, so a crash never leaves a
-/// half-written cell that looks complete.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp_name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    tmp_name.push(".tmp");
-    let tmp = path.with_file_name(tmp_name);
-    std::fs::write(&tmp, bytes).map_err(|e| GvrError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| GvrError::io(path, e))
+/// Write to a temp file in `path`'s directory, fsync it, then rename it over
+/// `path`, so a crash never leaves a half-written file that looks complete
+/// and concurrent readers see the old or the new file, never a torn one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| GvrError::io(dir, e))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| GvrError::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| GvrError::io(path, e.error))?;
+    Ok(())
 }

@@ -7,4 +7,4 @@ pub mod inspect;
 pub mod load;
 
 pub use format::{CellData, CellMeta, Manifest, ManifestCell, Model, Source, FORMAT_VERSION};
-pub use load::CaptureSet;
+pub use load::{write_atomically, CaptureSet};

@@ -113,10 +113,7 @@ impl DiskCache {
     pub fn put(&self, key: &str, cubin: &[u8]) -> Result<()> {
         std::fs::create_dir_all(&self.dir).map_err(|e| GvrError::io(&self.dir, e))?;
         let final_path = self.path_for(key);
-        let temp_path = self.dir.join(format!(".{key}.{}.tmp", std::process::id()));
-        std::fs::write(&temp_path, cubin).map_err(|e| GvrError::io(&temp_path, e))?;
-        std::fs::rename(&temp_path, &final_path).map_err(|e| GvrError::io(&final_path, e))?;
-        Ok(())
+        crate::capture::write_atomically(&final_path, cubin)
     }
 }
 
@@ -190,17 +187,11 @@ mod tests {
         assert!(cache.get("abc").is_none());
         cache.put("abc", &[1, 2, 3]).unwrap();
         assert_eq!(cache.get("abc"), Some(vec![1, 2, 3]));
-        // No temp files left behind.
-        let leftovers = std::fs::read_dir(cache.dir())
+        // No temp files left behind: the entry is the only file.
+        let names: Vec<String> = std::fs::read_dir(cache.dir())
             .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".tmp")
-            })
-            .count();
-        assert_eq!(leftovers, 0);
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
     }
 }

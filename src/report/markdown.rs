@@ -103,6 +103,38 @@ pub(crate) fn table_row(out: &mut String, cells: &[String]) {
     let _ = writeln!(out, "| {} |", cells.join(" | "));
 }
 
+/// `n` or `lo–hi`.
+fn span((lo, hi): (usize, usize)) -> String {
+    if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    }
+}
+
+/// The reps this run took: the protocol of its manifest, then what its
+/// records hold.
+fn reps_lines(out: &mut String, reps: &super::RepsTaken) {
+    if let Some(p) = &reps.protocol {
+        let _ = writeln!(
+            out,
+            "Protocol (manifest.json): {} warm-up, {} warm, {} cold reps per case.",
+            p.warmup, p.warm_reps, p.cold_reps
+        );
+    }
+    if reps.warm.is_some() || reps.cold.is_some() {
+        let _ = writeln!(
+            out,
+            "Reps recorded per timed case: {} warm, {} cold.",
+            reps.warm.map(span).unwrap_or_else(|| "0".into()),
+            reps.cold.map(span).unwrap_or_else(|| "0".into())
+        );
+    }
+    if reps.protocol.is_some() || reps.warm.is_some() || reps.cold.is_some() {
+        out.push('\n');
+    }
+}
+
 /// The full `summary.md` (also what `ReportSummary` displays).
 pub fn render_summary(s: &ReportSummary) -> String {
     let mut out = String::new();
@@ -115,6 +147,14 @@ pub fn render_summary(s: &ReportSummary) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "Arms: {}. Base arm: `{base}`.\n", s.arms.join(", "));
+    reps_lines(&mut out, &s.reps);
+    if !s.files.is_empty() {
+        let _ = writeln!(out, "Files written:\n");
+        for f in &s.files {
+            let _ = writeln!(out, "- {}", f.display());
+        }
+        out.push('\n');
+    }
 
     super::headline::render_headline(&mut out, s);
 

@@ -100,12 +100,49 @@ pub struct ReportSummary {
     /// Every file `report` wrote (paths under the output directory).
     #[serde(default)]
     pub files: Vec<PathBuf>,
+    /// The reps this run took: its protocol (from manifest.json) and the
+    /// counts its records hold.
+    #[serde(default)]
+    pub reps: RepsTaken,
     /// Per-(case, arm) summary; lets `regress` take a summary.json as input.
     pub cases: Vec<CaseTime>,
     /// Every arm against the latency floor, when the run measured it
     /// (`grid --floor`).
     #[serde(default)]
     pub floor: Option<crate::floor::FloorSection>,
+}
+
+/// The reps a run took, for the report header: the protocol its manifest
+/// names (absent without a manifest) and, per timed record, how many warm and
+/// cold reps were recorded (fewest, most).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepsTaken {
+    pub protocol: Option<crate::timing::Protocol>,
+    pub warm: Option<(usize, usize)>,
+    pub cold: Option<(usize, usize)>,
+}
+
+impl RepsTaken {
+    /// Counts from the records; `protocol` is set by the caller.
+    pub fn of(records: &[CaseRecord]) -> Self {
+        let range = |count: &dyn Fn(&CaseRecord) -> usize| {
+            let counts = records.iter().map(count).filter(|&n| n > 0);
+            let lo = counts.clone().min()?;
+            Some((lo, counts.max()?))
+        };
+        RepsTaken {
+            protocol: None,
+            warm: range(&|r| r.warm_us.len()),
+            cold: range(&|r| r.cold_us.len()),
+        }
+    }
+}
+
+/// The `protocol` of a run's manifest.json, when it has one.
+fn read_protocol(manifest: &Path) -> Option<crate::timing::Protocol> {
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(value.get("protocol")?.clone()).ok()
 }
 
 impl std::fmt::Display for ReportSummary {
@@ -322,6 +359,7 @@ pub fn summarise(
         comparisons,
         timing_methods,
         files: Vec::new(),
+        reps: RepsTaken::of(records),
         cases,
     })
 }
@@ -459,6 +497,7 @@ pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
         bandwidth,
     )?;
     summary.bandwidth_source = bandwidth_source;
+    summary.reps.protocol = read_protocol(&run.dir.join(MANIFEST_FILE));
     summary.peer_notes = peer_notes(&run.dir);
     let out = opts.out.clone().unwrap_or_else(|| run.dir.join("report"));
     std::fs::create_dir_all(&out).map_err(|e| GvrError::io(&out, e))?;

@@ -701,13 +701,7 @@ fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     super::signals::install();
 
     let total_cases = cases.len();
-    let progress = indicatif::ProgressBar::new(total_cases as u64);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} cases  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
+    let mut progress = super::progress::Progress::new("grid", total_cases as u64);
 
     let mut phases = PhaseTimes::default();
     if let Some(gpu) = &gpu {
@@ -817,7 +811,7 @@ fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     })();
     drop(cells); // lets the loader thread exit if we stopped early
     let _ = loader.join();
-    progress.finish_and_clear();
+    progress.finish();
     let (written, inexact) = phases.time(Phase::CheckWait, || checkers.finish())?;
     loop_result?;
     if let Some(gpu) = &gpu {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::campaign::{
     build_arms, group_by_cell, is_inexact, open_device, resolve_arms, select_cases,
 };
+use super::progress::Progress;
 use crate::arms::{Arm, Shape};
 use crate::error::Result;
 use crate::exact::ExactStatus;
@@ -174,6 +175,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         super::prebuild::prebuild_for_cases(gpu, &arms, &cases, &captures)?;
     }
     let ks: BTreeSet<usize> = cases.iter().map(|c| c.cell.k as usize).collect();
+    let mut progress = Progress::new("certify: selected cases", cases.len() as u64);
     for group in group_by_cell(cases) {
         let Some(entry) = captures.cell(&group[0].cell.id) else {
             continue; // select_cases only yields cells of this capture set
@@ -181,18 +183,31 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         let cell = captures.load_cell(entry)?;
         for case in &group {
             let batch = Batch::form(&cell, case.b, rows_mode)?;
+            progress.set_message(case.id());
             check_all(&mut arms, &mut tallies, batch, cfg.poison_pad, &case.id());
+            progress.inc(1);
         }
     }
+    progress.finish();
 
     if cfg.adversarial {
-        for &k in &ks {
-            for case in crate::exact::adversarial::suite(k) {
+        let suites: Vec<_> = ks
+            .iter()
+            .map(|&k| (k, crate::exact::adversarial::suite(k)))
+            .collect();
+        let total = suites.iter().map(|(_, s)| s.len() as u64).sum();
+        let mut progress = Progress::new("certify: adversarial suite", total);
+        for (k, suite) in suites {
+            for case in suite {
                 let what = format!("adversarial {} (K={k})", case.name);
                 check_all(&mut arms, &mut tallies, case.batch, cfg.poison_pad, &what);
+                progress.inc(1);
             }
         }
+        progress.finish();
     }
+    let soak_total = (ks.len() * cfg.soak_rounds) as u64;
+    let mut progress = Progress::new("certify: soak", soak_total);
     for &k in &ks {
         for round in 0..cfg.soak_rounds as u64 {
             let seed = cfg.soak_seed.wrapping_add(round);
@@ -207,7 +222,11 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
                     t.first_soak_failure = Some(format!("{what}: {}", describe(status)));
                 }
             }
+            progress.inc(1);
         }
+    }
+    if soak_total > 0 {
+        progress.finish();
     }
     Ok(CertifyOutcome { tallies })
 }

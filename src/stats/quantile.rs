@@ -1,4 +1,9 @@
-//! Order statistics and the geometric mean, shared by every summary.
+//! Order statistics and the geometric mean, shared by every summary. The
+//! median and the means are statrs'; `quantile_sorted` stays hand-written
+//! because statrs' `quantile` is Hyndman–Fan type 8, not the type 7 of R's
+//! and NumPy's default that the report's P5/P95 are defined by.
+
+use statrs::statistics::{Data, Median, Statistics};
 
 /// Quantile `q` (0 ≤ q ≤ 1) of an ascending-sorted sample by linear
 /// interpolation between order statistics (Hyndman–Fan type 7, the default of
@@ -21,7 +26,8 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
 /// Median of the finite values (the mean of the middle two for an even
 /// count); `None` when there are none.
 pub fn median(values: &[f64]) -> Option<f64> {
-    quantile_sorted(&sorted_finite(values), 0.5)
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    (!finite.is_empty()).then(|| Data::new(finite).median())
 }
 
 /// The finite values of `values`, sorted ascending (non-finite values cannot
@@ -39,17 +45,12 @@ pub fn geomean(values: &[f64]) -> Option<f64> {
     if values.is_empty() || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
         return None;
     }
-    let log_sum: f64 = values.iter().map(|v| v.ln()).sum();
-    Some((log_sum / values.len() as f64).exp())
+    Some(values.geometric_mean())
 }
 
 /// Arithmetic mean; `None` for an empty sample.
 pub fn mean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        None
-    } else {
-        Some(values.iter().sum::<f64>() / values.len() as f64)
-    }
+    (!values.is_empty()).then(|| values.mean())
 }
 
 #[cfg(test)]

@@ -192,7 +192,10 @@ impl BetaBody {
         }
     }
 
-    /// Inverse CDF by safeguarded Newton on the unit interval.
+    /// Inverse CDF by safeguarded Newton on the unit interval. Kept rather
+    /// than statrs' `Beta::inverse_cdf`: that one lands on other last bits,
+    /// which changes the generated logits, so the committed sample
+    /// (captures/sample) would no longer reproduce from its command.
     pub fn quantile(&self, p: f64) -> f64 {
         if p <= 0.0 {
             return self.lo;

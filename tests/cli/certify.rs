@@ -25,6 +25,15 @@ fn exact_cpu_arms_certify_with_exit_0() {
         "{}",
         out.stdout
     );
+    // Stderr is a pipe here: plain progress lines per phase, no bar, no
+    // colour codes.
+    assert!(
+        out.stderr.contains("certify: selected cases: 4/4 cases")
+            && out.stderr.contains("certify: adversarial suite: "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // The adversarial suite ran on top of the 4 cases.
     let cpu_ref_row = out
         .stdout

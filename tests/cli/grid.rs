@@ -25,6 +25,9 @@ fn cpu_grid_writes_results_manifest_and_report() {
     let run_dir = root.path().join("run");
     let out = grid(&captures, &run_dir, &[]);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    // Stderr is a pipe here: a plain progress line, no bar, no colour codes.
+    assert!(out.stderr.contains("grid: 4/4 cases, "), "{}", out.stderr);
+    assert!(!out.stderr.contains('\x1b'), "{:?}", out.stderr);
     // 2 cells × 2 batch sizes × 2 CPU arms.
     let pairs = run_pairs(&run_dir);
     assert_eq!(pairs.len(), 8, "{pairs:?}");
@@ -49,6 +52,22 @@ fn cpu_grid_writes_results_manifest_and_report() {
     // The report is printed and written under the run directory.
     assert!(out.stdout.contains("Exactness"), "stdout: {}", out.stdout);
     assert!(run_dir.join("report").is_dir());
+    // Its header names the reps this run took (FAST), not the defaults, and
+    // the files it wrote.
+    let summary = std::fs::read_to_string(run_dir.join("report/summary.md")).unwrap();
+    assert!(
+        summary.contains("Protocol (manifest.json): 1 warm-up, 1 warm, 2 cold reps per case.")
+            && summary.contains("Reps recorded per timed case: 1 warm, 2 cold."),
+        "{summary}"
+    );
+    for file in ["cases.csv", "summary.md", "summary.json"] {
+        let path = run_dir.join("report").join(file);
+        assert!(
+            summary.contains(&format!("- {}", path.display())),
+            "{file} not listed: {summary}"
+        );
+    }
+    assert!(summary.contains(".svg"), "no plot listed: {summary}");
 }
 
 #[test]
