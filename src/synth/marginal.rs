@@ -1,5 +1,5 @@
 //! Target marginal of the synthetic logits of one layer: a symmetric Beta
-//! body (the published per-depth fits of METHOD.md §5.1, moment-matched on
+//! body (the published per-depth fits, moment-matched on
 //! [mean − fr/2, mean + fr/2]) spliced at quantile p₀ into a heavy upper
 //! tail that passes exactly through the real k-th largest values of §8.1
 //! at N = 16K, 64K and 256K, and continues as a generalized Pareto tail
@@ -23,7 +23,7 @@ use statrs::function::beta::{beta_reg, ln_beta};
 use super::temporal::{normal_cdf, normal_sf};
 use crate::capture::format::Model;
 
-/// A published single-Beta fit of one depth class (METHOD.md §5.1).
+/// A published single-Beta fit of one depth class.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct BodyFit {
     pub name: &'static str,
@@ -130,7 +130,7 @@ pub fn depth_class(model: Model, layer: u32) -> usize {
 /// Row widths at which §8.1 publishes the real k-th largest value.
 pub const BOUNDARY_WIDTHS: [f64; 3] = [16384.0, 65536.0, 262144.0];
 
-/// Real k-th largest logit at `BOUNDARY_WIDTHS` (METHOD.md §8.1).
+/// Real k-th largest logit at `BOUNDARY_WIDTHS`.
 pub fn real_boundaries(model: Model) -> [f64; 3] {
     match model {
         Model::V32 => [0.5046, 2.1187, 3.2788],

@@ -1,4 +1,4 @@
-//! `gvr-bench capture validate DIR`: the calibration gates of METHOD.md §8.4.
+//! `gvr-bench capture validate DIR`: the calibration gates.
 //!
 //! Per model present in the set:
 //! - per-layer KS: each cell's valid values (all steps pooled) against the

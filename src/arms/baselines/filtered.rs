@@ -1,4 +1,4 @@
-//! `filtered`: FlashInfer `top_k` on fp32, non-deterministic (BASELINES.md (d)).
+//! `filtered`: FlashInfer `top_k` on fp32, non-deterministic (docs/algorithm.md, "The baselines").
 //!
 //! FlashInfer does not always run FilteredTopK: its dispatcher
 //! (`ShouldUseFilteredTopK`) sends small batches of long rows to its

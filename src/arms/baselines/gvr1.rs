@@ -4,7 +4,7 @@
 //! One 512-thread CTA per row, or — for small batches of long rows, where
 //! one CTA per row leaves most SMs idle — a thread-block cluster of CS ∈
 //! {2, 4, 8} CTAs per row that split the row and all-reduce their counts
-//! through DSMEM (the tiered TRT-LLM V1, BASELINES.md (b)). 48 KiB of dynamic
+//! through DSMEM (the tiered TRT-LLM V1). 48 KiB of dynamic
 //! shared memory hold the candidate buffer (keys + indices), so the kernel
 //! needs the opt-in path (static smem adds ≈ 8.6 KB).
 
@@ -38,7 +38,7 @@ pub const STATIC_SMEM_RESERVE: usize = 12 * 1024;
 pub const SMEM_OPTIN_BYTES: usize = 232_448;
 
 /// Clusters of `cluster_size` CTAs that can be co-resident on a device with
-/// `sms` SMs at one CTA per SM (GVR_V2_SPEC §8.2 measured 66 / 30 / 15 for
+/// `sms` SMs at one CTA per SM (measured 66 / 30 / 15 for
 /// CS = 2 / 4 / 8 on the 132-SM H200: GPC granularity loses a few SMs at
 /// CS ≥ 4). Scaled by SM count for other devices.
 pub fn co_resident_clusters(cluster_size: u32, sms: usize) -> usize {

@@ -36,7 +36,7 @@ fn round_up(x: usize, to: usize) -> usize {
 }
 
 /// Launch shape for `rows` rows of at most `n_max` elements on `sms` SMs
-/// (chunk rule of BASELINES.md (c), with the co-residency cap).
+/// (upstream's chunk rule, with the co-residency cap).
 pub fn plan(
     rows: usize,
     n_max: usize,

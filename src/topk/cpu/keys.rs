@@ -1,4 +1,4 @@
-//! Shared building blocks of the self-sampling model (GVR_V2_SPEC.md §2):
+//! Shared building blocks of the self-sampling model (docs/algorithm.md, "Shared ideas"):
 //! order-preserving keys, histogram crossings and exact key-space narrowing.
 
 /// Streaming histogram size (`NBS`).

@@ -1,5 +1,5 @@
-//! CPU model of the register-resident family `reg` (`kernels/ss_reg.cu`,
-//! GVR_V2_SPEC.md §4.1), row by row: the same bracket choice, guard, BRL bin
+//! CPU model of the register-resident family `reg` (`kernels/ss/reg.cu`;
+//! docs/algorithm.md, "reg: the row in registers"), row by row: the same bracket choice, guard, BRL bin
 //! expression (bit for bit: f32 with explicit fused multiply-adds), crossing,
 //! escape conditions and refinement choice as the kernel, so its path
 //! counts say which path each row takes on the GPU (the emulator test

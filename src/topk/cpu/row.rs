@@ -1,4 +1,4 @@
-//! One row of the non-split main family (GVR_V2_SPEC.md §3.2–§3.9), in the
+//! One row of the non-split main family (docs/algorithm.md, "main: one streaming pass per row"), in the
 //! order the kernel runs it, with f32 arithmetic as the GPU does it (fma
 //! where the spec says fma, the same bin expression at every site).
 //!

@@ -1,5 +1,5 @@
 //! `route(b, n, npad, k)`: which self-sampling family serves a shape
-//! (GVR_V2_SPEC.md §5, the frozen HOST-B dispatch), with the H200 changes:
+//! (the upstream B200 dispatch; docs/algorithm.md, "Which family runs (the route)"), with the H200 changes:
 //!
 //! - every constant that is the SM count (148) is `dev.sms`; 74 and 296 (half
 //!   and double waves) are `sms/2` and `2·sms` (§5.4 recommendation);
@@ -153,7 +153,7 @@ const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 
 /// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
-/// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
+/// H200 rule is measured (same inputs, both forms; docs/decisions.md): slots win
 /// where many elements are emitted under contention — K = 2048 rows of at most
 /// 2K + 64 values at every batch size (half the row is emitted), K ≥ 1024
 /// rows of at most K + 64 values at every batch size (nearly all of it), K ≥

@@ -1,7 +1,7 @@
 //! Pure dispatch for the self-sampling families and the shared
 //! ladder/parameter math (used by the GPU host side and by `cpu-ss`).
 //!
-//! - [`params`]: the §3.0 launch parameters of main / clus (GVR_V2_SPEC.md).
+//! - [`params`]: the launch parameters of main / clus.
 //! - [`dispatch`]: `route()`, the §5 family choice with the H200 adaptations.
 //! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
 //!   memory, cluster co-residency).
@@ -85,7 +85,7 @@ pub struct DeviceProfile {
 }
 
 impl DeviceProfile {
-    /// Our H200 (GVR_V2_SPEC.md §8.2): 132 SMs, 232,448 B opt-in shared memory,
+    /// Our H200 (measured): 132 SMs, 232,448 B opt-in shared memory,
     /// portable clusters of 8 (16 non-portable), and the measured co-residency
     /// row "≥ 120,000 B, 1 CTA/SM": 132 / 66 / 30 / 15 / 7 clusters.
     pub fn h200() -> DeviceProfile {
@@ -134,7 +134,7 @@ impl DeviceProfile {
 
     /// Whether `rows` clusters of `cs` 1024-thread CTAs (one CTA per SM) can
     /// all be resident at once. The route never picks a cluster shape that
-    /// fails this (GVR_V2_SPEC.md §8.2: 8-CTA clusters top out at 15 on the
+    /// fails this (measured: 8-CTA clusters top out at 15 on the
     /// H200, 4-CTA ones at 30 although 4·33 ≤ 132).
     pub fn cluster_fits(&self, cs: u32, rows: usize) -> bool {
         if cs == 0 || !cs.is_power_of_two() || cs > self.max_cluster_nonportable {

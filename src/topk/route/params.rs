@@ -1,5 +1,5 @@
-//! The §3.0 launch parameters of the streaming families (GVR_V2_SPEC.md §3.0,
-//! §4.2 for the clus QUAD sample). This is the one place these formulas live:
+//! The launch parameters of the streaming families (main, and clus with its
+//! QUAD sample). This is the one place these formulas live:
 //! the GPU host side passes the resulting scalars to the kernels, and `cpu-ss`
 //! runs its CPU model of the main family with the very same numbers.
 //!
@@ -244,7 +244,7 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
 /// in half the scattered reads, +2.1 to +10.2 % at B 256–1,024, N ≥ 64K on the
 /// H200 (same binary against PAIRs) and +0.1 to +2.1 % at B 64–128, while SPLIT
 /// launches (B ≤ 32), whose sample is a per-thread latency chain, lost 0.7–3.4 %
-/// with it (kernels/TUNING.md, 2026-12-04 sixteenth session).
+/// with it (docs/decisions.md, "main (`kernels/ss/main.cu`)").
 pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     if measured && r <= 1 {
         16
@@ -433,8 +433,8 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 
 /// Shortest row that a one-CTA-per-row launch of more than 2·SMs rows runs on
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
-/// entry's tiles (512 threads × 8 float4). Measured on two H100s (kernels/
-/// TUNING.md, 2026-12-06b; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
+/// entry's tiles (512 threads × 8 float4). Measured on two H100s (docs/decisions.md,
+/// "main (`kernels/ss/main.cu`)"; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
 /// against the spec's 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
 /// +1.3 to +3.3 % at 131K–262K; −6 to −9 % at 16,387 and −16 to −22 % on
 /// shorter rows. The grid has no row between 16,387 and 32,771 values, so

@@ -1,4 +1,4 @@
-//! The production varlen contract (GVR_V2_SPEC §1.1, §6): per-request cache
+//! The production varlen contract (docs/algorithm.md, "The varlen entry"): per-request cache
 //! lengths on the device, `next_n` MTP rows per request, a compress ratio,
 //! and the launch-time length envelope. Pure; tested without a GPU.
 
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn spec_examples_give_the_documented_row_lengths() {
-        // GVR_V2_SPEC §6.1: kv = [9000, 5001], next_n = 2, cr = 1.
+        // Worked example: kv = [9000, 5001], next_n = 2, cr = 1.
         let s = shape(4, 9024, 512, 2, 1);
         assert_eq!(
             s.row_lengths(&[9000, 5001]).unwrap(),
