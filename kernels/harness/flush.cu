@@ -58,7 +58,7 @@ extern "C" __global__ void flush_slowdown_read(const uint4* __restrict__ data,
 }
 
 // flush_read_bw: the device read-bandwidth probe of `gvr-bench gpu info` and
-// every GPU run's manifest (src/gpu/bandwidth.rs). Streams `words16` 16-byte
+// every GPU run's manifest (src/timing/bandwidth.rs). Streams `words16` 16-byte
 // words (a buffer far larger than the L2, read once per launch after an L2
 // flush) with four independent loads in flight per thread per iteration, so
 // HBM, not latency, bounds it. Writes `sink` only for an impossible XOR

@@ -58,7 +58,7 @@
 
 #include "ss/common.cuh"
 
-// Launch scalars, filled by the host arm (src/arms/ss_reg.rs `SsRegArgs`,
+// Launch scalars, filled by the host arm (src/topk/families/reg.rs `SsRegArgs`,
 // same field order, all u32).
 struct SsRegParams {
     u32 npad;
@@ -124,7 +124,7 @@ struct SsRegParams {
 // (tests/ss_reg_emu.rs `ss_reg_entries_compile_without_spills`; 512/1 in the
 // next-wave-prefetch + row-ahead builds, 512/2 in all). Their rows of
 // n ≤ k + 4 take the chain. The host mirrors this rule
-// (src/arms/ss_reg.rs `RegEntry::drops_few`).
+// (src/topk/families/reg.rs `RegEntry::drops_few`).
 template <int BLK, int MINB>
 constexpr bool ss_reg_drops_few = !(BLK == 512 && MINB >= 4);
 

@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_main.cu` source on the CPU and checks it exact.
+//! Runs the real `kernels/ss/main.cu` source on the CPU and checks it exact.
 //!
 //! The kernel is compiled with g++ against `tests/ss_emu/common.cuh`, a host
 //! emulation of the CUDA subset it uses (every CUDA thread a fiber, switched
@@ -952,7 +952,7 @@ fn production_varlen_calls(exe: &Path) {
 
 #[test]
 fn the_wave_stagger_changes_no_output() {
-    // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
+    // The wave stagger (kernels/ss/main.cu `ss_wave_stagger`) only delays a CTA's
     // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
     // waves of four CTAs (8 >= 1.9 waves), so rows 2 and 3 wait half the
     // stagger (scaled down for rows shorter than SS_WAVE_FULL_N); a 16-row

@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_reg.cu` source on the CPU and checks it exact,
+//! Runs the real `kernels/ss/reg.cu` source on the CPU and checks it exact,
 //! and compiles it for sm_90a with NVRTC (no spills, no stack frame).
 //!
 //! The kernel is compiled with g++ against `tests/ss_emu/common.cuh` (every
@@ -35,7 +35,7 @@ use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
 
-// SS_RTR_* of ss_reg.cu.
+// SS_RTR_* of kernels/ss/reg.cu.
 const SHORT: u32 = 1;
 const DEG: u32 = 2;
 const HINT: u32 = 4;

@@ -79,7 +79,7 @@ impl RegCounts {
         }
     }
 
-    /// The kernel's trace bits (`SS_RTR_*` in ss_reg.cu) for these counts.
+    /// The kernel's trace bits (`SS_RTR_*` in kernels/ss/reg.cu) for these counts.
     pub fn trace_bits(&self) -> u32 {
         [
             (self.short_row, 1),

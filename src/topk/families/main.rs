@@ -25,7 +25,7 @@ pub const SPLIT_MAX_ROWS: usize = 160;
 /// Workspace of SPLIT launches (§7): `g_don[160]` u64 | unused to byte 2048
 /// (spec §7's `g_off`, which the spin hand-off does without) |
 /// `g_buf[160][GCAP]` 8-byte (value, index) words. Must match `SS_WS_*` in
-/// `kernels/ss_main.cu`. A part arrives first, so `g_don`'s low word is also
+/// `kernels/ss/main.cu`. A part arrives first, so `g_don`'s low word is also
 /// the slab cursor; the slab words are their own flags, and the last arriver
 /// zeroes `g_don` and every slab word it read. Zeroed once when allocated,
 /// and again outside timing after an aborted launch.
@@ -35,7 +35,7 @@ pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// `bin<<22 | index` form for BLK 256 is not implemented).
 const PAIR_BYTES: usize = 8;
 
-/// `(BLK, U, SPLIT)` of every entry point compiled in `ss_main.cu`.
+/// `(BLK, U, SPLIT)` of every entry point compiled in `kernels/ss/main.cu`.
 pub const ENTRY_SHAPES: &[(u32, u32, bool)] = &[
     (1024, 1, false),
     (1024, 2, false),
@@ -49,7 +49,7 @@ pub const ENTRY_SHAPES: &[(u32, u32, bool)] = &[
     (1024, 8, true),
 ];
 
-/// Entry point name of a compiled shape (see `ss_main.cu`).
+/// Entry point name of a compiled shape (see `kernels/ss/main.cu`).
 pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
     if split {
         format!("ss_main_split_u{u}")
@@ -58,7 +58,7 @@ pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
     }
 }
 
-/// The kernel's by-value launch scalars: `SsMainParams` in `ss_main.cu`,
+/// The kernel's by-value launch scalars: `SsMainParams` in `kernels/ss/main.cu`,
 /// field for field (18 × u32, 72 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct SsMainArgs {
     pub tsh_en: u32,
     /// 0: the length array holds per-row lengths; ≥ 1: it holds a varlen
     /// launch's per-request `kv_lens` with `next_n` rows per request
-    /// (`ss_row_len` in kernels/common.cuh, src/varlen).
+    /// (`ss_row_len` in kernels/ss/common.cuh, src/topk/varlen).
     pub next_n: u32,
     /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
     pub cr_shift: u32,
@@ -141,7 +141,7 @@ fn unit_shift_of(values: usize) -> std::result::Result<u32, String> {
 /// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
 /// row of length `n`: the launch's own numbers when `n == n_plan`, else the
 /// §3.0 formulas redone from the frozen launch knobs. This is the Rust twin
-/// of `ss_row_schedule` in `ss_main.cu` (line for line), tested against
+/// of `ss_row_schedule` in `kernels/ss/main.cu` (line for line), tested against
 /// `MainParams::for_row_len`.
 pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     if n == a.n_plan {
@@ -173,9 +173,9 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     (smp, ss2, tgt, tgt2)
 }
 
-/// The NVRTC defines `ss_main.cu` takes from the device it runs on: the SM
+/// The NVRTC defines `kernels/ss/main.cu` takes from the device it runs on: the SM
 /// count, with which the many-rows entries find their CTA's place in the first
-/// wave (the wave stagger, kernels/ss_main.cu `ss_wave_stagger`).
+/// wave (the wave stagger, kernels/ss/main.cu `ss_wave_stagger`).
 pub fn device_defines(sms: u32) -> Defines {
     vec![("SS_WAVE_SMS", sms.max(1).to_string())]
 }

@@ -176,7 +176,7 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
         let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
         // Rows past the 1- and 2-float4 entries (n > 4·1024 + 1024) run on
         // 512/4 or 1024/4, whose slots come from bit masks (SS_REG_EMIT_MASK
-        // of kernels/ss_reg.cu: one visit).
+        // of kernels/ss/reg.cu: one visit).
         let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
         let mask_slots = four_float4
             && ((k >= 2048 && (n <= reg_capacity(512, 4) || b >= MASK_SLOTS_MIN_ROWS_16K))
@@ -193,7 +193,7 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
 }
 
 /// Rows a reg launch needs before its first hint indices load ahead of the
-/// row (`SS_REG_HINTS_FIRST` of kernels/ss_reg.cu). Measured on the H200
+/// row (`SS_REG_HINTS_FIRST` of kernels/ss/reg.cu). Measured on the H200
 /// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry, by K): +1.2 to
 /// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2.1 % slower at B 4-32.
 /// A likely reason, not profiled: with few rows in flight the loads ahead of
@@ -209,7 +209,7 @@ pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
 
 /// Whether a batch-uniform reg launch of `b` rows on an entry of `vpt` float4
 /// per thread (`img`: the row-image entry) loads each row before its length
-/// arrives (`SS_REG_ROW_AHEAD` of kernels/ss_reg.cu): the entries of one
+/// arrives (`SS_REG_ROW_AHEAD` of kernels/ss/reg.cu): the entries of one
 /// float4 per thread (not the image entry) at B ≤ 2·SMs.
 /// Measured on the H200 (reports/h200/2026-12-04b, same binary, three
 /// rounds, radix-normalised): 256/1 +2 to +6 %, 512/1 +2 to +5 %, 1024/1 +1
@@ -221,7 +221,7 @@ pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool
 }
 
 /// The kernel's bound on n − k for the drop-few path of the register family
-/// (`SS_REG_DROP_MAX` of kernels/ss_reg.cu): rows of k < n ≤ k + 4 keep all
+/// (`SS_REG_DROP_MAX` of kernels/ss/reg.cu): rows of k < n ≤ k + 4 keep all
 /// but their n − k smallest (pro's 1,027 values at K = 1,024).
 pub const REG_DROP_MAX: usize = 4;
 
@@ -254,7 +254,7 @@ pub fn reg_drop_few(
 
 /// Whether a slots-form reg launch gathers its emitted indices in shared
 /// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
-/// kernels/ss_reg.cu): where each thread emits about four or more (k ≥ 4 ×
+/// kernels/ss/reg.cu): where each thread emits about four or more (k ≥ 4 ×
 /// BLK) in a batch beyond one row per SM, and the histogram holds the k
 /// indices (k ≤ NBH). Measured on the H200 (reports/h200/2026-12-03j, same
 /// binary, two rounds): 512/4 at 8207 × K 2048 +18 / +10 / +4 % at B 256 /
@@ -275,7 +275,7 @@ pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceP
 
 /// Whether a slots-form reg launch on an entry of `blk` threads, `vpt`
 /// float4 per thread and `nbh` bins also emits from bit masks in the
-/// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss_reg.cu): the 512/2
+/// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss/reg.cu): the 512/2
 /// entry where its k indices fit the histogram (k ≤ NBH). Measured on the
 /// H200 (reports/h200/2026-12-04d, same binary, two rounds, radix-normalised,
 /// the knob in every 32-register build against the default): 512/2 at

@@ -370,7 +370,7 @@ fn params_for_sms(
 }
 
 /// (BLK, MINB) of the one-CTA-per-row U = 8 entries for more rows than SMs
-/// (their `__launch_bounds__` in ss_main.cu).
+/// (their `__launch_bounds__` in kernels/ss/main.cu).
 const ONE_CTA_512: (u32, u32) = (512, 2);
 const ONE_CTA_256: (u32, u32) = (256, 4);
 

@@ -90,7 +90,7 @@ impl VarlenShape {
 
     /// Valid length of batch row `row` when its request has cache length
     /// `kv`: `max(kv − next_n + row mod next_n + 1, 0) >> cr_shift`, clamped
-    /// to the stride. The Rust twin of `ss_row_len` in kernels/ss_common.cuh.
+    /// to the stride. The Rust twin of `ss_row_len` in kernels/ss/common.cuh.
     pub fn row_len(&self, kv: i32, row: usize) -> usize {
         let next_n = self.next_n.max(1) as i64;
         let len = kv as i64 - next_n + (row as i64 % next_n) + 1;

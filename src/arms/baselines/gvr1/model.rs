@@ -1,4 +1,4 @@
-//! Test-only host model of `kernels/gvr1.cu`: a sequential transcription of
+//! Test-only host model of `kernels/baselines/gvr1.cu`: a sequential transcription of
 //! the guess (hint gather), the verify search (secant / bisection on the
 //! count, key space), the state hand-off and the exact selection (row
 //! narrowing levels, collect, shared-memory narrowing, emission), with the
