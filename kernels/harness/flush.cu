@@ -1,5 +1,5 @@
 // Harness utility kernels (not under test). Every entry point here is named
-// `flush_*` so the spill gate in tests/nvrtc_compile.rs treats them as cold.
+// `flush_*` so the spill gate in tests/nvrtc/nvrtc_compile.rs treats them as cold.
 //
 // flush_l2: evicts the L2 before a cold rep by streaming `words16` 16-byte
 // stores over a buffer far larger than the L2 (default 512 MiB vs 50–60 MiB on

@@ -290,7 +290,7 @@ __device__ __forceinline__ void ss_prefetch_tile_ahead(const float* X, u32 tb, u
 }
 
 // Register prefetch depth per entry shape, set from the ptxas reports under
-// the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
+// the 64-register `__launch_bounds__` budget (tests/nvrtc/ss_kernel_compile.rs):
 // U <= 4 and the SPLIT U = 8 entry fit the whole next tile (PFD = U); the
 // one-CTA-per-row U = 8 entries already sit at 64 registers unpipelined and
 // spill with even one float4 carried across the walk, so they get PFD = 0

@@ -8,7 +8,7 @@
 //! come back zeroed). This executes the kernel's own control flow, slot
 //! arithmetic and fallbacks, not a transcription of them. It does not model
 //! the memory model (fences, L1 staleness) or true thread interleaving
-//! between barriers; the GPU tests in `ss_gpu_exact.rs` cover those on the H200.
+//! between barriers; the GPU tests in `tests/gpu/ss_main.rs` cover those on the H200.
 //!
 //! Skips (passes with a note) when g++ is not installed.
 

@@ -1,5 +1,5 @@
 // Host emulator driver for kernels/ss/reg_clus.cu (reg_clus), see cluster.cuh
-// here and tests/ss_clus_emu.rs. Usage: emu <input> <output>.
+// here and tests/emu/ss_clus.rs. Usage: emu <input> <output>.
 // Input (little-endian): 12 u32 header {magic 0x55EE0C02, entry id, cluster
 // size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows,
 // next_n, cr_shift}, f32 logits [rows*npad], i32 n [rows] (per-row lengths,

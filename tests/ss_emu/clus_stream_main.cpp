@@ -1,5 +1,5 @@
 // Host emulator driver for kernels/ss/clus.cu (clus), see cluster.cuh
-// here and tests/ss_clus_stream_emu.rs. Usage: emu <input> <output>.
+// here and tests/emu/ss_clus_stream.rs. Usage: emu <input> <output>.
 // Input (little-endian): 11 u32 header {magic 0x55EE0C51, entry id, cluster
 // size, block, dyn smem bytes, rows, npad, k, hint_free (1: null hint
 // pointer), emulated rows, kv count}, 14 u32 SsClusParams, i32 kv_lens

@@ -1,5 +1,5 @@
 // Host emulator driver for kernels/ss/reg.cu (see common.cuh here and
-// tests/ss_reg_emu.rs). Usage: reg_emu <input> <output>.
+// tests/emu/ss_reg.rs). Usage: reg_emu <input> <output>.
 // Input (little-endian): 8 u32 header {magic 0x55EE0002, entry id, rows,
 // block, dyn smem bytes, npad, k, emulated rows}, the u32 words of SsRegParams,
 // f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].

@@ -3,7 +3,7 @@
 //! expression (bit for bit: f32 with explicit fused multiply-adds), crossing,
 //! escape conditions and refinement choice as the kernel, so its path
 //! counts say which path each row takes on the GPU (the emulator test
-//! `tests/ss_reg_emu.rs` compares them with the kernel's trace).
+//! `tests/emu/ss_reg.rs` compares them with the kernel's trace).
 //!
 //! Selection inside a path is plain exact selection (sorting by key): the
 //! kernel's slot order and tie picks are not modelled, only which path runs

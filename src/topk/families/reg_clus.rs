@@ -22,7 +22,7 @@ pub const REGCLUS_BLK: u32 = 1024;
 pub const REGCLUS_VPT: [u32; 3] = [1, 2, 4];
 /// Largest k the family serves: the grid's largest K. The kernel folds the
 /// k hints (or first k values) in a block-strided loop, so k is not tied to
-/// the block (the emulator runs k up to 4·BLK: tests/ss_clus_emu.rs), and the
+/// the block (the emulator runs k up to 4·BLK: tests/emu/ss_clus.rs), and the
 /// crossing slots (CS·4096) do not depend on k.
 pub const REGCLUS_MAX_K: usize = 2048;
 /// Crossing-candidate slots per CTA (`RC_CAP(1024)` in kernels/ss/reg_clus.cu).
