@@ -132,7 +132,7 @@ impl EmuLaunch {
         EmuLaunch::planned_on(b, rows, None)
     }
 
-    /// [`EmuLaunch::planned`] with `GVR_SS_MAIN_BLK`'s block applied.
+    /// [`EmuLaunch::planned`] with the `main.blk` knob's block applied.
     fn planned_on(b: &Batch, rows: usize, blk: Option<u32>) -> EmuLaunch {
         let plan = main::plan(
             &Shape::of(b),
@@ -420,7 +420,7 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
 
 #[test]
 fn the_start_prefetch_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
+    // Macro builds (`--knob SS_L2_START=…`): no start prefetch, and two tiles without the SPLIT
     // entries': same sweep, prefetch ranges bounds-checked by the emulator
     // (the default build runs in the tests above).
     for defines in [
@@ -565,10 +565,10 @@ fn the_output_forms_stay_exact() {
 
 #[test]
 fn the_whole_next_tile_prefetch_stays_exact() {
-    // SS_PFD 8 (GVR_SS_MAIN_DEFINES): every one-CTA entry carries its whole
+    // SS_PFD 8 (`--knob SS_PFD=8`): every one-CTA entry carries its whole
     // next tile across the walk; the stress table's BLK 64 × U 8 rows are
     // many tiles long, and hazard rounds of 600 rows run on both many-rows
-    // blocks (GVR_SS_MAIN_BLK). The prefetched float4 are classified with
+    // blocks (the `main.blk` knob). The prefetched float4 are classified with
     // the tile they belong to, so the path bits stay the model's.
     let Some(exe) = build_emulator(&["-DSS_PFD=8".to_string()]) else {
         return;
@@ -711,7 +711,7 @@ fn soak_planned_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
 }
 
 /// One planned round of `batch_rows` rows, on `blk`'s one-CTA entry where
-/// the plan is a one-CTA-per-row U = 8 launch (`GVR_SS_MAIN_BLK`).
+/// the plan is a one-CTA-per-row U = 8 launch (the `main.blk` knob).
 fn soak_planned_round_on(
     exe: &Path,
     rng: &mut ChaCha8Rng,

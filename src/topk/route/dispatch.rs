@@ -267,8 +267,8 @@ pub fn reg_stage_out(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile
 
 /// The same batches and emit counts with k > NBH, staged in k extra words of
 /// dynamic shared memory (`SS_REG_STAGE_OUT` 2): 512/2 at 4111 × K 2048,
-/// B 512 / 1,024 in the grid, +26 / +22 % on the H200 (2026-12-04); the arm
-/// leaves it out under `GVR_SS_REG_STAGE_EXTRA=off`.
+/// B 512 / 1,024 in the grid, +26 / +22 % on the H200 (docs/decisions.md,
+/// "Route rungs").
 pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
     b > dev.sms as usize && k >= 4 * blk as usize && k > nbh as usize
 }

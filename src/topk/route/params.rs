@@ -376,7 +376,7 @@ const ONE_CTA_256: (u32, u32) = (256, 4);
 
 /// `p` (a one-CTA-per-row U 8 launch) on the `blk`-thread entry, 512 or 256:
 /// its MINB and what depends on the block recomputed (a tuning override's
-/// plan, `ss-main`'s `GVR_SS_MAIN_BLK`).
+/// plan, the `main.blk` knob).
 pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
     (p.blk, p.minb) = if blk == 512 { ONE_CTA_512 } else { ONE_CTA_256 };
     p.kpt = kpt_for(p.k, p.blk);
