@@ -563,7 +563,7 @@ fn streaming_block(
         while cs >= 2 && !dev.cluster_fits(cs as u32, b) {
             cs /= 2;
         }
-        // H200 rung (reports/h200/2026-12-02c): clus ranks stream their
+        // H200 rung (reports/h200/2026-12-02-campaign3): clus ranks stream their
         // slice without main's register pipelining, so past ~32K values per
         // rank clus took 1.18–1.52× the time of main with R CTAs per row
         // (22 cases; ≤ 32K values: 0.88–1.01×, 13 cases).

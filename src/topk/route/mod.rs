@@ -5,6 +5,9 @@
 //! - [`dispatch`]: `route()`, the §5 family choice with the H200 adaptations.
 //! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
 //!   memory, cluster co-residency).
+//!
+//! The reports these modules cite (`reports/h200/…`, `reports/h100/…`) have
+//! left the tree: `git show c583e85:reports/…` reads them (docs/decisions.md).
 
 pub mod dispatch;
 pub mod params;
