@@ -104,7 +104,7 @@ pub fn body_fits(model: Model) -> &'static [BodyFit; 3] {
 
 /// Depth class (0 shallow, 1 moderate, 2 deep) of a layer.
 ///
-/// Flash uses the published layer lists (§5.1). V3.2 has one fit each near
+/// Flash uses the published layer lists. V3.2 has one fit each near
 /// L20 / L22 / L42, so its 61 layers are split into thirds at 20 | 21..40 |
 /// 41..60; Pro publishes no lists, so its even layers 2..60 are split into
 /// thirds (2..20 | 22..40 | 42..60). Layers outside the grid take the nearest
@@ -238,7 +238,7 @@ impl BetaBody {
 /// exactly. Beyond the last anchor it continues as a generalized Pareto tail
 /// with shape `xi` and scale equal to the last piece's slope (density
 /// continuous there). With ξ = 0 the row maximum at N = 256K lands near
-/// +7…+10, inside the real +5…+10 (§5.1).
+/// +7…+10, inside the real +5…+10.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct SplicedTail {
     pub p0: f64,

@@ -118,7 +118,7 @@ fn key_bracket(values: impl Iterator<Item = f32>) -> Option<(u32, u32)> {
 }
 
 /// The BRL transform of the kernel: (SC, CQ), or None when the guard rejects
-/// the bracket (§4.1 step 3, with the #18625 finiteness test).
+/// the bracket (with the #18625 finiteness test).
 fn transform(lo: f32, hi: f32, nbh: u32) -> Option<(f32, f32)> {
     let width = hi - lo;
     if !(finite(width) && width > 1e-30) {

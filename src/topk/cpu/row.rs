@@ -51,7 +51,7 @@ pub struct PathCounts {
     /// Crossing bin refined by key-space narrowing.
     pub narrow_refine: u64,
     /// Attempts whose window width was infinite (+inf in the bracket or the
-    /// sentinel width 6e38): every survivor collapses into bin 0 (§2.5, §10).
+    /// sentinel width 6e38): every survivor collapses into bin 0.
     pub collapsed_window: u64,
     /// Narrowing stopped by its level cap (must stay 0: unreachable).
     pub narrow_level_cap: u64,
@@ -106,7 +106,7 @@ enum Rung {
     HintFloor,
 }
 
-/// The hint bracket (§2.5), gathered lazily.
+/// The hint bracket, gathered lazily.
 #[derive(Debug, Clone, Copy)]
 struct HintBracket {
     gmin: f32,
@@ -147,7 +147,7 @@ impl HintBracket {
     }
 }
 
-/// Result of the sample ladder (§3.3).
+/// Result of the sample ladder.
 #[derive(Debug, Clone, Copy)]
 struct Ladder {
     /// Primary rung (−inf if none).
@@ -255,7 +255,7 @@ fn bin_of(x: f32, lo: f32, sc: f32) -> usize {
     (((x - lo) * sc) as u32).min(BINS as u32 - 1) as usize
 }
 
-/// The admission window of one attempt (§3.4 step 2).
+/// The admission window of one attempt.
 #[derive(Debug, Clone, Copy)]
 struct Window {
     tf: f32,
@@ -281,7 +281,7 @@ impl Window {
         if sc == 0.0 {
             // Infinite width (+inf in the bracket, or 3e38 − (−3e38)): every
             // survivor lands in bin 0; still exact because bin 0 becomes the
-            // crossing and is refined or sent to a fallback (§3.11).
+            // crossing and is refined or sent to a fallback.
             counts.collapsed_window += 1;
         }
         Window { tf: t, sc }
@@ -299,7 +299,7 @@ impl Window {
     }
 }
 
-/// What an accepted attempt hands to the emit (§3.5).
+/// What an accepted attempt hands to the emit.
 struct Accepted {
     window: Window,
     hist: [u32; BINS],

@@ -19,10 +19,10 @@ use crate::topk::route::{main_params, DeviceProfile, Family, MainParams, RouteDe
 use crate::topk::tuning::{Scope, Tuning};
 use crate::topk::{admits, to_u32, Shape};
 
-/// Most SPLIT rows one workspace serves (`MAXC`, §7); the kernel indexes the
+/// Most SPLIT rows one workspace serves (`MAXC`); the kernel indexes the
 /// workspace by row, so a SPLIT launch never has more rows than this.
 pub const SPLIT_MAX_ROWS: usize = 160;
-/// Workspace of SPLIT launches (§7): `g_don[160]` u64 | unused to byte 2048
+/// Workspace of SPLIT launches: `g_don[160]` u64 | unused to byte 2048
 /// (spec §7's `g_off`, which the spin hand-off does without) |
 /// `g_buf[160][GCAP]` 8-byte (value, index) words. Must match `SS_WS_*` in
 /// `kernels/ss/main.cu`. A part arrives first, so `g_don`'s low word is also
@@ -118,7 +118,7 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         amin: to_u32(aim_min(p.k, p.r), "amin")?,
         sfac: to_u32(p.sfac, "sfac")?,
         small_dense_en: u32::from(p.k > 1024 && !p.big),
-        // The kernel adds the per-row gate n/4 <= 32768 (§3.0 tshg, §6.3).
+        // The kernel adds the per-row gate n/4 <= 32768 (tshg).
         tsh_en: u32::from(p.split && p.b > 15 && p.k <= 1024),
         next_n: 0,
         cr_shift: 0,
@@ -180,7 +180,7 @@ pub fn device_defines(sms: u32) -> Defines {
     vec![("SS_WAVE_SMS", sms.max(1).to_string())]
 }
 
-/// Split factor of the streaming block forced to main (§5.2 step 1 without
+/// Split factor of the streaming block forced to main (without
 /// the cluster rounding, as `route_streaming(..., force_main)`), with the
 /// device's SM count for 148 and the `MAXC` row cap of the workspace.
 pub fn forced_main_r(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> u32 {

@@ -2,7 +2,7 @@
 //! (the upstream B200 dispatch; docs/algorithm.md, "Which family runs (the route)"), with the H200 changes:
 //!
 //! - every constant that is the SM count (148) is `dev.sms`; 74 and 296 (half
-//!   and double waves) are `sms/2` and `2·sms` (§5.4 recommendation);
+//!   and double waves) are `sms/2` and `2·sms`;
 //! - a cluster shape is only chosen when `DeviceProfile::cluster_fits` says
 //!   all `b` clusters are co-resident (the measured
 //!   `cudaOccupancyMaxActiveClusters` row of §8.2 for 1024-thread, 1-CTA/SM
@@ -44,7 +44,7 @@ impl Family {
     }
 }
 
-/// The knobs of a register-resident plan (§4.1 / §4.3 / §5.1).
+/// The knobs of a register-resident plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RegPlan {
     /// float4 per thread held in registers.
@@ -109,7 +109,7 @@ impl RouteDecision {
 const REG_PRELUDE_BYTES: u32 = 512;
 /// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci), §4.3.
 const REG_CLUS_SMEM_BYTES: u32 = 45_056;
-/// Most SPLIT rows one workspace serves (`MAXC`, §7).
+/// Most SPLIT rows one workspace serves (`MAXC`).
 const SPLIT_MAX_ROWS: usize = 160;
 
 /// Longest row a register entry of `blk` threads × `vpt` float4 holds: its
@@ -151,7 +151,7 @@ const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 /// ([`reg_cursor_emit`]).
 const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 
-/// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
+/// The reg emit form: `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms; docs/decisions.md): slots win
 /// where many elements are emitted under contention — K = 2048 rows of at most
@@ -285,7 +285,7 @@ pub fn reg_mask_slots_32(blk: u32, vpt: u32, k: usize, nbh: u32) -> bool {
     blk == 512 && vpt == 2 && k <= nbh as usize
 }
 
-/// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
+/// Route one launch shape on `dev` (register rungs first, then the streaming block).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
     register_block(b, n, k, dev).unwrap_or_else(|| streaming_block(b, n, npad, k, dev))

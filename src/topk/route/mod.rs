@@ -113,7 +113,7 @@ impl DeviceProfile {
     }
 
     /// The B200 constants of the upstream code (148 SMs), for reproducing the
-    /// spec's worked examples (§3.12, §4.4).
+    /// spec's worked examples.
     pub fn b200() -> DeviceProfile {
         DeviceProfile {
             name: "B200",

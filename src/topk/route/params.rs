@@ -4,7 +4,7 @@
 //! runs its CPU model of the main family with the very same numbers.
 //!
 //! All divisions are truncating integer divisions on non-negative values;
-//! products that can exceed 2^31 are done in 64 bits (spec §5).
+//! products that can exceed 2^31 are done in 64 bits.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,18 +14,18 @@ use super::DeviceProfile;
 pub const STREAM_BINS: usize = 256;
 /// O(m²) rank gate of the main/clus crossing-bin refinement (`QUADC_CLUS`).
 pub const RANK_REFINE_MAX: usize = 288;
-/// Levels of key-space narrowing for a crossing bin (§2.3).
+/// Levels of key-space narrowing for a crossing bin.
 pub const REFINE_LEVELS: u32 = 6;
-/// Levels of key-space narrowing for the whole-set fallbacks (§2.3, §3.9).
+/// Levels of key-space narrowing for the whole-set fallbacks.
 pub const FALLBACK_LEVELS: u32 = 8;
 /// Attempts of the non-split retry ladder (`NATT`).
 pub const NON_SPLIT_ATTEMPTS: u32 = 3;
-/// Global slab capacity per SPLIT row (`GCAP`, §3.6 / §7).
+/// Global slab capacity per SPLIT row (`GCAP`).
 pub const SPLIT_SLAB_CAP: usize = 16384;
-/// Hint-bracket sentinels (§2.5): used when the hints are degenerate or absent.
+/// Hint-bracket sentinels: used when the hints are degenerate or absent.
 pub const SENTINEL_LO: f32 = -3.0e38;
 pub const SENTINEL_HI: f32 = 3.0e38;
-/// Window width used when the computed width is not positive (§3.4 step 2).
+/// Window width used when the computed width is not positive.
 pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
 
 /// Every §3.0 quantity for one launch of main (or clus, see [`clus_params`]).
@@ -135,7 +135,7 @@ impl MainParams {
         params_for_sms(self.b, self.n, self.npad, k, self.r, self.planner())
     }
 
-    /// The per-row recomputation of the varlen kernels (§3.1, §6.3): the same
+    /// The per-row recomputation of the varlen kernels: the same
     /// launch (b, R, BLK, SCAP, CMP, smem are frozen) but the n-dependent
     /// schedule (aim, sample gate and geometry, targets, Q) for a row of
     /// length `n_row`.
@@ -161,12 +161,12 @@ impl MainParams {
     }
 }
 
-/// `round(x) = int(0.5 + x)` computed in double, as the host does (§3.0).
+/// `round(x) = int(0.5 + x)` computed in double, as the host does.
 fn round_half_up(x: f64) -> usize {
     (0.5 + x) as usize
 }
 
-/// Smallest `u` ladder value for `per = Q >> 10` float4 per thread (§3.0).
+/// Smallest `u` ladder value for `per = Q >> 10` float4 per thread.
 fn u_ladder(q: usize) -> u32 {
     match q >> 10 {
         p if p >= 8 => 8,
@@ -176,7 +176,7 @@ fn u_ladder(q: usize) -> u32 {
     }
 }
 
-/// Hint slots per thread for a CTA of `blk` threads (§3.0 KPT).
+/// Hint slots per thread for a CTA of `blk` threads (KPT).
 pub fn kpt_for(k: usize, blk: u32) -> u32 {
     let blk = blk as usize;
     if k <= blk {
@@ -190,7 +190,7 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
     }
 }
 
-/// `aim` before the sqrt(C·n) floor and the clamps (§3.0 "base"); the
+/// `aim` before the sqrt(C·n) floor and the clamps ("base"); the
 /// kernels receive it to redo the schedule for rows of another length.
 /// `measured`: [`DeviceProfile::measured_main_sample`] (big one-CTA rows of
 /// k ≥ 1024 aim at 1.5k instead of 4k: with [`aim_floor_coef`], +5 to +14 % on the
@@ -228,7 +228,7 @@ pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
     }
 }
 
-/// `aim` for the main/clus families (§3.0), including the sqrt(C·n) floor,
+/// `aim` for the main/clus families, including the sqrt(C·n) floor,
 /// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
 fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -> usize {
     let coef = aim_floor_coef(r, measured) as f64;
@@ -253,7 +253,7 @@ pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     }
 }
 
-/// SFAC: expected sample points above the rung (§3.0).
+/// SFAC: expected sample points above the rung.
 fn sfac_for(k: usize, r: u32) -> usize {
     match r {
         1 if k >= 1024 => 64,
@@ -395,7 +395,7 @@ fn spec_band(b: usize, sms: u64) -> (u32, u32) {
     }
 }
 
-/// Whether a launch stages (value, index) pairs (`vstg`, §3.4): SPLIT parts
+/// Whether a launch stages (value, index) pairs (`vstg`): SPLIT parts
 /// and blocks of 512 threads or more.
 fn stages_values(split: bool, blk: u32) -> bool {
     split || blk >= 512
@@ -519,7 +519,7 @@ fn sample_targets(
     (scaled(aim), scaled(k))
 }
 
-/// The clus launch (§4.2, §5.2 step 4): main's §3.0 numbers with R = CS, then
+/// The clus launch: main's launch numbers with R = CS, then
 /// the QUAD sample geometry (one 64-byte line = 16 values per unit) when
 /// `n > SCAP`, a fixed BLK 1024 / MINB 1 and the clus shared-memory layout.
 pub fn clus_params(

@@ -40,7 +40,7 @@ fn refuse(message: String) -> Result<(), ContractError> {
 }
 
 impl VarlenShape {
-    /// Check the static contract (spec §9 item 12 guards).
+    /// Check the static contract.
     pub fn validate(&self) -> Result<(), ContractError> {
         if !SUPPORTED_K.contains(&self.k) {
             return refuse(format!("k = {} is not one of {SUPPORTED_K:?}", self.k));
@@ -117,7 +117,7 @@ impl VarlenShape {
     }
 }
 
-/// Where the launch's length envelope came from (spec §6.3).
+/// Where the launch's length envelope came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvelopeSource {
     /// `max_seq_len` given by the caller: no host read, capture-safe.

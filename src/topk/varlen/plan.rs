@@ -1,5 +1,5 @@
 //! The launch of one varlen call: which family serves the envelope, and the
-//! kernel scalars that make it read `kv_lens` per request (spec §6.3). Pure.
+//! kernel scalars that make it read `kv_lens` per request. Pure.
 //!
 //! The family is the one `ss` would run for a batch of `rows` rows of the
 //! envelope length: each family's capacity is an upper bound for every row
