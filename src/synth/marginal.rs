@@ -1,7 +1,7 @@
 //! Target marginal of the synthetic logits of one layer: a symmetric Beta
 //! body (the published per-depth fits, moment-matched on
 //! [mean − fr/2, mean + fr/2]) spliced at quantile p₀ into a heavy upper
-//! tail that passes exactly through the real k-th largest values of §8.1
+//! tail that passes exactly through the published real k-th largest values
 //! at N = 16K, 64K and 256K, and continues as a generalized Pareto tail
 //! beyond (see `SplicedTail`).
 //!
@@ -127,7 +127,7 @@ pub fn depth_class(model: Model, layer: u32) -> usize {
     }
 }
 
-/// Row widths at which §8.1 publishes the real k-th largest value.
+/// Row widths at which the published statistics give the real k-th largest value.
 pub const BOUNDARY_WIDTHS: [f64; 3] = [16384.0, 65536.0, 262144.0];
 
 /// Real k-th largest logit at `BOUNDARY_WIDTHS`.
@@ -233,7 +233,7 @@ impl BetaBody {
 ///
 /// In log-exceedance space t = −ln(1 − p) the tail quantile is piecewise
 /// linear through the anchors (t₀, x₀) = splice, then (tᵢ, bᵢ) = the three
-/// real §8.1 boundaries at q = K/Nᵢ; each piece is an exponential (GPD
+/// real boundaries at q = K/Nᵢ; each piece is an exponential (GPD
 /// ξ = 0) slice, so the marginal passes through all three published points
 /// exactly. Beyond the last anchor it continues as a generalized Pareto tail
 /// with shape `xi` and scale equal to the last piece's slope (density
@@ -340,7 +340,7 @@ const Z_MAX: f64 = 8.5;
 const Z_TABLE_POINTS: usize = (1 << 14) + 1;
 
 impl Marginal {
-    /// Body + tail calibrated to the model's §8.1 boundaries.
+    /// Body + tail calibrated to the model's published boundaries.
     pub fn calibrated(model: Model, fit: &BodyFit) -> Marginal {
         let body = BetaBody::from_fit(fit);
         let tail = solve_splice(&body, model);

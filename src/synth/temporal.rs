@@ -211,7 +211,7 @@ fn fit_score(model: Model, curve: &[f64; RETENTION_BUCKETS]) -> f64 {
 
 /// Fit the temporal model of `model` at top-K fraction `q = K/N`.
 ///
-/// The §8.2 curve's mean (0.618 / 0.642 / 0.693) is below the §8.3 mean hit
+/// The retention curve's mean (0.618 / 0.642 / 0.693) is below the mean hit
 /// rate (0.654 / 0.651 / 0.729), so both cannot be met exactly; the fit picks
 /// the hit rate in [target − 0.03, target] and the regime mixture that
 /// minimise the worse of the two gate errors relative to its tolerance.

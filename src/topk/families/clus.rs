@@ -75,7 +75,7 @@ pub struct ClusStreamLaunch {
     pub u: u32,
     /// Whether the route itself picks clus for the shape (else forced).
     pub routed: bool,
-    /// The §3.0/§4.2 numbers the launch was derived from.
+    /// The launch numbers the launch was derived from.
     pub params: MainParams,
     pub args: ClusStreamArgs,
 }
@@ -155,7 +155,7 @@ pub fn clus_smem_bytes(scap: usize, cmp: usize) -> usize {
 
 /// The per-row QUAD sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses
 /// for a row of length `n`: the launch's numbers when `n == n_plan`, else
-/// the §3.0/§4.2 formulas redone from the frozen launch knobs; then the
+/// the launch formulas redone from the frozen launch knobs; then the
 /// kernel's guard (no sample unless `SMP·SS2 ≤ (n/4)/4`). Rust twin of
 /// `cl_row_schedule` in kernels/ss/clus.cu, line for line.
 pub fn row_schedule(a: &ClusStreamArgs, n: u32) -> (u32, u32, u32, u32) {

@@ -23,7 +23,7 @@ use crate::topk::{admits, to_u32, Shape};
 /// workspace by row, so a SPLIT launch never has more rows than this.
 pub const SPLIT_MAX_ROWS: usize = 160;
 /// Workspace of SPLIT launches: `g_don[160]` u64 | unused to byte 2048
-/// (spec §7's `g_off`, which the spin hand-off does without) |
+/// (the upstream `g_off`, which the spin hand-off does without) |
 /// `g_buf[160][GCAP]` 8-byte (value, index) words. Must match `SS_WS_*` in
 /// `kernels/ss/main.cu`. A part arrives first, so `g_don`'s low word is also
 /// the slab cursor; the slab words are their own flags, and the last arriver
@@ -140,7 +140,7 @@ fn unit_shift_of(values: usize) -> std::result::Result<u32, String> {
 
 /// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
 /// row of length `n`: the launch's own numbers when `n == n_plan`, else the
-/// §3.0 formulas redone from the frozen launch knobs. This is the Rust twin
+/// Launch formulas redone from the frozen launch knobs. This is the Rust twin
 /// of `ss_row_schedule` in `kernels/ss/main.cu` (line for line), tested against
 /// `MainParams::for_row_len`.
 pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {

@@ -77,7 +77,7 @@ impl RegEntry {
     }
 }
 
-/// Every entry compiled in `kernels/ss/reg.cu`: the §5.1 register rungs, then the
+/// Every entry compiled in `kernels/ss/reg.cu`: the register rungs, then the
 /// regimg rung.
 pub const REG_ENTRIES: &[RegEntry] = &[
     RegEntry {
@@ -486,7 +486,7 @@ impl RegLaunch {
 /// The knob scopes a register launch's variant names.
 pub const SCOPES: [Scope; 2] = [Scope::AllFamilies, Scope::Reg];
 
-/// The §5.1 plan knobs for a register shape chosen outside the route.
+/// The register plan knobs for a register shape chosen outside the route.
 fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProfile) -> RegPlan {
     let deg = n <= 4 * k + 64;
     let wide = b <= dev.sms as usize;
@@ -1047,7 +1047,7 @@ mod tests {
     #[test]
     fn routed_shapes_take_the_route_plan() {
         let dev = DeviceProfile::h200();
-        // (b, n, k) → (blk, vpt, variant) from the §5.1 rungs.
+        // (b, n, k) → (blk, vpt, variant) from the register rungs.
         let cases = [
             (1, 1024, 512, (256, 1), "reg/blk256/v1"),
             (1, 2048, 512, (512, 1), "reg/blk512/v1"),

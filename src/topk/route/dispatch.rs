@@ -5,7 +5,7 @@
 //!   and double waves) are `sms/2` and `2·sms`;
 //! - a cluster shape is only chosen when `DeviceProfile::cluster_fits` says
 //!   all `b` clusters are co-resident (the measured
-//!   `cudaOccupancyMaxActiveClusters` row of §8.2 for 1024-thread, 1-CTA/SM
+//!   `cudaOccupancyMaxActiveClusters` row for 1024-thread, 1-CTA/SM
 //!   kernels), which replaces the B200 "cs = 8 needs b ≤ 15" veto.
 //!
 //! The function is total and pure: any (b, n, npad, k) gets a decision.
@@ -75,7 +75,7 @@ pub struct RouteDecision {
     pub minb: u32,
     /// Dynamic shared memory of the launch, bytes (incl. the reg families' 512 B prelude).
     pub smem_bytes: u32,
-    /// The §3.0 parameters (main and clus).
+    /// The launch parameters (main and clus).
     pub params: Option<MainParams>,
     /// The register plan (reg, regimg, reg_clus).
     pub reg: Option<RegPlan>,
@@ -84,7 +84,7 @@ pub struct RouteDecision {
 }
 
 impl RouteDecision {
-    /// Short label as used in the spec's §4.4 table, e.g. `reg512/1D`, `img`,
+    /// Short label as in the B200 route table, e.g. `reg512/1D`, `img`,
     /// `rc8x2`, `cl4`, `m1024R64`, `m256`.
     pub fn label(&self) -> String {
         match (self.family, self.reg) {
@@ -107,7 +107,7 @@ impl RouteDecision {
 
 /// Bytes of the register families' static prelude (result slots, counters...).
 const REG_PRELUDE_BYTES: u32 = 512;
-/// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci), §4.3.
+/// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci).
 const REG_CLUS_SMEM_BYTES: u32 = 45_056;
 /// Most SPLIT rows one workspace serves (`MAXC`).
 const SPLIT_MAX_ROWS: usize = 160;
@@ -291,7 +291,7 @@ pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> 
     register_block(b, n, k, dev).unwrap_or_else(|| streaming_block(b, n, npad, k, dev))
 }
 
-/// §5.1: the register-resident rungs, or `None` to fall through to streaming.
+/// The register-resident rungs, or `None` to fall through to streaming.
 fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
     let sms = dev.sms as usize;
     let wide = b <= sms;
@@ -459,7 +459,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     None
 }
 
-/// §5.1 rung 6: the smallest co-resident cluster whose registers hold the row.
+/// The reg_clus rung: the smallest co-resident cluster whose registers hold the row.
 fn reg_clus_rung(b: usize, n4: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
     let available = dev.sms as usize / b;
     if available < (dev.reg_clus_min_sms_per_row as usize).max(2) {
@@ -527,7 +527,7 @@ fn clus_decision(
     }
 }
 
-/// §5.2: split factor, cluster rounding, then clus or main.
+/// The streaming block: split factor, cluster rounding, then clus or main.
 fn streaming_block(
     b: usize,
     n: usize,
@@ -604,7 +604,7 @@ fn streaming_block(
 mod tests {
     use super::*;
 
-    /// The §4.4 table (B200 constants), `-` entries (n ≤ k) left out.
+    /// The B200 route table (B200 constants), `-` entries (n ≤ k) left out.
     #[rustfmt::skip]
     const B200_TABLE: &[(usize, usize, [&str; 9])] = &[
         (512, 1,    ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc8x1", "rc8x2", "rc8x4", "m1024R64", "m1024R148"]),

@@ -2,7 +2,7 @@
 //! ladder/parameter math (used by the GPU host side and by `cpu-ss`).
 //!
 //! - [`params`]: the launch parameters of main / clus.
-//! - [`dispatch`]: `route()`, the §5 family choice with the H200 adaptations.
+//! - [`dispatch`]: `route()`, the family choice with the H200 adaptations.
 //! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
 //!   memory, cluster co-residency).
 //!

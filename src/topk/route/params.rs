@@ -28,7 +28,7 @@ pub const SENTINEL_HI: f32 = 3.0e38;
 /// Window width used when the computed width is not positive.
 pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
 
-/// Every §3.0 quantity for one launch of main (or clus, see [`clus_params`]).
+/// Every launch quantity for one launch of main (or clus, see [`clus_params`]).
 ///
 /// Fields are the launch scalars and the compile-time knobs the kernel
 /// instance is built with; names follow the spec's symbols.
@@ -264,7 +264,7 @@ fn sfac_for(k: usize, r: u32) -> usize {
     }
 }
 
-/// The §3.0 parameters of a main launch with `r` CTAs per row on `dev`
+/// The launch parameters of a main launch with `r` CTAs per row on `dev`
 /// (the device's SM count replaces the B200's 148 in `big`, and twice it
 /// replaces 296 in the BLK/MINB choice). `r = 0` is treated as 1.
 pub fn main_params(
@@ -401,7 +401,7 @@ fn stages_values(split: bool, blk: u32) -> bool {
     split || blk >= 512
 }
 
-/// The spec's staging footprint (§3.4: 8-byte staging slots where `vstg`, else 4).
+/// The spec's staging footprint (8-byte staging slots where `vstg`, else 4).
 fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
     ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
 }
@@ -575,7 +575,7 @@ mod tests {
         assert!(one.sample_values() <= sel && one.sample_values() + 2 * 16 > sel);
     }
 
-    /// One row of the §3.12 worked-example table (B200 constants).
+    /// One row of the worked-example table (B200 constants).
     struct Worked {
         b: usize,
         n: usize,
@@ -793,7 +793,7 @@ mod wave_tests {
                 assert_eq!(ours.u, 8);
             }
         }
-        // The B200 profile keeps the spec's bands (the §3.12 tables).
+        // The B200 profile keeps the spec's bands (the worked-example tables).
         assert_eq!(main_params(512, 131_072, 131_072, 2048, 1, &b200).blk, 256);
     }
 

@@ -189,7 +189,7 @@ mod tests {
         // the formula's positive rows keep values (row j gets j).
         let lens = s.row_lengths(&[0, 3]).unwrap();
         assert_eq!(lens, [0, 0, 0, 0, 0, 1, 2, 3]);
-        // §9 item 16: kv = 1, next_n = 4, cr = 4 is all zero-window.
+        // kv = 1, next_n = 4, cr = 4 is all zero-window.
         let s4 = shape(4, 8192, 512, 4, 4);
         assert_eq!(s4.row_lengths(&[1]).unwrap(), [0, 0, 0, 0]);
         let s = shape(4, 8192, 512, 4, 1);
