@@ -20,7 +20,7 @@
 // counters, so the workspace is zeroed once by the host and reused forever.
 //
 // Entry points (one per compiled shape; `__launch_bounds__` gives each the
-// 64-register budget of the spec's BLK/MINB pairs):
+// 64-register budget of the upstream BLK/MINB pairs):
 //   ss_main_b1024_u{1,2,4,8}, ss_main_b512_u8, ss_main_b256_u8     (one CTA per row)
 //   ss_main_split_u{1,2,4,8}                                        (BLK 1024, R CTAs per row)
 // Launch: grid (R, rows) (R = 1 for non-split), block BLK, dynamic shared

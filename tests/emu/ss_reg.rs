@@ -672,7 +672,7 @@ fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng)
 
 #[test]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
-    // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
+    // Small CTAs (64/128 threads), CMP and QC far below upstream's, random
     // k: crossing bins above CMP, rank vs narrowing, rows longer than the
     // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };

@@ -1,6 +1,6 @@
 //! One row of the non-split main family (docs/algorithm.md, "main: one streaming pass per row"), in the
 //! order the kernel runs it, with f32 arithmetic as the GPU does it (fma
-//! where the spec says fma, the same bin expression at every site).
+//! where upstream uses fma, the same bin expression at every site).
 //!
 //! The GPU's nondeterministic orders (staging slots from atomics, ballot
 //! order) become row order here; exactness does not depend on them.

@@ -75,7 +75,7 @@ pub struct ClusStreamLaunch {
     pub u: u32,
     /// Whether the route itself picks clus for the shape (else forced).
     pub routed: bool,
-    /// The launch numbers the launch was derived from.
+    /// The numbers the launch was derived from.
     pub params: MainParams,
     pub args: ClusStreamArgs,
 }

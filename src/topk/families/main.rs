@@ -31,7 +31,7 @@ pub const SPLIT_MAX_ROWS: usize = 160;
 /// and again outside timing after an aborted launch.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
-/// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
+/// The kernel always stages 8-byte (value, index) pairs (the upstream 4-byte
 /// `bin<<22 | index` form for BLK 256 is not implemented).
 const PAIR_BYTES: usize = 8;
 

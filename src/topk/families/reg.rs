@@ -146,7 +146,7 @@ pub fn entry_name(blk: u32, vpt: u32) -> String {
 }
 
 /// Bytes of static shared memory the kernel may use beside the dynamic
-/// part (the spec's 512-byte prelude; `SsRegShared` is smaller).
+/// part (the upstream 512-byte prelude; `SsRegShared` is smaller).
 pub const STATIC_SMEM_BYTES: u32 = 512;
 
 /// The kernel's by-value launch scalars: `SsRegParams` in `kernels/ss/reg.cu`, field

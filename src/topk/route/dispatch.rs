@@ -152,7 +152,7 @@ const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 
 /// The reg emit form: `true` = per-bin cursors (CUR), `false` =
-/// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
+/// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. The
 /// H200 rule is measured (same inputs, both forms; docs/decisions.md): slots win
 /// where many elements are emitted under contention — K = 2048 rows of at most
 /// 2K + 64 values at every batch size (half the row is emitted), K ≥ 1024
@@ -325,7 +325,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         }
     };
 
-    // The rungs hold the row in registers: capacity = the spec's n/4 bound
+    // The rungs hold the row in registers: capacity = the upstream n/4 bound
     // plus one tail scalar per thread (`reg_capacity`).
     if n <= reg_capacity(256, 1) {
         return Some(reg(256, 1, 8, 1024, "reg: n <= 4·256 + 256"));
@@ -336,7 +336,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if dev.reg_k2048_rungs && k > 1024 {
         // Measured on the H200 (reports/h200/2026-12-02d, forced entries on
         // every v32 cell of N <= 16K, all 11 batch sizes, same inputs): the
-        // smallest CTA that holds a K = 2048 row beats the spec's rung and
+        // smallest CTA that holds a K = 2048 row beats the upstream rung and
         // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
         // than 1024/4 (two rows per SM in flight instead of one is the
         // likely reason; not profiled).
@@ -945,7 +945,7 @@ mod h200_rung_tests {
             let d = route(b.min(32), 9217, 9280, 512, &h200);
             assert_eq!((d.blk, d.reg.map(|r| r.vpt)), (1024, Some(4)));
         }
-        // The B200 route keeps the spec's rungs.
+        // The B200 route keeps the upstream rungs.
         let shape = |d: RouteDecision| (d.family, d.blk, d.reg.map(|r| r.vpt));
         let b200_8k = route(1, 8207, 8256, 2048, &b200);
         assert_eq!(shape(b200_8k), (Family::Reg, 1024, Some(4)));
@@ -975,7 +975,7 @@ mod h200_rung_tests {
                     "b={b}"
                 );
             }
-            // The spec's rung: clusters of two while two SMs per row remain.
+            // The upstream rung: clusters of two while two SMs per row remain.
             assert_eq!(
                 shape(route(64, 32_771, 32_832, k, &b200)),
                 (Family::RegClus, 2, 2)

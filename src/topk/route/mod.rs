@@ -44,14 +44,14 @@ pub struct DeviceProfile {
     /// register family at every batch size, in its smallest CTA that holds
     /// the row (512/2, 512/4, then 1024/4), except that rows 1024/1 holds
     /// take it while the batch has at most one row per SM: H200 rungs
-    /// measured against main and the spec's rungs (reports/h200/2026-12-02d,
+    /// measured against main and the upstream rungs (reports/h200/2026-12-02d,
     /// 2026-12-03d, 2026-12-04); not in the B200 route.
     pub reg_k2048_rungs: bool,
     /// K <= 1024 rows of `reg_capacity(512, 2)` < n <= `reg_capacity(512, 4)`
     /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
     /// main (an H200 rung measured against main; not in the B200 route).
     pub reg_512x4_second_wave: bool,
-    /// The spec's regimg rung (row image in shared memory for the hint
+    /// The upstream regimg rung (row image in shared memory for the hint
     /// gather). Off on the H200: plain reg 1024/1 was 8–11 % faster at every
     /// B = 1–128 on the rows that rung takes (flash N = 4099; reports/h200/2026-12-02d).
     pub regimg_rung: bool,
@@ -60,17 +60,17 @@ pub struct DeviceProfile {
     /// rung measured against main; `None`: the B200 route, no limit).
     pub clus_max_rank_f4: Option<usize>,
     /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
-    /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
+    /// instead of the upstream `CUR = not (n < 2k and b > SMs)`.
     pub measured_reg_emit: bool,
     /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
     /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
     /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
     /// instead of main SPLIT (H200 rungs measured against main with the forced
-    /// arms, reports/h200/2026-12-04 and 2026-12-04g; the spec serves K = 2048
+    /// arms, reports/h200/2026-12-04 and 2026-12-04g; upstream serves K = 2048
     /// with main only).
     pub k2048_clusters: bool,
     /// The reg_clus rung needs at least this many SMs per row (`SMs / b`):
-    /// the spec's 2, or 4 on the H200, where 2-CTA clusters at b = 64
+    /// the upstream 2, or 4 on the H200, where 2-CTA clusters at b = 64
     /// (flash / pro N = 32,771) ran 12–15 % slower than main one CTA per row
     /// while winning 7–20 % at b = 32 (same run, reports/h200/2026-12-04g).
     pub reg_clus_min_sms_per_row: u32,
@@ -79,10 +79,10 @@ pub struct DeviceProfile {
     /// reports/h200/2026-12-04).
     pub reg_1024x2_rung: bool,
     /// The main sample schedule from the H200 sweep (reports/h200/2026-12-04e)
-    /// instead of the spec's: one-CTA-per-row launches floor aim at
-    /// round(sqrt(32·n)) (with the spec's sqrt(6n), rows of 128K–256K values
+    /// instead of upstream's: one-CTA-per-row launches floor aim at
+    /// round(sqrt(32·n)) (with the upstream sqrt(6n), rows of 128K–256K values
     /// drew 500–1,400 scattered sample units), and big one-CTA rows of
-    /// k ≥ 1024 aim at 1.5k survivors (the spec's 4k staged and emitted
+    /// k ≥ 1024 aim at 1.5k survivors (the upstream 4k staged and emitted
     /// 8,192 per K = 2048 row). [`params::aim_base`], [`params::aim_floor_coef`].
     pub measured_main_sample: bool,
 }
@@ -113,7 +113,7 @@ impl DeviceProfile {
     }
 
     /// The B200 constants of the upstream code (148 SMs), for reproducing the
-    /// spec's worked examples.
+    /// upstream worked examples.
     pub fn b200() -> DeviceProfile {
         DeviceProfile {
             name: "B200",

@@ -31,13 +31,13 @@ pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
 /// Every launch quantity for one launch of main (or clus, see [`clus_params`]).
 ///
 /// Fields are the launch scalars and the compile-time knobs the kernel
-/// instance is built with; names follow the spec's symbols.
+/// instance is built with; names follow the upstream symbols.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MainParams {
     /// SM count of the device the launch was planned for (`big`, BLK/MINB).
     pub sms: u32,
     /// BLK/MINB of a one-CTA-per-row launch chosen by wave efficiency
-    /// ([`DeviceProfile::wave_aware_main`]) instead of the spec's batch bands.
+    /// ([`DeviceProfile::wave_aware_main`]) instead of the upstream batch bands.
     pub wave_aware: bool,
     /// The H200's measured sample schedule ([`DeviceProfile::measured_main_sample`]).
     pub measured_sample: bool,
@@ -214,10 +214,10 @@ pub fn aim_min(k: usize, r: u32) -> usize {
     }
 }
 
-/// The coefficient C of the aim floor round(sqrt(C·n)): the spec's 6, or 32
+/// The coefficient C of the aim floor round(sqrt(C·n)): the upstream 6, or 32
 /// for one-CTA-per-row launches with [`DeviceProfile::measured_main_sample`].
 /// The floor bounds the sample (SFAC·n/aim values, each unit a scattered
-/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the spec's floor let
+/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the upstream floor let
 /// 131K–262K rows draw 511–1,365 units and run 3–12 % slower, the pass
 /// reading the sample's lines from DRAM again (ncu, reports/h200/2026-12-04e).
 pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
@@ -239,7 +239,7 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
 }
 
 /// Values per sample unit (one scattered read each) of a main launch: the
-/// spec's PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
+/// upstream PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
 /// (16, one 64-byte read) for one-CTA-per-row launches: the same sample values
 /// in half the scattered reads, +2.1 to +10.2 % at B 256–1,024, N ≥ 64K on the
 /// H200 (same binary against PAIRs) and +0.1 to +2.1 % at B 64–128, while SPLIT
@@ -385,7 +385,7 @@ pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
     p
 }
 
-/// The spec's BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
+/// The upstream BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
 /// 2·SMs rows, else 256.
 fn spec_band(b: usize, sms: u64) -> (u32, u32) {
     if (b as u64) <= 2 * sms {
@@ -401,7 +401,7 @@ fn stages_values(split: bool, blk: u32) -> bool {
     split || blk >= 512
 }
 
-/// The spec's staging footprint (8-byte staging slots where `vstg`, else 4).
+/// The upstream staging footprint (8-byte staging slots where `vstg`, else 4).
 fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
     ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
 }
@@ -435,7 +435,7 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
 /// entry's tiles (512 threads × 8 float4). Measured on two H100s (docs/decisions.md,
 /// "main (`kernels/ss/main.cu`)"; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
-/// against the spec's 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
+/// against the upstream 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
 /// +1.3 to +3.3 % at 131K–262K; −6 to −9 % at 16,387 and −16 to −22 % on
 /// shorter rows. The grid has no row between 16,387 and 32,771 values, so
 /// the bound is the tile count, not a measured crossing. Only launches of at
@@ -450,11 +450,11 @@ pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
 pub const BLK512_TIE_MIN_WAVE_TENTHS: u64 = 19;
 
 /// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
-/// H200: the spec picks by batch band (BLK 512 up to 2·SMs rows, else 256),
+/// H200: upstream picks by batch band (BLK 512 up to 2·SMs rows, else 256),
 /// which at K = 2048 puts B = 512 on BLK 256 at 3 CTAs/SM (staging-bound):
 /// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
 /// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
-/// 2 %) keep the spec's band, except that rows of at least
+/// 2 %) keep the upstream band, except that rows of at least
 /// [`BLK512_TIE_MIN_N`] values take BLK 512 in launches of at least
 /// [`BLK512_TIE_MIN_WAVE_TENTHS`] of its waves.
 fn wave_aware_blk(b: usize, n: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
@@ -712,12 +712,12 @@ mod tests {
         assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &h).aim, 3072);
         assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &b).aim, 8192);
         // Non-big one-CTA K = 512 rows: the sqrt(32·n) floor (2,896 at
-        // 262,127, clamped to SCAP/2), the spec's sqrt(6n) = 1,254.
+        // 262,127, clamped to SCAP/2), the upstream sqrt(6n) = 1,254.
         assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &h).aim, 2048);
         assert_eq!(main_params(512, 131_075, 131_136, 512, 1, &h).aim, 2048);
         assert_eq!(main_params(512, 65_538, 65_600, 512, 1, &h).aim, 1448);
         assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &b).aim, 1254);
-        // SPLIT keeps the spec's numbers.
+        // SPLIT keeps the upstream numbers.
         for r in [2, 8, 33] {
             assert_eq!(aim_floor_coef(r, true), 6);
             let (ph, pb) = (
@@ -793,7 +793,7 @@ mod wave_tests {
                 assert_eq!(ours.u, 8);
             }
         }
-        // The B200 profile keeps the spec's bands (the worked-example tables).
+        // The B200 profile keeps the upstream bands (the worked-example tables).
         assert_eq!(main_params(512, 131_072, 131_072, 2048, 1, &b200).blk, 256);
     }
 
@@ -810,7 +810,7 @@ mod wave_tests {
         // A clearly fuller last wave still decides: K 2,048 at 300 rows holds
         // one wave of BLK 256 (3 per SM, 396 slots) against 1.14 of BLK 512.
         assert_eq!(main_params(300, 65_536, 65_536, 2048, 1, &h200).blk, 256);
-        // Fewer than 1.9 BLK 512 waves keep the spec's band on a tie (502
+        // Fewer than 1.9 BLK 512 waves keep the upstream band on a tie (502
         // rows are 1.90 waves of 264 slots).
         for b in [265usize, 300, 501] {
             assert_eq!(
