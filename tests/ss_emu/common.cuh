@@ -363,7 +363,7 @@ inline u32 clamp_row_len(i32 declared, u32 npad) {
 }
 
 // ---------------------------------------------------------------- kernels/baselines/radix.cu subset
-// (tests/radix_emu.rs). The block scans and find_crossing come from the real
+// (tests/emu/radix.rs). The block scans and find_crossing come from the real
 // prim/common.cuh: the test pastes them into the driver.
 
 // cvt.rn.f16.f32 (round to nearest even; overflow to inf, subnormals kept).
