@@ -4,10 +4,10 @@
 Reads a gvr-bench capture set (manifest.json + one safetensors file per cell),
 forms batches exactly as `grid::Batch::form` does (replicate: the last step's
 row B times; independent: row r takes step r mod S), times each arm of the
-chosen peer under the gvr-bench protocol (METHOD.md section 3: warm-up calls,
+chosen peer under the gvr-bench protocol (docs/method.md, "Timing a case": warm-up calls,
 warm reps, cold reps each preceded by a write of --flush-bytes outside the
-timed window), checks every row for tie-aware exactness (METHOD.md section
-4), and appends one CaseRecord JSON line per (case, arm) to --out.
+timed window), checks every row for tie-aware exactness (docs/method.md,
+"What 'exact' means"), and appends one CaseRecord JSON line per (case, arm) to --out.
 `gvr-bench grid --peer torch,flashinfer` runs this on the run's own cases and
 joins the records into the run.
 
@@ -236,7 +236,7 @@ def reference_topk_values(row, k):
 
 
 def check_exact(out, logits, n, steps_of_row, k, rows=None):
-    """Tie-aware exactness of `out` ([B, K] int) row by row (METHOD.md section 4).
+    """Tie-aware exactness of `out` ([B, K] int) row by row (docs/method.md, "What 'exact' means").
     `rows` limits the check to those row indices (the GPU check names them)."""
     ref_cache = {}
     for r in (range(len(steps_of_row)) if rows is None else rows):

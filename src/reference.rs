@@ -2,7 +2,7 @@
 //!
 //! Values are compared through an order-preserving `u32` key so that a
 //! selection over keys is a selection over floats: −0.0 and +0.0 get the same
-//! key (METHOD.md §4 normalises signed zeros), and every NaN (either sign,
+//! key (docs/method.md, "What \"exact\" means", normalises signed zeros), and every NaN (either sign,
 //! any payload) sorts above +inf with all NaNs tied: torch.topk's order, the
 //! NaN contract every arm is certified against.
 

@@ -14,7 +14,7 @@
 // checks so that a floor that skipped its work cannot pass.
 //
 // Entry points (any blockDim.x that is a multiple of 32, at most 1024), with
-// the argument list of the top-K families (src/arms/staged.rs; hints unused):
+// the argument list of the top-K families (hints unused):
 //   floor_grid    grid (parts, rows): parts == 1 is one CTA per row; parts > 1
 //                 hand off through `ws` (two zeroed words per row, restored
 //                 to zero by the last arriver, so no clearing between reps).

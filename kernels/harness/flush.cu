@@ -1,5 +1,5 @@
 // Harness utility kernels (not under test). Every entry point here is named
-// `flush_*` so the spill gate in tests/nvrtc_compile.rs treats them as cold.
+// `flush_*` so the spill gate in tests/nvrtc/nvrtc_compile.rs treats them as cold.
 //
 // flush_l2: evicts the L2 before a cold rep by streaming `words16` 16-byte
 // stores over a buffer far larger than the L2 (default 512 MiB vs 50–60 MiB on
@@ -58,7 +58,7 @@ extern "C" __global__ void flush_slowdown_read(const uint4* __restrict__ data,
 }
 
 // flush_read_bw: the device read-bandwidth probe of `gvr-bench gpu info` and
-// every GPU run's manifest (src/gpu/bandwidth.rs). Streams `words16` 16-byte
+// every GPU run's manifest (src/timing/bandwidth.rs). Streams `words16` 16-byte
 // words (a buffer far larger than the L2, read once per launch after an L2
 // flush) with four independent loads in flight per thread per iteration, so
 // HBM, not latency, bounds it. Writes `sink` only for an impossible XOR

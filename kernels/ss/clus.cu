@@ -49,7 +49,7 @@
 
 #include "ss/common.cuh"
 
-// Launch scalars (src/arms/ss_clus_stream.rs `ClusStreamArgs`, same order,
+// Launch scalars (src/topk/families/clus.rs `ClusStreamArgs`, same order,
 // all u32). smp..tgt2 are the host's QUAD schedule for a row of length
 // n_plan; rows of another length recompute it (cl_row_schedule).
 struct SsClusParams {

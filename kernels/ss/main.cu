@@ -20,7 +20,7 @@
 // counters, so the workspace is zeroed once by the host and reused forever.
 //
 // Entry points (one per compiled shape; `__launch_bounds__` gives each the
-// 64-register budget of the spec's BLK/MINB pairs):
+// 64-register budget of the upstream BLK/MINB pairs):
 //   ss_main_b1024_u{1,2,4,8}, ss_main_b512_u8, ss_main_b256_u8     (one CTA per row)
 //   ss_main_split_u{1,2,4,8}                                        (BLK 1024, R CTAs per row)
 // Launch: grid (R, rows) (R = 1 for non-split), block BLK, dynamic shared
@@ -290,7 +290,7 @@ __device__ __forceinline__ void ss_prefetch_tile_ahead(const float* X, u32 tb, u
 }
 
 // Register prefetch depth per entry shape, set from the ptxas reports under
-// the 64-register `__launch_bounds__` budget (tests/ss_kernel_compile.rs):
+// the 64-register `__launch_bounds__` budget (tests/nvrtc/ss_kernel_compile.rs):
 // U <= 4 and the SPLIT U = 8 entry fit the whole next tile (PFD = U); the
 // one-CTA-per-row U = 8 entries already sit at 64 registers unpipelined and
 // spill with even one float4 carried across the walk, so they get PFD = 0

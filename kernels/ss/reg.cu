@@ -58,7 +58,7 @@
 
 #include "ss/common.cuh"
 
-// Launch scalars, filled by the host arm (src/arms/ss_reg.rs `SsRegArgs`,
+// Launch scalars, filled by the host arm (src/topk/families/reg.rs `SsRegArgs`,
 // same field order, all u32).
 struct SsRegParams {
     u32 npad;
@@ -87,7 +87,7 @@ struct SsRegParams {
 // picks the form per launch (docs/decisions.md, measured_reg_emit).
 #define SS_EMIT_CROSS 0x10000u
 
-// Path trace for the host emulator (tests/ss_reg_emu.rs). Nothing on the GPU.
+// Path trace for the host emulator (tests/emu/ss_reg.rs). Nothing on the GPU.
 #define SS_RTR_SHORT 1u        // n <= k: identity / -1
 #define SS_RTR_DEG 2u          // whole-row bracket
 #define SS_RTR_HINT 4u         // hint bracket accepted
@@ -121,10 +121,10 @@ struct SsRegParams {
 
 // The entries that compile the drop-few path: all but the two 32-register
 // BLK 512 ones (512/1, 512/2), where its code made ptxas spill in some builds
-// (tests/ss_reg_emu.rs `ss_reg_entries_compile_without_spills`; 512/1 in the
+// (tests/emu/ss_reg.rs `ss_reg_entries_compile_without_spills`; 512/1 in the
 // next-wave-prefetch + row-ahead builds, 512/2 in all). Their rows of
 // n ≤ k + 4 take the chain. The host mirrors this rule
-// (src/arms/ss_reg.rs `RegEntry::drops_few`).
+// (src/topk/families/reg.rs `RegEntry::drops_few`).
 template <int BLK, int MINB>
 constexpr bool ss_reg_drops_few = !(BLK == 512 && MINB >= 4);
 

@@ -40,7 +40,7 @@
 
 #include "ss/common.cuh"
 
-// Launch scalars (src/arms/ss_clus.rs `RegClusArgs`, same order, all u32).
+// Launch scalars (src/topk/families/reg_clus.rs `RegClusArgs`, same order, all u32).
 struct RcParams {
     u32 npad;
     u32 k;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub const FORMAT_VERSION: u32 = 1;
 
-/// The three DSA indexer contracts of METHOD.md §1.4.
+/// The three DSA indexer contracts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Model {
     /// DeepSeek-V3.2: K = 2048, cr = 1.
@@ -126,7 +126,7 @@ pub struct CellData {
     pub hints: Vec<i32>,
     /// Optional `[steps, k]` reference top-K recorded at capture time.
     pub topk: Option<Vec<i32>>,
-    /// Optional per-step KV length in token space (METHOD.md §1.4:
+    /// Optional per-step KV length in token space (
     /// kv = n·cr + next_n − 1 for V4, = n for V3.2).
     pub kv_lens: Option<Vec<u32>>,
 }

@@ -3,7 +3,7 @@
 //! Loads each cell through the validating loader (one at a time, so a large
 //! set never sits in memory at once) and reports per-cell — or per-model when
 //! there are more than [`PER_CELL_LIMIT`] cells — value statistics of the
-//! valid prefixes and the hint overlap (temporal hit rate, METHOD.md §5.2).
+//! valid prefixes and the hint overlap (temporal hit rate).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

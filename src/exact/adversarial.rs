@@ -1,9 +1,9 @@
-//! Deterministic adversarial batches for certification (METHOD.md §4 "three
-//! data tracks": tie clusters, special values, boundary padding, varlen,
+//! Deterministic adversarial batches for certification (docs/method.md,
+//! "What \"exact\" means"; three data tracks: tie clusters, special values, boundary padding, varlen,
 //! degenerate hints) and reusable row generators for property tests.
 //!
 //! Non-varlen batches always have one `n` for every row (the batch-uniform
-//! contract of GVR_V2_SPEC §1.2); only varlen batches mix row lengths.
+//! contract; docs/algorithm.md, "The varlen entry"); only varlen batches mix row lengths.
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -1,4 +1,4 @@
-//! The tie-aware exactness checker (METHOD.md §4).
+//! The tie-aware exactness checker (docs/method.md, "What \"exact\" means").
 //!
 //! A row of length `n` is exact when:
 //! * `n <= k` (short row): slots `0..n` hold a permutation of `0..n` (any

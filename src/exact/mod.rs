@@ -1,4 +1,4 @@
-//! Exactness: the CPU reference top-K and the tie-aware checker (METHOD.md §4),
+//! Exactness: the CPU reference top-K and the tie-aware checker (docs/method.md, "What \"exact\" means"),
 //! plus generators of adversarial rows for certification and property tests.
 
 pub mod adversarial;

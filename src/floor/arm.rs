@@ -29,7 +29,7 @@ const RING_ENTRY: &str = "floor_ring";
 /// Warm-up calls per shape: the timer's first call also loads the module.
 const FLOOR_WARMUP: usize = 2;
 
-/// `FloorParams` of kernels/floor.cu, same field order, all u32.
+/// `FloorParams` of kernels/harness/floor.cu, same field order, all u32.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FloorParams {

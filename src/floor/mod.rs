@@ -1,7 +1,7 @@
 //! `grid --floor`: the latency floor of every case, measured in the same run
 //! on the same staged inputs as the arms.
 //!
-//! The floor kernels (`kernels/floor.cu`) read each row once, meet once and
+//! The floor kernels (`kernels/harness/floor.cu`) read each row once, meet once and
 //! write k indices that wait on the whole row: the least any exact top-K
 //! launch must do. They select nothing, so their output is not a top-K; the
 //! host checks only that every slot holds the short-row identity pattern

@@ -1,5 +1,5 @@
 //! L2 eviction between cold reps, and the small utility kernels of
-//! `kernels/flush.cu` the timer and the self-check need.
+//! `kernels/harness/flush.cu` the timer and the self-check need.
 
 use std::sync::Arc;
 

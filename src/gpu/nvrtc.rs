@@ -199,7 +199,7 @@ pub fn compile_cubin(source: &KernelSource, options: &[String]) -> Result<Compil
 /// at once (one per thread; NVRTC compiles separate programs concurrently),
 /// results in job order. What it saves: ptxas runs single-threaded per
 /// program, and a campaign's first cases compile a dozen or more builds one
-/// after another (~100 s on the device host, TUNING.md 2026-12-05h).
+/// after another (~100 s on the device host).
 pub fn compile_all(jobs: &[(KernelSource, Vec<String>)], threads: usize) -> Vec<Result<Compiled>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Result<Compiled>>>> =

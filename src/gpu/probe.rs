@@ -1,6 +1,6 @@
 //! Phase probe: where one launch of a self-sampling kernel spends its time.
 //!
-//! Built with `SS_PHASE_PROBE=1` (kernels/ss_common.cuh), thread 0 of every
+//! Built with `SS_PHASE_PROBE=1` (kernels/ss/common.cuh), thread 0 of every
 //! CTA writes the SM clock at each mark it passes into row `cta` of the module
 //! global [`STAMPS_SYMBOL`], plus its pass count and the global timer at entry
 //! and exit. This module names the marks and turns one launch's stamps into
@@ -35,7 +35,7 @@ const SLOT_GT_EXIT: usize = 14;
 const SLOT_GRID_CTAS: usize = 15;
 
 /// The clock marks, in the order a CTA passes them. Their stamp slots are
-/// the `SS_MARK_*` numbers of kernels/ss_common.cuh: the index in [`MARKS`],
+/// the `SS_MARK_*` numbers of kernels/ss/common.cuh: the index in [`MARKS`],
 /// except `Hist`, added later in the free slot 9.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Mark {

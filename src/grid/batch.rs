@@ -10,7 +10,7 @@ use crate::capture::CellData;
 use crate::error::{GvrError, Result};
 
 /// Pad value of batches built by [`Batch::varlen`]: −FLT_MAX, the grid
-/// practice (METHOD.md §4). Certify re-poisons with [`Batch::poison_pad`].
+/// practice (docs/method.md, "What \"exact\" means"). Certify re-poisons with [`Batch::poison_pad`].
 pub const VARLEN_PAD: f32 = f32::MIN;
 
 /// How B rows are formed from a cell's captured steps.
@@ -23,7 +23,7 @@ pub enum RowsMode {
     Independent,
 }
 
-/// Production varlen description (METHOD.md §1.4): per-request KV lengths in
+/// Production varlen description (docs/algorithm.md, "The varlen entry"): per-request KV lengths in
 /// token space; the per-row valid length is derived from them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Varlen {
@@ -64,7 +64,7 @@ impl Batch {
         self.n.iter().copied().max().unwrap_or(0) as usize
     }
 
-    /// Per-row valid length under the varlen contract (METHOD.md §1.4):
+    /// Per-row valid length under the varlen contract:
     /// n_r = (kv − next_n + (r mod next_n) + 1) / cr, clamped at 0.
     pub fn varlen_row_len(kv: u32, next_n: u32, row: usize, cr: u32) -> u32 {
         let kv = kv as i64;
@@ -98,11 +98,11 @@ impl Batch {
         }
     }
 
-    /// Form a batch of `b` rows from a captured cell (METHOD.md §2).
+    /// Form a batch of `b` rows from a captured cell (docs/method.md, "Cases").
     ///
     /// * `Replicate`: the last captured step (the "mature steady-state" row
     ///   the upstream grid uses) and its hints, `b` times. The capture loader
-    ///   keeps only usable steps (METHOD.md §1.3), so the last one is usable.
+    ///   keeps only usable steps, so the last one is usable.
     /// * `Independent`: row `r` takes step `r mod S` and its hints.
     ///
     /// Row stride is the cell's `npad`; `[n_r, npad)` holds the cell's pad value.
@@ -202,7 +202,7 @@ impl Batch {
         }
     }
 
-    /// Build a varlen (MTP) batch under the production contract (METHOD.md §1.4).
+    /// Build a varlen (MTP) batch under the production contract (docs/algorithm.md, "The varlen entry").
     ///
     /// Request `i` (KV length `kv_lens[i]` in token space) contributes
     /// `next_n` rows; batch row `r = i·next_n + j` has valid length

@@ -1,4 +1,4 @@
-//! The canonical 886-cell DSA grid of METHOD.md §1.4 / §2, built from the
+//! The canonical 886-cell DSA grid (docs/method.md, "Cases"), built from the
 //! per-model contract rather than read from a file so that `grids/dsa886.csv`
 //! can be checked against it by a test.
 
@@ -11,7 +11,7 @@ pub const V4_ISL_RUNGS: [&str; 9] = [
 /// ISL rung labels of V3.2: 4k … 256k (256k is capped by the physical kv_len).
 pub const V32_ISL_RUNGS: [&str; 7] = ["4k", "8k", "16k", "32k", "64k", "128k", "256k"];
 
-/// Compressed row width N per rung (METHOD.md §1.4 table).
+/// Compressed row width N per rung.
 pub const V32_N: [u32; 7] = [4111, 8207, 16399, 32783, 65551, 131087, 163775];
 pub const FLASH_N: [u32; 9] = [1027, 2051, 4099, 8195, 16387, 32771, 65538, 131075, 262127];
 pub const PRO_N: [u32; 9] = [1027, 2051, 4099, 8195, 16387, 32771, 65539, 131075, 262127];
@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(count(Model::V32), 427);
         assert_eq!(count(Model::Flash), 189);
         assert_eq!(count(Model::Pro), 270);
-        // 886 × 11 batch sizes = 9,746 cases (METHOD.md §2).
+        // 886 × 11 batch sizes = 9,746 cases (docs/method.md, "Cases").
         assert_eq!(cells.len() * crate::grid::BATCH_SIZES.len(), 9746);
     }
 

@@ -114,7 +114,7 @@ fn ratio_colour(ratio: f64) -> RGBColor {
 }
 
 /// Heatmap over (model/ISL rung, B): each cell is the geomean of the per-layer
-/// ratios there (METHOD.md §2). Drawn in pixel space so every cell and label
+/// ratios there (docs/method.md, "Comparing arms"). Drawn in pixel space so every cell and label
 /// is placed exactly; missing cells stay blank.
 fn speedup_heatmap(cmp: &Comparison, path: &Path) -> PlotResult {
     // Rung = (model, ISL label); ordered by model, then by mean N.

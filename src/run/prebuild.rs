@@ -2,8 +2,7 @@
 //!
 //! Without it, each build is compiled by NVRTC when the first case that
 //! needs it is staged, one after another: ~100 s of a campaign shard's first
-//! cases on the device host, and ~37 s more for `gpu info` (TUNING.md
-//! 2026-12-05h). The arms say which builds their planned launches load
+//! cases on the device host, and ~37 s more for `gpu info`. The arms say which builds their planned launches load
 //! ([`crate::arms::Arm::builds`]); [`crate::gpu::Gpu::prebuild`] compiles the
 //! missing ones on every core and loads them. Timing is untouched: the
 //! modules are the same, only compiled earlier.

@@ -14,7 +14,7 @@ use super::quantile::{geomean, quantile_sorted, sorted_finite};
 use super::sample::{CaseTime, ExactClass};
 
 /// Rows shorter than this lie outside the production GVR region
-/// (`kSeqSmallDefaultForK()`; METHOD.md §2): verdicts split here.
+/// (`kSeqSmallDefaultForK()`): verdicts split here.
 pub const PRODUCTION_N_SPLIT: u32 = 4096;
 
 /// Inner edges of the ratio buckets; bucket i is [edge[i-1], edge[i]),

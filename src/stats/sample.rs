@@ -60,7 +60,7 @@ impl ExactClass {
 }
 
 /// Mean, median and minimum of the cold reps. The mean is the headline
-/// statistic (METHOD.md §3.1); median and min are kept for diagnosis.
+/// statistic (docs/method.md, "Timing a case"); median and min are kept for diagnosis.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ColdStats {
     pub mean_us: f64,

@@ -1,7 +1,7 @@
 //! Target marginal of the synthetic logits of one layer: a symmetric Beta
-//! body (the published per-depth fits of METHOD.md §5.1, moment-matched on
+//! body (the published per-depth fits, moment-matched on
 //! [mean − fr/2, mean + fr/2]) spliced at quantile p₀ into a heavy upper
-//! tail that passes exactly through the real k-th largest values of §8.1
+//! tail that passes exactly through the published real k-th largest values
 //! at N = 16K, 64K and 256K, and continues as a generalized Pareto tail
 //! beyond (see `SplicedTail`).
 //!
@@ -23,7 +23,7 @@ use statrs::function::beta::{beta_reg, ln_beta};
 use super::temporal::{normal_cdf, normal_sf};
 use crate::capture::format::Model;
 
-/// A published single-Beta fit of one depth class (METHOD.md §5.1).
+/// A published single-Beta fit of one depth class.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct BodyFit {
     pub name: &'static str,
@@ -104,7 +104,7 @@ pub fn body_fits(model: Model) -> &'static [BodyFit; 3] {
 
 /// Depth class (0 shallow, 1 moderate, 2 deep) of a layer.
 ///
-/// Flash uses the published layer lists (§5.1). V3.2 has one fit each near
+/// Flash uses the published layer lists. V3.2 has one fit each near
 /// L20 / L22 / L42, so its 61 layers are split into thirds at 20 | 21..40 |
 /// 41..60; Pro publishes no lists, so its even layers 2..60 are split into
 /// thirds (2..20 | 22..40 | 42..60). Layers outside the grid take the nearest
@@ -127,10 +127,10 @@ pub fn depth_class(model: Model, layer: u32) -> usize {
     }
 }
 
-/// Row widths at which §8.1 publishes the real k-th largest value.
+/// Row widths at which the published statistics give the real k-th largest value.
 pub const BOUNDARY_WIDTHS: [f64; 3] = [16384.0, 65536.0, 262144.0];
 
-/// Real k-th largest logit at `BOUNDARY_WIDTHS` (METHOD.md §8.1).
+/// Real k-th largest logit at `BOUNDARY_WIDTHS`.
 pub fn real_boundaries(model: Model) -> [f64; 3] {
     match model {
         Model::V32 => [0.5046, 2.1187, 3.2788],
@@ -236,12 +236,12 @@ impl BetaBody {
 ///
 /// In log-exceedance space t = −ln(1 − p) the tail quantile is piecewise
 /// linear through the anchors (t₀, x₀) = splice, then (tᵢ, bᵢ) = the three
-/// real §8.1 boundaries at q = K/Nᵢ; each piece is an exponential (GPD
+/// real boundaries at q = K/Nᵢ; each piece is an exponential (GPD
 /// ξ = 0) slice, so the marginal passes through all three published points
 /// exactly. Beyond the last anchor it continues as a generalized Pareto tail
 /// with shape `xi` and scale equal to the last piece's slope (density
 /// continuous there). With ξ = 0 the row maximum at N = 256K lands near
-/// +7…+10, inside the real +5…+10 (§5.1).
+/// +7…+10, inside the real +5…+10.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct SplicedTail {
     pub p0: f64,
@@ -343,7 +343,7 @@ const Z_MAX: f64 = 8.5;
 const Z_TABLE_POINTS: usize = (1 << 14) + 1;
 
 impl Marginal {
-    /// Body + tail calibrated to the model's §8.1 boundaries.
+    /// Body + tail calibrated to the model's published boundaries.
     pub fn calibrated(model: Model, fit: &BodyFit) -> Marginal {
         let body = BetaBody::from_fit(fit);
         let tail = solve_splice(&body, model);

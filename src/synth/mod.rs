@@ -38,7 +38,7 @@ use temporal::{temporal_for, TemporalModel};
 pub const SYNTH_MODEL_VERSION: &str = "synth-2";
 
 /// Value stored in the pad tail `[n, npad)` of every row (−FLT_MAX, as in
-/// real grids; METHOD.md §7).
+/// real grids).
 pub const PAD_VALUE: f32 = -3.402_823_5e38;
 
 /// Deliberately wrong generators, used to show that the gates can fail.

@@ -1,6 +1,6 @@
 //! Temporal model of the synthetic generator: how an element's latent score
 //! moves from one decode step to the next, and its calibration against the
-//! real hit-rate and retention-by-rank statistics of METHOD.md §8.2–§8.3.
+//! real hit-rate and retention-by-rank statistics.
 //!
 //! Every element carries a standard-normal latent `z`; the logit is
 //! `Q(Φ(z))` with `Q` the layer's marginal quantile (see `marginal`). Because
@@ -11,7 +11,7 @@
 //! A plain Gaussian AR(1) (`z_t = ρ z_{t−1} + √(1−ρ²) ε`) cannot reproduce
 //! the real retention curve: with ρ tuned to the hit rate it keeps the best
 //! ranks ~100 % of the time, while real top ranks are retained only 85–90 %.
-//! Real layers show abrupt "collapses" (METHOD.md §5.2), so each element, at
+//! Real layers show abrupt "collapses", so each element, at
 //! each step, independently picks one of three AR(1) regimes: the main one
 //! (ρ), a partial re-draw (ρ₂, probability w₂) and a fresh draw (ρ = 0,
 //! probability w₀). Every regime keeps the N(0, 1) marginal exactly, so the
@@ -29,7 +29,7 @@ use crate::capture::format::Model;
 /// Number of rank buckets of the retention curve (best → K-th).
 pub const RETENTION_BUCKETS: usize = 20;
 
-/// Real retention by rank bucket (METHOD.md §8.2, unshifted indices, 64K ISL).
+/// Real retention by rank bucket (unshifted indices, 64K ISL).
 pub fn target_retention(model: Model) -> [f64; RETENTION_BUCKETS] {
     match model {
         Model::V32 => [
@@ -47,7 +47,7 @@ pub fn target_retention(model: Model) -> [f64; RETENTION_BUCKETS] {
     }
 }
 
-/// Real mean hit rate |topK_t ∩ topK_{t−1}| / K (METHOD.md §8.3).
+/// Real mean hit rate |topK_t ∩ topK_{t−1}| / K.
 pub fn target_hit_rate(model: Model) -> f64 {
     match model {
         Model::V32 => 0.654,
@@ -56,7 +56,7 @@ pub fn target_hit_rate(model: Model) -> f64 {
     }
 }
 
-/// Gate tolerances of METHOD.md §8.4, shared by the fit (which balances the
+/// Gate tolerances of the calibration gates, shared by the fit (which balances the
 /// margins) and the validator.
 pub const HIT_RATE_TOLERANCE: f64 = 0.03;
 pub const RETENTION_TOLERANCE: f64 = 0.05;
@@ -213,7 +213,7 @@ fn fit_score(model: Model, curve: &[f64; RETENTION_BUCKETS]) -> f64 {
 
 /// Fit the temporal model of `model` at top-K fraction `q = K/N`.
 ///
-/// The §8.2 curve's mean (0.618 / 0.642 / 0.693) is below the §8.3 mean hit
+/// The retention curve's mean (0.618 / 0.642 / 0.693) is below the mean hit
 /// rate (0.654 / 0.651 / 0.729), so both cannot be met exactly; the fit picks
 /// the hit rate in [target − 0.03, target] and the regime mixture that
 /// minimise the worse of the two gate errors relative to its tolerance.

@@ -1,4 +1,4 @@
-//! `gvr-bench capture validate DIR`: the calibration gates of METHOD.md §8.4.
+//! `gvr-bench capture validate DIR`: the calibration gates.
 //!
 //! Per model present in the set:
 //! - per-layer KS: each cell's valid values (all steps pooled) against the
@@ -6,11 +6,11 @@
 //! - aggregate KS: all of the model's values against the target mixture
 //!   (layers weighted by their value counts), ≤ 0.05 (synthetic sets only);
 //! - boundary mass at N = 16K / 64K / 256K: on the rung closest to that N
-//!   (within 2×), every row's |{v ≥ b(N_row)}| / K, with b the real §8.1
+//!   (within 2×), every row's |{v ≥ b(N_row)}| / K, with b the real
 //!   boundary (interpolated in ln N), in [0.80, 1.25]; the worst row is
 //!   reported (gated on synthetic sets, informational for imported ones);
-//! - retention by rank (20 buckets) vs §8.2, max abs error ≤ 0.05;
-//! - hit rate vs the §8.3 mean, |error| ≤ 0.03.
+//! - retention by rank (20 buckets) vs the real curve, max abs error ≤ 0.05;
+//! - hit rate vs the real mean, |error| ≤ 0.03.
 //!
 //! The temporal gates use the step pairs of cells with K/N ≤ 1/8 only: the
 //! real statistics were measured at small K/N, and near K/N = 1/2 chance

@@ -1,4 +1,4 @@
-//! GPU timer: the cold-L2 protocol of METHOD.md §3 on one stream.
+//! GPU timer: the cold-L2 protocol (docs/method.md, "Timing a case") on one stream.
 //!
 //! Per case: `warmup` untimed calls, `warm_reps` reps without eviction, then
 //! `cold_reps` reps each preceded by a write of `flush_bytes` (default

@@ -1,4 +1,4 @@
-//! The measurement protocol (METHOD.md §3): warm-up calls, warm-L2 reps and
+//! The measurement protocol (docs/method.md, "Timing a case"): warm-up calls, warm-L2 reps and
 //! cold-L2 reps, all raw reps kept. Back-ends: host clock for CPU arms; CUPTI
 //! kernel time (the headline), CUDA-graph replay or CUDA events for GPU arms
 //! (`gpu` timer, `graph` capture).

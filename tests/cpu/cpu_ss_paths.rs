@@ -329,7 +329,7 @@ fn nan_rows_never_panic_and_fill_every_slot_with_unique_indices() {
 
 /// Diagnostic, not a check: how often the main family's retry ladder and
 /// escapes run on real or synthetic rows, from the CPU model (which takes the
-/// kernel's paths, `tests/ss_emu_exact.rs`). Every step of every cell with
+/// kernel's paths, `tests/emu/ss_main.rs`). Every step of every cell with
 /// N ≥ 30K in `GVR_PROBE_CAPTURES` (e.g. `gvr-bench capture synth --out DIR`),
 /// planned for B 64 (one wave) and B 256 (not "big") on the H200, with the
 /// main sample knobs of `GVR_PROBE_KNOBS` (`main.aim8=12,main.sfac=64`)

@@ -16,7 +16,7 @@
 //! overwrite. Planted bugs in the kernel text must be caught.
 //!
 //! It does not model the memory model (fences, L1 staleness) or true
-//! interleaving between barriers; `tests/baselines_gpu.rs` runs every tier
+//! interleaving between barriers; `tests/gpu/baselines.rs` runs every tier
 //! on the GPU. Skips (passes with a note) when g++ is not installed.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -217,7 +217,7 @@ fn adversarial_suite_is_exact() {
     let (mut ran, mut skipped) = (Vec::new(), Vec::new());
     for case in suite(512) {
         if case.batch.rows * case.batch.npad > 1 << 19 {
-            // The long-row cases run on the GPU (tests/baselines_gpu.rs).
+            // The long-row cases run on the GPU (tests/gpu/baselines.rs).
             skipped.push(case.name);
             continue;
         }

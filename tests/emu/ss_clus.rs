@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_clus.cu` (reg_clus) source on the CPU, with
+//! Runs the real `kernels/ss/reg_clus.cu` (reg_clus) source on the CPU, with
 //! thread-block clusters emulated (tests/ss_emu/cluster.cuh), and checks it
 //! exact; plus the NVRTC spill gate for its entry points.
 
@@ -39,7 +39,7 @@ use gvr_bench::exact::soak::VarlenLimits;
 use gvr_bench::exact::{check_batch, check_row, reference_topk, row_generators};
 use gvr_bench::grid::Batch;
 
-/// RC_TR_* bits of ss_clus.cu.
+/// RC_TR_* bits of kernels/ss/reg_clus.cu.
 const TR_ESCAPE: u32 = 1;
 const TR_WHOLE: u32 = 2;
 const TR_RANK: u32 = 4;
@@ -86,7 +86,7 @@ fn small_entry(blk: u32, vpt: u32) -> u32 {
     base + vpt.trailing_zeros()
 }
 
-/// Dynamic shared memory of a CTA of `blk` threads (ss_clus.cu RC_SMEM_WORDS).
+/// Dynamic shared memory of a CTA of `blk` threads (kernels/ss/reg_clus.cu RC_SMEM_WORDS).
 fn smem_bytes(blk: u32) -> u32 {
     (128 + 3 * 1024 + 2 * 4 * blk) * 4
 }

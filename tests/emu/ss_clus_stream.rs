@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_clus_stream.cu` (clus, clustered streaming)
+//! Runs the real `kernels/ss/clus.cu` (clus, clustered streaming)
 //! source on the CPU, with thread-block clusters emulated
 //! (tests/ss_emu/cluster.cuh), and checks it exact against the CPU
 //! reference; plus the NVRTC spill gate for its entry points.
@@ -45,7 +45,7 @@ use gvr_bench::topk::families::clus::{clus_smem_bytes, ClusStreamArgs};
 use gvr_bench::topk::route::DeviceProfile;
 use gvr_bench::topk::{Family, Plan, Tuning};
 
-/// CL_TR_* bits of ss_clus_stream.cu.
+/// CL_TR_* bits of kernels/ss/clus.cu.
 const TR_HINT_START: u32 = 1;
 const TR_RETRY: u32 = 2;
 const TR_FALLBACK: u32 = 4;
@@ -580,7 +580,7 @@ fn the_parallel_crossing_scan_build_stays_exact() {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_spread_merge_build_stays_exact() {
-    // CL_MERGE_SPREAD=1 (kernels/ss_clus_stream.cu `cl_merge_spread`; the host
+    // CL_MERGE_SPREAD=1 (kernels/ss/clus.cu `cl_merge_spread`; the host
     // builds it for clusters of 8): every thread of the first 256 reads its
     // bin from every rank, warp 0 scans the totals, the owners add their
     // lower-rank sums; the small CTAs own two to four bins each. Same paths

@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_main.cu` source on the CPU and checks it exact.
+//! Runs the real `kernels/ss/main.cu` source on the CPU and checks it exact.
 //!
 //! The kernel is compiled with g++ against `tests/ss_emu/common.cuh`, a host
 //! emulation of the CUDA subset it uses (every CUDA thread a fiber, switched
@@ -8,7 +8,7 @@
 //! come back zeroed). This executes the kernel's own control flow, slot
 //! arithmetic and fallbacks, not a transcription of them. It does not model
 //! the memory model (fences, L1 staleness) or true thread interleaving
-//! between barriers; the GPU tests in `ss_gpu_exact.rs` cover those on the H200.
+//! between barriers; the GPU tests in `tests/gpu/ss_main.rs` cover those on the H200.
 //!
 //! Skips (passes with a note) when g++ is not installed.
 
@@ -132,7 +132,7 @@ impl EmuLaunch {
         EmuLaunch::planned_on(b, rows, None)
     }
 
-    /// [`EmuLaunch::planned`] with `GVR_SS_MAIN_BLK`'s block applied.
+    /// [`EmuLaunch::planned`] with the `main.blk` knob's block applied.
     fn planned_on(b: &Batch, rows: usize, blk: Option<u32>) -> EmuLaunch {
         let plan = main::plan(
             &Shape::of(b),
@@ -425,7 +425,7 @@ fn small_ctas_with_tiny_buffers_stay_exact() {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_start_prefetch_variants_stay_exact() {
-    // GVR_SS_MAIN_DEFINES: no start prefetch, and two tiles without the SPLIT
+    // Macro builds (`--knob SS_L2_START=…`): no start prefetch, and two tiles without the SPLIT
     // entries': same sweep, prefetch ranges bounds-checked by the emulator
     // (the default build runs in the tests above).
     for defines in [
@@ -575,10 +575,10 @@ fn the_output_forms_stay_exact() {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_whole_next_tile_prefetch_stays_exact() {
-    // SS_PFD 8 (GVR_SS_MAIN_DEFINES): every one-CTA entry carries its whole
+    // SS_PFD 8 (`--knob SS_PFD=8`): every one-CTA entry carries its whole
     // next tile across the walk; the stress table's BLK 64 × U 8 rows are
     // many tiles long, and hazard rounds of 600 rows run on both many-rows
-    // blocks (GVR_SS_MAIN_BLK). The prefetched float4 are classified with
+    // blocks (the `main.blk` knob). The prefetched float4 are classified with
     // the tile they belong to, so the path bits stay the model's.
     let Some(exe) = build_emulator(&["-DSS_PFD=8".to_string()]) else {
         return;
@@ -723,7 +723,7 @@ fn soak_planned_round(exe: &Path, rng: &mut ChaCha8Rng, k: usize, seed: u64) {
 }
 
 /// One planned round of `batch_rows` rows, on `blk`'s one-CTA entry where
-/// the plan is a one-CTA-per-row U = 8 launch (`GVR_SS_MAIN_BLK`).
+/// the plan is a one-CTA-per-row U = 8 launch (the `main.blk` knob).
 fn soak_planned_round_on(
     exe: &Path,
     rng: &mut ChaCha8Rng,
@@ -969,7 +969,7 @@ fn production_varlen_calls(exe: &Path) {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_wave_stagger_changes_no_output() {
-    // The wave stagger (ss_main.cu `ss_wave_stagger`) only delays a CTA's
+    // The wave stagger (kernels/ss/main.cu `ss_wave_stagger`) only delays a CTA's
     // start. With SS_WAVE_SMS=2 an 8-row launch of the BLK 512 entry is two
     // waves of four CTAs (8 >= 1.9 waves), so rows 2 and 3 wait half the
     // stagger (scaled down for rows shorter than SS_WAVE_FULL_N); a 16-row

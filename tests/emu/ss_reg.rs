@@ -1,4 +1,4 @@
-//! Runs the real `kernels/ss_reg.cu` source on the CPU and checks it exact,
+//! Runs the real `kernels/ss/reg.cu` source on the CPU and checks it exact,
 //! and compiles it for sm_90a with NVRTC (no spills, no stack frame).
 //!
 //! The kernel is compiled with g++ against `tests/ss_emu/common.cuh` (every
@@ -35,7 +35,7 @@ use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
 
-// SS_RTR_* of ss_reg.cu.
+// SS_RTR_* of kernels/ss/reg.cu.
 const SHORT: u32 = 1;
 const DEG: u32 = 2;
 const HINT: u32 = 4;
@@ -83,7 +83,7 @@ fn emulator_probed() -> Option<&'static Path> {
 }
 
 /// The same source built with the slots emit form only (`SS_REG_EMIT_FORM=0`,
-/// as the host builds it under `GVR_SS_REG_EMIT_SPLIT`): the `cur` word is
+/// as the plan builds it for a slots launch): the `cur` word is
 /// ignored. The hint indices and the row load after the row length here (the
 /// source's default),
 /// and the emitted indices go through shared memory where k <= NBH (the
@@ -101,7 +101,7 @@ fn slots_only_emulator() -> Option<&'static Path> {
 }
 
 /// Slots only, staged in k extra words after ck | ci (`SS_REG_STAGE_OUT=2`,
-/// `GVR_SS_REG_STAGE_EXTRA`): the launches add the words (`RegEmu::extra_words`).
+/// the plan's build where `reg_stage_out_extra` holds): the launches add the words (`RegEmu::extra_words`).
 fn stage_extra_emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
@@ -115,7 +115,7 @@ fn stage_extra_emulator() -> Option<&'static Path> {
 }
 
 /// Slots-only builds with `SS_REG_EMIT_MASK` = `mask` (through
-/// `GVR_SS_REG_DEFINES`; the default builds are 1: slots from bit masks in
+/// `--knob SS_REG_EMIT_MASK=…`; the default builds are 1: slots from bit masks in
 /// the 64-register entries): 0 the two-visit slots everywhere, 2 the mask
 /// slots in the 32-register 512/2 too; with the emitted indices
 /// straight to the output (`SS_REG_STAGE_OUT` 0), through the histogram (1)
@@ -679,7 +679,7 @@ fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng)
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
-    // Small CTAs (64/128 threads), CMP and QC far below the spec's, random
+    // Small CTAs (64/128 threads), CMP and QC far below upstream's, random
     // k: crossing bins above CMP, rank vs narrowing, rows longer than the
     // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };

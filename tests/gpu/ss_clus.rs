@@ -1,4 +1,4 @@
-//! On-device exactness of the `ss-regclus` arm (kernels/ss_clus.cu, thread-
+//! On-device exactness of the `ss-regclus` arm (kernels/ss/reg_clus.cu, thread-
 //! block clusters on the H200): every routed (CS, VPT) shape with every row
 //! generator and hint mode, varlen rows, the adversarial suite, NaN rows
 //! (structure), a forced launch with more clusters than are co-resident

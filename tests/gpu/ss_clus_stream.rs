@@ -1,4 +1,4 @@
-//! On-device exactness of the `ss-clus` arm (kernels/ss_clus_stream.cu,
+//! On-device exactness of the `ss-clus` arm (kernels/ss/clus.cu,
 //! clustered streaming over thread-block clusters on the H200): every
 //! routed cluster size with every row generator and hint mode, rows of
 //! other lengths in the same launch (per-row schedule), short rows, NaN

@@ -1,4 +1,4 @@
-//! Exactness of the `ss-main` / `ss` GPU arms (kernels/ss_main.cu) on rows
+//! Exactness of the `ss-main` / `ss` GPU arms (kernels/ss/main.cu) on rows
 //! built to drive every path of the main family: sample rung, TSH floor,
 //! hint floor, whole-row fallback, degen A / B, staging re-sweep, whole
 //! crossing bin, infinities, SPLIT with TSH staging, a SPLIT part that

@@ -1,4 +1,4 @@
-//! Exactness of the `ss-reg` GPU arm (kernels/ss_reg.cu) on the H200: every
+//! Exactness of the `ss-reg` GPU arm (kernels/ss/reg.cu) on the H200: every
 //! compiled entry point (through shapes the route sends to it, plus shapes
 //! the route sends elsewhere, and regimg forced), the adversarial row generators, ties, ±inf,
 //! −inf tails, NaN (structure only), varlen rows with n ≤ k, hints perfect /

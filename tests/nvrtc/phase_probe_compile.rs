@@ -52,7 +52,7 @@ fn probe_builds_compile_and_export_the_stamp_array() {
         // spills more than one register. ss_clus_u4 spills one (4 B, 8 B
         // frame) since its counted scan and trimmed threshold phase became
         // the default (docs/decisions.md); its timed build spills
-        // nothing (tests/ss_kernel_compile.rs).
+        // nothing (tests/nvrtc/ss_kernel_compile.rs).
         let entries = parse_ptxas_log(&built.log);
         assert_eq!(
             entries.len(),

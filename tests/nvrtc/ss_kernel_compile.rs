@@ -1,4 +1,4 @@
-//! The `ss_main.cu` kernel compiles for sm_90a, declares every entry point
+//! The `kernels/ss/main.cu` kernel compiles for sm_90a, declares every entry point
 //! the `ss-main` host plan can pick, and nothing in it (entries or
 //! non-inlined device functions) spills or uses a stack frame for locals.
 //! Skips (passes with a note) without libnvrtc unless `CI` is set.

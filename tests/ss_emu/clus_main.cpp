@@ -1,12 +1,12 @@
-// Host emulator driver for kernels/ss_clus.cu (reg_clus), see cluster.cuh
-// here and tests/ss_clus_emu.rs. Usage: emu <input> <output>.
+// Host emulator driver for kernels/ss/reg_clus.cu (reg_clus), see cluster.cuh
+// here and tests/emu/ss_clus.rs. Usage: emu <input> <output>.
 // Input (little-endian): 12 u32 header {magic 0x55EE0C02, entry id, cluster
 // size, block, dyn smem bytes, rows, npad, k, hint_free, emulated rows,
 // next_n, cr_shift}, f32 logits [rows*npad], i32 n [rows] (per-row lengths,
 // or kv_lens in its first rows/next_n entries when next_n >= 1), i32 hints
 // [rows*k] (request-level under next_n >= 1).
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
-// path-trace bits (RC_TR_* in ss_clus.cu). Exit 0 on success; non-zero with a
+// path-trace bits (RC_TR_* in kernels/ss/reg_clus.cu). Exit 0 on success; non-zero with a
 // message on stderr for a deadlock, a bad load or a bad DSMEM access.
 #include "cluster.cuh"
 

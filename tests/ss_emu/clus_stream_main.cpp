@@ -1,5 +1,5 @@
-// Host emulator driver for kernels/ss_clus_stream.cu (clus), see cluster.cuh
-// here and tests/ss_clus_stream_emu.rs. Usage: emu <input> <output>.
+// Host emulator driver for kernels/ss/clus.cu (clus), see cluster.cuh
+// here and tests/emu/ss_clus_stream.rs. Usage: emu <input> <output>.
 // Input (little-endian): 11 u32 header {magic 0x55EE0C51, entry id, cluster
 // size, block, dyn smem bytes, rows, npad, k, hint_free (1: null hint
 // pointer), emulated rows, kv count}, 14 u32 SsClusParams, i32 kv_lens
@@ -8,7 +8,7 @@
 // array when next_n == 0, and the load guard's either way), i32 hints
 // [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
-// path-trace bits (CL_TR_* in ss_clus_stream.cu). Exit 0 on success;
+// path-trace bits (CL_TR_* in kernels/ss/clus.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a bad
 // DSMEM access.
 #include "cluster.cuh"

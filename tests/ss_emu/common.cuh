@@ -1,6 +1,6 @@
-// Host emulation of the CUDA subset kernels/ss_main.cu uses, standing in
-// for kernels/common.cuh when the kernel is compiled with g++ by
-// tests/ss_emu_exact.rs. One CTA runs at a time; each CUDA thread is a
+// Host emulation of the CUDA subset kernels/ss/main.cu uses, standing in
+// for kernels/prim/common.cuh when the kernel is compiled with g++ by
+// tests/emu/ss_main.rs. One CTA runs at a time; each CUDA thread is a
 // ucontext fiber on one OS thread, switched only at barriers and warp
 // collectives (so atomics are trivially atomic). `__shared__` objects are
 // function statics (one CTA at a time makes that per-CTA). Arithmetic is
@@ -127,7 +127,7 @@ inline void warp_exchange(u32 v, u32 out[32]) {
 
 inline void __syncthreads() { emu::block_barrier(); }
 
-// Phase-probe clocks (kernels/common.cuh): one counter for both, advanced
+// Phase-probe clocks (kernels/prim/common.cuh): one counter for both, advanced
 // at every read, so the marks a thread passes are strictly increasing.
 namespace emu {
 inline unsigned long long probe_ticks = 0;
@@ -348,7 +348,7 @@ inline u64 ss_slab_wait(const u64* w) {
     return *w;
 }
 
-// Path trace (see SS_TRACE in ss_main.cu): OR of the bits each row reported.
+// Path trace (see SS_TRACE in kernels/ss/main.cu): OR of the bits each row reported.
 namespace emu {
 inline std::vector<u32> trace;
 }
@@ -363,7 +363,7 @@ inline u32 clamp_row_len(i32 declared, u32 npad) {
 }
 
 // ---------------------------------------------------------------- kernels/baselines/radix.cu subset
-// (tests/radix_emu.rs). The block scans and find_crossing come from the real
+// (tests/emu/radix.rs). The block scans and find_crossing come from the real
 // prim/common.cuh: the test pastes them into the driver.
 
 // cvt.rn.f16.f32 (round to nearest even; overflow to inf, subnormals kept).

@@ -64,7 +64,7 @@ inline int write_result(const char* path, const std::vector<i32>& out) {
     std::fwrite(out.data(), 4, out.size(), o);
     std::fwrite(trace.data(), 4, trace.size(), o);
 #if defined(SS_PHASE_PROBE) && SS_PHASE_PROBE
-    // A probe build appends its stamp array (ss_common.cuh) after the trace.
+    // A probe build appends its stamp array (kernels/ss/common.cuh) after the trace.
     std::fwrite(gvr_phase_stamps, 8, SS_PROBE_CTAS * SS_PROBE_SLOTS, o);
 #endif
     std::fclose(o);

@@ -1,4 +1,4 @@
-// Host emulator driver for kernels/floor.cu's floor_grid (see
+// Host emulator driver for kernels/harness/floor.cu's floor_grid (see
 // tests/emu/floor.rs). Usage: floor_emu <input> <output>.
 // Input (little-endian): 6 u32 header {magic 0x55EE00F1, rows, block, parts,
 // npad, k}, the u32 words of FloorParams, f32 logits [rows*npad], i32 n

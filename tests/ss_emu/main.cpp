@@ -1,11 +1,11 @@
-// Host emulator driver for kernels/ss_main.cu (see common.cuh here and
-// tests/ss_emu_exact.rs). Usage: emu <input> <output>.
+// Host emulator driver for kernels/ss/main.cu (see common.cuh here and
+// tests/emu/ss_main.rs). Usage: emu <input> <output>.
 // Input (little-endian): 10 u32 header {magic 0x55EE0001, entry id, grid x,
 // grid y, block, dyn smem bytes, rows, npad, k, emulated rows}, 20 u32
 // SsMainParams (next_n = 0: the n array holds per-row lengths; >= 1: its
 // first rows/next_n entries are kv_lens and hints are request-level), f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
-// path-trace bits (SS_TR_* in ss_main.cu). Exit 0 on success;
+// path-trace bits (SS_TR_* in kernels/ss/main.cu). Exit 0 on success;
 // non-zero with a message on stderr for a deadlock, a bad load or a
 // workspace left non-zero.
 //

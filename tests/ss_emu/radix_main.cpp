@@ -1,4 +1,4 @@
-// Host emulator driver for kernels/baselines/radix.cu (see tests/radix_emu.rs
+// Host emulator driver for kernels/baselines/radix.cu (see tests/emu/radix.rs
 // and common.cuh here). Usage: radix_emu <input> <output>.
 // Input (little-endian): 10 u32 header {magic 0x55EE0A01, tier, rows, npad,
 // k, bpr, workspace words, zeroed words, calls, seed}, f32 logits

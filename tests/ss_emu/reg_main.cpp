@@ -1,10 +1,10 @@
-// Host emulator driver for kernels/ss_reg.cu (see common.cuh here and
-// tests/ss_reg_emu.rs). Usage: reg_emu <input> <output>.
+// Host emulator driver for kernels/ss/reg.cu (see common.cuh here and
+// tests/emu/ss_reg.rs). Usage: reg_emu <input> <output>.
 // Input (little-endian): 8 u32 header {magic 0x55EE0002, entry id, rows,
 // block, dyn smem bytes, npad, k, emulated rows}, the u32 words of SsRegParams,
 // f32 logits [rows*npad], i32 n [rows], i32 hints [rows*k].
 // Output: i32 [rows*k] (rows not emulated keep INT_MIN), then u32 [rows]
-// path-trace bits (SS_RTR_* in ss_reg.cu). Exit 0 on success; non-zero with
+// path-trace bits (SS_RTR_* in kernels/ss/reg.cu). Exit 0 on success; non-zero with
 // a message on stderr for a deadlock or a bad load.
 #include "ss_reg.cu"
 

@@ -1,5 +1,5 @@
 // Host emulator driver for kernels/baselines/sglang_v2.cu (the `sglang-v2`
-// arm), see tests/sglang_v2_emu.rs. Runs one whole call as the host does:
+// arm), see tests/emu/sglang_v2.rs. Runs one whole call as the host does:
 // the plan kernel (one CTA), the cluster kernel when the host routes long
 // rows to clusters (grid (G, 8), clusters of 8 CTAs along y, each cluster
 // run with the cluster scheduler of cluster.cuh), then the per-row kernel

@@ -1,4 +1,4 @@
-//! Shared by tests/ss_gpu_exact.rs and tests/ss_emu_exact.rs: batch
+//! Shared by tests/gpu/ss_main.rs and tests/emu/ss_main.rs: batch
 //! builders and the constructed rows that drive each path of the main
 //! family, checked against the CPU model with the launch's own parameters.
 

@@ -1,4 +1,4 @@
-//! `filtered`: FlashInfer `top_k` on fp32, non-deterministic (BASELINES.md (d)).
+//! `filtered`: FlashInfer `top_k` on fp32, non-deterministic (docs/algorithm.md, "The baselines").
 //!
 //! FlashInfer does not always run FilteredTopK: its dispatcher
 //! (`ShouldUseFilteredTopK`) sends small batches of long rows to its
@@ -6,7 +6,7 @@
 //! there. This arm reproduces that choice ([`flashinfer_algo`]) so it is not
 //! handicapped where upstream would not use the filter:
 //!
-//! * [`Algo::Filtered`]: `kernels/filtered.cu`, one 1024-thread CTA per row
+//! * [`Algo::Filtered`]: `kernels/baselines/filtered.cu`, one 1024-thread CTA per row
 //!   with 128 KiB of dynamic shared memory (two ping-pong buffers of
 //!   candidate indices), so at most one CTA per SM;
 //! * [`Algo::MultiCta`]: our model of FlashInfer's `RadixTopKKernel_Unified`,
@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::gpu::sources::KernelSource;
 use crate::gpu::PushKernelArg;
 
-/// Threads per CTA; must match `FT_BLK` in `kernels/filtered.cu`.
+/// Threads per CTA; must match `FT_BLK` in `kernels/baselines/filtered.cu`.
 pub const BLOCK: u32 = 1024;
 pub const ENTRY: &str = "filtered_topk";
 /// Candidate indices per ping-pong buffer; must match `FT_CAP`.
@@ -206,7 +206,7 @@ impl BaselineKernel for Filtered {
             .arg(&npad)
             .arg(&k);
         // SAFETY: the argument list matches `filtered_topk` in
-        // kernels/filtered.cu (pointers to [rows*npad] f32, [rows] i32,
+        // kernels/baselines/filtered.cu (pointers to [rows*npad] f32, [rows] i32,
         // [rows*k] i32 hints, [rows*k] i32 output, then rows, npad, k as u32).
         // The grid is one CTA per staged row; the dynamic smem size was
         // opted in by the arm before staging.

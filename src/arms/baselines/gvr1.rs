@@ -1,10 +1,10 @@
 //! `gvr1`: GVR V1 Guess-Verify-Refine with previous-step hints
-//! (`kernels/gvr1.cu`).
+//! (`kernels/baselines/gvr1.cu`).
 //!
 //! One 512-thread CTA per row, or — for small batches of long rows, where
 //! one CTA per row leaves most SMs idle — a thread-block cluster of CS ∈
 //! {2, 4, 8} CTAs per row that split the row and all-reduce their counts
-//! through DSMEM (the tiered TRT-LLM V1, BASELINES.md (b)). 48 KiB of dynamic
+//! through DSMEM (the tiered TRT-LLM V1). 48 KiB of dynamic
 //! shared memory hold the candidate buffer (keys + indices), so the kernel
 //! needs the opt-in path (static smem adds ≈ 8.6 KB).
 
@@ -14,12 +14,12 @@ use crate::error::Result;
 use crate::gpu::sources::{KernelSource, GVR1};
 use crate::gpu::PushKernelArg;
 
-/// Threads per CTA; must match `G1_BLK` in `kernels/gvr1.cu`.
+/// Threads per CTA; must match `G1_BLK` in `kernels/baselines/gvr1.cu`.
 pub const BLOCK: u32 = 512;
 /// Per-row entry (one CTA per row).
 pub const ENTRY: &str = "gvr1_topk";
 /// Cluster-tier entries, `(cluster size, entry, tier name)`; each entry
-/// declares its size with `__cluster_dims__` in `kernels/gvr1.cu`.
+/// declares its size with `__cluster_dims__` in `kernels/baselines/gvr1.cu`.
 pub const CLUSTER_ENTRIES: [(u32, &str, &str); 3] = [
     (8, "gvr1_topk_c8", "cluster CS=8"),
     (4, "gvr1_topk_c4", "cluster CS=4"),
@@ -38,7 +38,7 @@ pub const STATIC_SMEM_RESERVE: usize = 12 * 1024;
 pub const SMEM_OPTIN_BYTES: usize = 232_448;
 
 /// Clusters of `cluster_size` CTAs that can be co-resident on a device with
-/// `sms` SMs at one CTA per SM (GVR_V2_SPEC §8.2 measured 66 / 30 / 15 for
+/// `sms` SMs at one CTA per SM (measured 66 / 30 / 15 for
 /// CS = 2 / 4 / 8 on the 132-SM H200: GPC granularity loses a few SMs at
 /// CS ≥ 4). Scaled by SM count for other devices.
 pub fn co_resident_clusters(cluster_size: u32, sms: usize) -> usize {
@@ -138,7 +138,7 @@ impl BaselineKernel for Gvr1 {
             .arg(&npad)
             .arg(&k)
             .arg(&hint_offset);
-        // SAFETY: the argument list matches `gvr1_topk` in kernels/gvr1.cu
+        // SAFETY: the argument list matches `gvr1_topk` in kernels/baselines/gvr1.cu
         // (pointers to [rows*npad] f32, [rows] i32, [rows*k] i32 hints,
         // [rows*k] i32 output, then rows, npad, k as u32 and hint_offset as
         // i32). Hints are only dereferenced through an unsigned range check

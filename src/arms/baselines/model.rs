@@ -7,9 +7,9 @@
 //! in any given order, as atomics may). They check the counting design — that
 //! the slots handed out are exactly k, unique and tie-aware exact — on the
 //! CPU; the CUDA-specific parts (barriers, ballots) run in the host emulator
-//! (tests/radix_emu.rs).
+//! (tests/emu/radix.rs).
 
-/// GVR_V2_SPEC §2.1 order-preserving key.
+/// Order-preserving key (docs/algorithm.md, "Shared ideas").
 pub fn fkey(x: f32) -> u32 {
     let u = x.to_bits();
     if u & 0x8000_0000 != 0 {

@@ -1,5 +1,5 @@
 //! `radix`: TensorRT-LLM's production decode top-K dispatcher with every tier
-//! that runs without hints (`kernels/baselines/radix.cu`, BASELINES.md (a)).
+//! that runs without hints (`kernels/baselines/radix.cu`; docs/algorithm.md, "The baselines").
 //!
 //! The upstream dispatcher tries, in this order (N = the batch's longest
 //! valid row, B = rows):
@@ -371,7 +371,7 @@ mod tests {
 
     const SMS: usize = 132;
 
-    /// Upstream's decode dispatcher (BASELINES.md (a)) written out as
+    /// Upstream's decode dispatcher (TensorRT-LLM) written out as
     /// tables, independently of the plan code: (tier, threads, CTAs per row).
     mod upstream {
         /// Multi-pass zones: B ≤ rows and N ≥ n.

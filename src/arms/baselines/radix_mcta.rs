@@ -1,4 +1,4 @@
-//! `radix-mcta`: single-pass multi-CTA radix top-K (`kernels/radix_mcta.cu`).
+//! `radix-mcta`: single-pass multi-CTA radix top-K (`kernels/baselines/radix_mcta.cu`).
 //!
 //! A group of `ctas_per_row` CTAs serves one row at a time and groups loop
 //! over rows. The CTAs of a group meet at a software barrier, so the whole
@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::gpu::sources::{KernelSource, RADIX_MCTA};
 use crate::gpu::PushKernelArg;
 
-/// Threads per CTA; must match `MCTA_BLK` in `kernels/radix_mcta.cu`.
+/// Threads per CTA; must match `MCTA_BLK` in `kernels/baselines/radix_mcta.cu`.
 pub const BLOCK: u32 = 1024;
 pub const ENTRY: &str = "radix_mcta_topk";
 /// u32 words of workspace per group; must match `MCTA_WS_WORDS`.
@@ -36,7 +36,7 @@ fn round_up(x: usize, to: usize) -> usize {
 }
 
 /// Launch shape for `rows` rows of at most `n_max` elements on `sms` SMs
-/// (chunk rule of BASELINES.md (c), with the co-residency cap).
+/// (upstream's chunk rule, with the co-residency cap).
 pub fn plan(
     rows: usize,
     n_max: usize,
@@ -139,7 +139,7 @@ impl BaselineKernel for RadixMcta {
             .arg(&chunk)
             .arg(workspace);
         // SAFETY: the argument list matches `radix_mcta_topk` in
-        // kernels/radix_mcta.cu; the workspace holds one zeroed block per
+        // kernels/baselines/radix_mcta.cu; the workspace holds one zeroed block per
         // group. A cooperative launch makes the driver refuse a grid that
         // cannot be co-resident instead of letting the software barrier hang.
         unsafe { args.launch_cooperative(ctx.plan.config()) }.map_err(launch_err(ENTRY))?;

@@ -1,10 +1,10 @@
-//! Shared building blocks of the self-sampling model (GVR_V2_SPEC.md §2):
+//! Shared building blocks of the self-sampling model (docs/algorithm.md, "Shared ideas"):
 //! order-preserving keys, histogram crossings and exact key-space narrowing.
 
 /// Streaming histogram size (`NBS`).
 pub const BINS: usize = 256;
 
-/// Order-preserving key (§2.1): unsigned key order equals numeric order over
+/// Order-preserving key: unsigned key order equals numeric order over
 /// all finite values and ±inf, with `fkey(-0) < fkey(+0)`. Every NaN (either
 /// sign, any payload) maps to `u32::MAX`, above +inf: the NaN contract ranks
 /// NaN above everything and ties NaNs with each other.
@@ -38,7 +38,7 @@ pub fn candidate_key(x: f32, index: u32) -> u64 {
     ((fkey(x) as u64) << 32) | index as u64
 }
 
-/// The crossing of a histogram for a target `t` (§2.2).
+/// The crossing of a histogram for a target `t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Crossing {
     pub bin: usize,
@@ -96,7 +96,7 @@ pub fn cursors(hist: &[u32]) -> Vec<usize> {
     out
 }
 
-/// Result of key-space narrowing (§2.3): every key `> ethr` is a winner
+/// Result of key-space narrowing: every key `> ethr` is a winner
 /// (`winners` of them), and `ties` of the keys `== ethr` complete the set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Narrowed {
@@ -108,7 +108,7 @@ pub struct Narrowed {
     pub hit_level_cap: bool,
 }
 
-/// Exact selection of the `need` largest keys of a multiset (§2.3): narrow
+/// Exact selection of the `need` largest keys of a multiset: narrow
 /// `[lo, hi]` by 256-bin histograms of `(key − lo) >> sh` until the crossing
 /// is a single key value or wholly needed. `keys` is re-iterated each level
 /// (the GPU re-reads the staged list or the row). Requires every key to lie

@@ -1,8 +1,8 @@
 //! A faithful CPU model of the self-sampling GVR V2 main family
 //! (non-split and SPLIT), row by row: sample, threshold ladder, one classify +
 //! histogram + stage pass, verify, retry ladder, cursor emit, crossing
-//! refinement and the exact fallbacks (GVR_V2_SPEC.md §3). It uses the same
-//! §3.0 parameters as the GPU host side (`route::main_params`), so its path
+//! refinement and the exact fallbacks (docs/algorithm.md, "main: one streaming pass per row"). It uses the same
+//! launch parameters as the GPU host side (`route::main_params`), so its path
 //! counts say how often each path of the real kernel would run on the data.
 //! The `cpu-ss` arm (crate::arms::cpu_ss) runs it over batches.
 

@@ -1,9 +1,9 @@
-//! CPU model of the register-resident family `reg` (`kernels/ss_reg.cu`,
-//! GVR_V2_SPEC.md §4.1), row by row: the same bracket choice, guard, BRL bin
+//! CPU model of the register-resident family `reg` (`kernels/ss/reg.cu`;
+//! docs/algorithm.md, "reg: the row in registers"), row by row: the same bracket choice, guard, BRL bin
 //! expression (bit for bit: f32 with explicit fused multiply-adds), crossing,
 //! escape conditions and refinement choice as the kernel, so its path
 //! counts say which path each row takes on the GPU (the emulator test
-//! `tests/ss_reg_emu.rs` compares them with the kernel's trace).
+//! `tests/emu/ss_reg.rs` compares them with the kernel's trace).
 //!
 //! Selection inside a path is plain exact selection (sorting by key): the
 //! kernel's slot order and tie picks are not modelled, only which path runs
@@ -79,7 +79,7 @@ impl RegCounts {
         }
     }
 
-    /// The kernel's trace bits (`SS_RTR_*` in ss_reg.cu) for these counts.
+    /// The kernel's trace bits (`SS_RTR_*` in kernels/ss/reg.cu) for these counts.
     pub fn trace_bits(&self) -> u32 {
         [
             (self.short_row, 1),
@@ -118,7 +118,7 @@ fn key_bracket(values: impl Iterator<Item = f32>) -> Option<(u32, u32)> {
 }
 
 /// The BRL transform of the kernel: (SC, CQ), or None when the guard rejects
-/// the bracket (§4.1 step 3, with the #18625 finiteness test).
+/// the bracket (with the #18625 finiteness test).
 fn transform(lo: f32, hi: f32, nbh: u32) -> Option<(f32, f32)> {
     let width = hi - lo;
     if !(finite(width) && width > 1e-30) {

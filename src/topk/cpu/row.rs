@@ -1,6 +1,6 @@
-//! One row of the non-split main family (GVR_V2_SPEC.md §3.2–§3.9), in the
+//! One row of the non-split main family (docs/algorithm.md, "main: one streaming pass per row"), in the
 //! order the kernel runs it, with f32 arithmetic as the GPU does it (fma
-//! where the spec says fma, the same bin expression at every site).
+//! where upstream uses fma, the same bin expression at every site).
 //!
 //! The GPU's nondeterministic orders (staging slots from atomics, ballot
 //! order) become row order here; exactness does not depend on them.
@@ -51,7 +51,7 @@ pub struct PathCounts {
     /// Crossing bin refined by key-space narrowing.
     pub narrow_refine: u64,
     /// Attempts whose window width was infinite (+inf in the bracket or the
-    /// sentinel width 6e38): every survivor collapses into bin 0 (§2.5, §10).
+    /// sentinel width 6e38): every survivor collapses into bin 0.
     pub collapsed_window: u64,
     /// Narrowing stopped by its level cap (must stay 0: unreachable).
     pub narrow_level_cap: u64,
@@ -106,7 +106,7 @@ enum Rung {
     HintFloor,
 }
 
-/// The hint bracket (§2.5), gathered lazily.
+/// The hint bracket, gathered lazily.
 #[derive(Debug, Clone, Copy)]
 struct HintBracket {
     gmin: f32,
@@ -147,7 +147,7 @@ impl HintBracket {
     }
 }
 
-/// Result of the sample ladder (§3.3).
+/// Result of the sample ladder.
 #[derive(Debug, Clone, Copy)]
 struct Ladder {
     /// Primary rung (−inf if none).
@@ -160,7 +160,7 @@ struct Ladder {
     from_sample: bool,
 }
 
-/// §3.2 + §3.3: draw the sample, histogram it, derive T, H and the floor.
+/// Draw the sample, histogram it, derive T, H and the floor.
 fn sample_ladder(
     row: &[f32],
     params: &MainParams,
@@ -255,7 +255,7 @@ fn bin_of(x: f32, lo: f32, sc: f32) -> usize {
     (((x - lo) * sc) as u32).min(BINS as u32 - 1) as usize
 }
 
-/// The admission window of one attempt (§3.4 step 2).
+/// The admission window of one attempt.
 #[derive(Debug, Clone, Copy)]
 struct Window {
     tf: f32,
@@ -281,7 +281,7 @@ impl Window {
         if sc == 0.0 {
             // Infinite width (+inf in the bracket, or 3e38 − (−3e38)): every
             // survivor lands in bin 0; still exact because bin 0 becomes the
-            // crossing and is refined or sent to a fallback (§3.11).
+            // crossing and is refined or sent to a fallback.
             counts.collapsed_window += 1;
         }
         Window { tf: t, sc }
@@ -299,7 +299,7 @@ impl Window {
     }
 }
 
-/// What an accepted attempt hands to the emit (§3.5).
+/// What an accepted attempt hands to the emit.
 struct Accepted {
     window: Window,
     hist: [u32; BINS],
@@ -308,7 +308,7 @@ struct Accepted {
     complete: bool,
 }
 
-/// §3.4: one streaming pass — classify, histogram, stage (capacity SCAP,
+/// One streaming pass — classify, histogram, stage (capacity SCAP,
 /// overflow counted but not stored).
 fn row_pass(row: &[f32], window: Window, scap: usize) -> ([u32; BINS], Vec<(f32, u32)>, usize) {
     let mut hist = [0u32; BINS];
@@ -328,7 +328,7 @@ fn row_pass(row: &[f32], window: Window, scap: usize) -> ([u32; BINS], Vec<(f32,
 
 /// Select the top-`k` indices of `row` the way the non-split main kernel does.
 /// `hints` may be empty (hint-free) and may hold anything (out-of-range and
-/// duplicate entries are ignored). `params` are the launch's §3.0 numbers; if
+/// duplicate entries are ignored). `params` are the launch's parameters; if
 /// they were planned for another row length or k, the row's own schedule is
 /// recomputed as the varlen kernel does. Short rows (`n ≤ k`) give the
 /// identity then −1. NaN ranks above +inf (all NaNs tied).
@@ -373,7 +373,7 @@ pub fn select_row(
         Rung::HintFloor => counts.hint_floor += 1,
     }
 
-    // §3.7 classification.
+    // Classification.
     if acc.cross.m > params.cmp {
         if acc.complete {
             counts.degen_a += 1;
@@ -391,7 +391,7 @@ pub fn select_row(
     out
 }
 
-/// §3.4–§3.5: up to three streaming passes, walking the retry ladder
+/// Up to three streaming passes, walking the retry ladder
 /// sample rung → TSH floor → hint floor GMIN (or the sentinel).
 fn non_split_attempts(
     row: &[f32],
@@ -444,7 +444,7 @@ fn non_split_attempts(
     (None, rung)
 }
 
-/// §3.6: the SPLIT row — R parts draw the same sample, so they share T, H
+/// The SPLIT row — R parts draw the same sample, so they share T, H
 /// and the TSH floor (with `tshg` they start at the floor). Each part
 /// stages its own float4 range (part 0 also the scalar tail) and hands its
 /// survivors to the row's global slab (capacity GCAP; a part whose local
@@ -515,7 +515,7 @@ fn split_attempt(
     (accepted, rung)
 }
 
-/// §3.7 cursor emit, then §3.8 refinement of the crossing bin.
+/// Cursor emit, then refinement of the crossing bin.
 fn cursor_emit_and_refine(
     out: &mut [i32],
     row: &[f32],
@@ -594,7 +594,7 @@ fn cursor_emit_and_refine(
     }
 }
 
-/// §2.4: each candidate's rank is the number of strictly greater 64-bit
+/// Each candidate's rank is the number of strictly greater 64-bit
 /// keys; ranks are a permutation, so exactly `need` slots are filled.
 fn rank_refine(out: &mut [i32], above: usize, need: usize, candidates: &[u64]) {
     for &mine in candidates {
@@ -607,7 +607,7 @@ fn rank_refine(out: &mut [i32], above: usize, need: usize, candidates: &[u64]) {
     }
 }
 
-/// §3.9 degen A / B: narrowing of `(value, index)` items over the full key
+/// Degenerate fallbacks A / B: narrowing of `(value, index)` items over the full key
 /// range for need = k (≤ 8 levels), then the winners/ties emit from slot 0.
 fn whole_set_fallback<I>(out: &mut [i32], items: I, k: usize, counts: &mut PathCounts)
 where

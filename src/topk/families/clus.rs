@@ -34,7 +34,7 @@ pub const CLUS_PRELUDE_BYTES: u32 = 640 * 4;
 /// Shortest row the forced plan takes: two chunks of the smallest entry.
 pub const CLUS_FORCED_MIN_N: usize = 2 * 4 * CLUS_BLK as usize;
 
-/// Launch scalars of the clus entries (`SsClusParams` in ss_clus_stream.cu:
+/// Launch scalars of the clus entries (`SsClusParams` in kernels/ss/clus.cu:
 /// same field order, all u32, 56 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,13 +75,13 @@ pub struct ClusStreamLaunch {
     pub u: u32,
     /// Whether the route itself picks clus for the shape (else forced).
     pub routed: bool,
-    /// The §3.0/§4.2 numbers the launch was derived from.
+    /// The numbers the launch was derived from.
     pub params: MainParams,
     pub args: ClusStreamArgs,
 }
 
 /// Clusters of at least this many CTAs merge their histograms with every
-/// thread's DSMEM loads instead of warp 0's (kernels/ss_clus_stream.cu
+/// thread's DSMEM loads instead of warp 0's (kernels/ss/clus.cu
 /// `CL_MERGE_SPREAD`; H100: cl8 +5.8 to +8.1 %, cl4 −1.3 to +0.7 %, cl2 −1.5
 /// to −2.7 %). A build-time define, so each launch's module has one form.
 const MERGE_SPREAD_FROM_CS: u32 = 8;
@@ -155,9 +155,9 @@ pub fn clus_smem_bytes(scap: usize, cmp: usize) -> usize {
 
 /// The per-row QUAD sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses
 /// for a row of length `n`: the launch's numbers when `n == n_plan`, else
-/// the §3.0/§4.2 formulas redone from the frozen launch knobs; then the
+/// the launch formulas redone from the frozen launch knobs; then the
 /// kernel's guard (no sample unless `SMP·SS2 ≤ (n/4)/4`). Rust twin of
-/// `cl_row_schedule` in ss_clus_stream.cu, line for line.
+/// `cl_row_schedule` in kernels/ss/clus.cu, line for line.
 pub fn row_schedule(a: &ClusStreamArgs, n: u32) -> (u32, u32, u32, u32) {
     let quarter = (n >> 2) >> 2;
     let (mut smp, mut ss2, mut tgt, mut tgt2) = (0u32, 1u32, 0u32, 0u32);

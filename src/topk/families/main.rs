@@ -19,23 +19,23 @@ use crate::topk::route::{main_params, DeviceProfile, Family, MainParams, RouteDe
 use crate::topk::tuning::{Scope, Tuning};
 use crate::topk::{admits, to_u32, Shape};
 
-/// Most SPLIT rows one workspace serves (`MAXC`, §7); the kernel indexes the
+/// Most SPLIT rows one workspace serves (`MAXC`); the kernel indexes the
 /// workspace by row, so a SPLIT launch never has more rows than this.
 pub const SPLIT_MAX_ROWS: usize = 160;
-/// Workspace of SPLIT launches (§7): `g_don[160]` u64 | unused to byte 2048
-/// (spec §7's `g_off`, which the spin hand-off does without) |
+/// Workspace of SPLIT launches: `g_don[160]` u64 | unused to byte 2048
+/// (the upstream `g_off`, which the spin hand-off does without) |
 /// `g_buf[160][GCAP]` 8-byte (value, index) words. Must match `SS_WS_*` in
-/// `kernels/ss_main.cu`. A part arrives first, so `g_don`'s low word is also
+/// `kernels/ss/main.cu`. A part arrives first, so `g_don`'s low word is also
 /// the slab cursor; the slab words are their own flags, and the last arriver
 /// zeroes `g_don` and every slab word it read. Zeroed once when allocated,
 /// and again outside timing after an aborted launch.
 pub const WORKSPACE_BYTES: usize = 2048 + SPLIT_MAX_ROWS * SPLIT_SLAB_CAP * 8;
 /// Bytes one staged survivor or crossing candidate takes in shared memory.
-/// The kernel always stages 8-byte (value, index) pairs (the spec's 4-byte
+/// The kernel always stages 8-byte (value, index) pairs (the upstream 4-byte
 /// `bin<<22 | index` form for BLK 256 is not implemented).
 const PAIR_BYTES: usize = 8;
 
-/// `(BLK, U, SPLIT)` of every entry point compiled in `ss_main.cu`.
+/// `(BLK, U, SPLIT)` of every entry point compiled in `kernels/ss/main.cu`.
 pub const ENTRY_SHAPES: &[(u32, u32, bool)] = &[
     (1024, 1, false),
     (1024, 2, false),
@@ -49,7 +49,7 @@ pub const ENTRY_SHAPES: &[(u32, u32, bool)] = &[
     (1024, 8, true),
 ];
 
-/// Entry point name of a compiled shape (see `ss_main.cu`).
+/// Entry point name of a compiled shape (see `kernels/ss/main.cu`).
 pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
     if split {
         format!("ss_main_split_u{u}")
@@ -58,7 +58,7 @@ pub fn entry_name(blk: u32, u: u32, split: bool) -> String {
     }
 }
 
-/// The kernel's by-value launch scalars: `SsMainParams` in `ss_main.cu`,
+/// The kernel's by-value launch scalars: `SsMainParams` in `kernels/ss/main.cu`,
 /// field for field (18 × u32, 72 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct SsMainArgs {
     pub tsh_en: u32,
     /// 0: the length array holds per-row lengths; ≥ 1: it holds a varlen
     /// launch's per-request `kv_lens` with `next_n` rows per request
-    /// (`ss_row_len` in kernels/common.cuh, src/varlen).
+    /// (`ss_row_len` in kernels/ss/common.cuh, src/topk/varlen).
     pub next_n: u32,
     /// Varlen compress ratio as a shift: 0 for ratio 1, 2 for ratio 4.
     pub cr_shift: u32,
@@ -118,7 +118,7 @@ pub fn kernel_args(p: &MainParams) -> std::result::Result<SsMainArgs, String> {
         amin: to_u32(aim_min(p.k, p.r), "amin")?,
         sfac: to_u32(p.sfac, "sfac")?,
         small_dense_en: u32::from(p.k > 1024 && !p.big),
-        // The kernel adds the per-row gate n/4 <= 32768 (§3.0 tshg, §6.3).
+        // The kernel adds the per-row gate n/4 <= 32768 (tshg).
         tsh_en: u32::from(p.split && p.b > 15 && p.k <= 1024),
         next_n: 0,
         cr_shift: 0,
@@ -140,8 +140,8 @@ fn unit_shift_of(values: usize) -> std::result::Result<u32, String> {
 
 /// The per-row sample schedule `(SMP, SS2, TGT, TGT2)` the kernel uses for a
 /// row of length `n`: the launch's own numbers when `n == n_plan`, else the
-/// §3.0 formulas redone from the frozen launch knobs. This is the Rust twin
-/// of `ss_row_schedule` in `ss_main.cu` (line for line), tested against
+/// Launch formulas redone from the frozen launch knobs. This is the Rust twin
+/// of `ss_row_schedule` in `kernels/ss/main.cu` (line for line), tested against
 /// `MainParams::for_row_len`.
 pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     if n == a.n_plan {
@@ -173,14 +173,14 @@ pub fn row_schedule(a: &SsMainArgs, n: u32) -> (u32, u32, u32, u32) {
     (smp, ss2, tgt, tgt2)
 }
 
-/// The NVRTC defines `ss_main.cu` takes from the device it runs on: the SM
+/// The NVRTC defines `kernels/ss/main.cu` takes from the device it runs on: the SM
 /// count, with which the many-rows entries find their CTA's place in the first
-/// wave (the wave stagger, kernels/ss_main.cu `ss_wave_stagger`).
+/// wave (the wave stagger, kernels/ss/main.cu `ss_wave_stagger`).
 pub fn device_defines(sms: u32) -> Defines {
     vec![("SS_WAVE_SMS", sms.max(1).to_string())]
 }
 
-/// Split factor of the streaming block forced to main (§5.2 step 1 without
+/// Split factor of the streaming block forced to main (without
 /// the cluster rounding, as `route_streaming(..., force_main)`), with the
 /// device's SM count for 148 and the `MAXC` row cap of the workspace.
 pub fn forced_main_r(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> u32 {

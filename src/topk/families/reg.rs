@@ -25,7 +25,7 @@ use crate::topk::route::{reg_capacity, route, DeviceProfile, Family, RegPlan, Ro
 use crate::topk::tuning::{Scope, Tuning};
 use crate::topk::{admits, to_u32, Shape};
 
-/// One compiled entry point of `ss_reg.cu`.
+/// One compiled entry point of `kernels/ss/reg.cu`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegEntry {
     pub blk: u32,
@@ -52,7 +52,7 @@ impl RegEntry {
 
     /// Whether the entry compiles the drop-few path (rows of `n ≤ k +
     /// REG_DROP_MAX` keep all but their `n − k` smallest): all but the
-    /// 32-register BLK 512 entries (`ss_reg_drops_few` in ss_reg.cu).
+    /// 32-register BLK 512 entries (`ss_reg_drops_few` in kernels/ss/reg.cu).
     pub fn drops_few(&self) -> bool {
         !(self.blk == 512 && self.minb >= 4)
     }
@@ -77,7 +77,7 @@ impl RegEntry {
     }
 }
 
-/// Every entry compiled in `ss_reg.cu`: the §5.1 register rungs, then the
+/// Every entry compiled in `kernels/ss/reg.cu`: the register rungs, then the
 /// regimg rung.
 pub const REG_ENTRIES: &[RegEntry] = &[
     RegEntry {
@@ -146,10 +146,10 @@ pub fn entry_name(blk: u32, vpt: u32) -> String {
 }
 
 /// Bytes of static shared memory the kernel may use beside the dynamic
-/// part (the spec's 512-byte prelude; `SsRegShared` is smaller).
+/// part (the upstream 512-byte prelude; `SsRegShared` is smaller).
 pub const STATIC_SMEM_BYTES: u32 = 512;
 
-/// The kernel's by-value launch scalars: `SsRegParams` in `ss_reg.cu`, field
+/// The kernel's by-value launch scalars: `SsRegParams` in `kernels/ss/reg.cu`, field
 /// for field (10 × u32, 40 bytes, no padding).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -247,11 +247,11 @@ pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_byte
     u32::try_from(resident).unwrap_or(0)
 }
 
-/// Compiles the next-wave prefetch into `kernels/ss_reg.cu` (1, the source's
+/// Compiles the next-wave prefetch into `kernels/ss/reg.cu` (1, the source's
 /// default) or out of it (0, for launches whose `ahead` is 0).
 pub const NEXT_WAVE_DEFINE: &str = "SS_NEXT_WAVE_PREFETCH";
 
-/// The emit forms `kernels/ss_reg.cu` compiles: an index of [`EMIT_FORMS`]
+/// The emit forms `kernels/ss/reg.cu` compiles: an index of [`EMIT_FORMS`]
 /// (that form only; the `cur` word is then ignored) or [`EMIT_FORM_BOTH`].
 pub const EMIT_FORM_DEFINE: &str = "SS_REG_EMIT_FORM";
 
@@ -486,7 +486,7 @@ impl RegLaunch {
 /// The knob scopes a register launch's variant names.
 pub const SCOPES: [Scope; 2] = [Scope::AllFamilies, Scope::Reg];
 
-/// The §5.1 plan knobs for a register shape chosen outside the route.
+/// The register plan knobs for a register shape chosen outside the route.
 fn nearest_plan(b: usize, n: usize, k: usize, entry: &RegEntry, dev: &DeviceProfile) -> RegPlan {
     let deg = n <= 4 * k + 64;
     let wide = b <= dev.sms as usize;
@@ -1047,7 +1047,7 @@ mod tests {
     #[test]
     fn routed_shapes_take_the_route_plan() {
         let dev = DeviceProfile::h200();
-        // (b, n, k) → (blk, vpt, variant) from the §5.1 rungs.
+        // (b, n, k) → (blk, vpt, variant) from the register rungs.
         let cases = [
             (1, 1024, 512, (256, 1), "reg/blk256/v1"),
             (1, 2048, 512, (512, 1), "reg/blk512/v1"),

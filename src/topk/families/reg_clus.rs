@@ -22,16 +22,16 @@ pub const REGCLUS_BLK: u32 = 1024;
 pub const REGCLUS_VPT: [u32; 3] = [1, 2, 4];
 /// Largest k the family serves: the grid's largest K. The kernel folds the
 /// k hints (or first k values) in a block-strided loop, so k is not tied to
-/// the block (the emulator runs k up to 4·BLK: tests/ss_clus_emu.rs), and the
+/// the block (the emulator runs k up to 4·BLK: tests/emu/ss_clus.rs), and the
 /// crossing slots (CS·4096) do not depend on k.
 pub const REGCLUS_MAX_K: usize = 2048;
-/// Crossing-candidate slots per CTA (`RC_CAP(1024)` in ss_clus.cu).
+/// Crossing-candidate slots per CTA (`RC_CAP(1024)` in kernels/ss/reg_clus.cu).
 pub const REGCLUS_CAND_PER_CTA: u32 = 4 * REGCLUS_BLK;
 /// Dynamic shared memory per CTA: prelude[128] | hist | mrg | hoff (1024
-/// bins each) | ck | ci (u32 words) = `RC_SMEM_WORDS(1024)·4` in ss_clus.cu.
+/// bins each) | ck | ci (u32 words) = `RC_SMEM_WORDS(1024)·4` in kernels/ss/reg_clus.cu.
 pub const RC_SMEM_BYTES: u32 = (128 + 3 * 1024 + 2 * REGCLUS_CAND_PER_CTA) * 4;
 
-/// Launch scalars of the reg_clus entries (`RcParams` in ss_clus.cu: same
+/// Launch scalars of the reg_clus entries (`RcParams` in kernels/ss/reg_clus.cu: same
 /// field order, all u32).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

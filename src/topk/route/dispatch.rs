@@ -1,11 +1,11 @@
 //! `route(b, n, npad, k)`: which self-sampling family serves a shape
-//! (GVR_V2_SPEC.md §5, the frozen HOST-B dispatch), with the H200 changes:
+//! (the upstream B200 dispatch; docs/algorithm.md, "Which family runs (the route)"), with the H200 changes:
 //!
 //! - every constant that is the SM count (148) is `dev.sms`; 74 and 296 (half
-//!   and double waves) are `sms/2` and `2·sms` (§5.4 recommendation);
+//!   and double waves) are `sms/2` and `2·sms`;
 //! - a cluster shape is only chosen when `DeviceProfile::cluster_fits` says
 //!   all `b` clusters are co-resident (the measured
-//!   `cudaOccupancyMaxActiveClusters` row of §8.2 for 1024-thread, 1-CTA/SM
+//!   `cudaOccupancyMaxActiveClusters` row for 1024-thread, 1-CTA/SM
 //!   kernels), which replaces the B200 "cs = 8 needs b ≤ 15" veto.
 //!
 //! The function is total and pure: any (b, n, npad, k) gets a decision.
@@ -44,7 +44,7 @@ impl Family {
     }
 }
 
-/// The knobs of a register-resident plan (§4.1 / §4.3 / §5.1).
+/// The knobs of a register-resident plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RegPlan {
     /// float4 per thread held in registers.
@@ -75,7 +75,7 @@ pub struct RouteDecision {
     pub minb: u32,
     /// Dynamic shared memory of the launch, bytes (incl. the reg families' 512 B prelude).
     pub smem_bytes: u32,
-    /// The §3.0 parameters (main and clus).
+    /// The launch parameters (main and clus).
     pub params: Option<MainParams>,
     /// The register plan (reg, regimg, reg_clus).
     pub reg: Option<RegPlan>,
@@ -84,7 +84,7 @@ pub struct RouteDecision {
 }
 
 impl RouteDecision {
-    /// Short label as used in the spec's §4.4 table, e.g. `reg512/1D`, `img`,
+    /// Short label as in the B200 route table, e.g. `reg512/1D`, `img`,
     /// `rc8x2`, `cl4`, `m1024R64`, `m256`.
     pub fn label(&self) -> String {
         match (self.family, self.reg) {
@@ -107,9 +107,9 @@ impl RouteDecision {
 
 /// Bytes of the register families' static prelude (result slots, counters...).
 const REG_PRELUDE_BYTES: u32 = 512;
-/// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci), §4.3.
+/// reg_clus dynamic shared memory (hist | mrg | hoff | ck | ci).
 const REG_CLUS_SMEM_BYTES: u32 = 45_056;
-/// Most SPLIT rows one workspace serves (`MAXC`, §7).
+/// Most SPLIT rows one workspace serves (`MAXC`).
 const SPLIT_MAX_ROWS: usize = 160;
 
 /// Longest row a register entry of `blk` threads × `vpt` float4 holds: its
@@ -151,9 +151,9 @@ const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 /// ([`reg_cursor_emit`]).
 const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 
-/// The reg emit form (§4.1 step 8): `true` = per-bin cursors (CUR), `false` =
-/// warp-aggregated slots. The spec: CUR unless `n < 2k` and `b > SMs`. The
-/// H200 rule is measured (same inputs, both forms, kernels/TUNING.md): slots win
+/// The reg emit form: `true` = per-bin cursors (CUR), `false` =
+/// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. The
+/// H200 rule is measured (same inputs, both forms; docs/decisions.md): slots win
 /// where many elements are emitted under contention — K = 2048 rows of at most
 /// 2K + 64 values at every batch size (half the row is emitted), K ≥ 1024
 /// rows of at most K + 64 values at every batch size (nearly all of it), K ≥
@@ -176,7 +176,7 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
         let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
         // Rows past the 1- and 2-float4 entries (n > 4·1024 + 1024) run on
         // 512/4 or 1024/4, whose slots come from bit masks (SS_REG_EMIT_MASK
-        // of kernels/ss_reg.cu: one visit).
+        // of kernels/ss/reg.cu: one visit).
         let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
         let mask_slots = four_float4
             && ((k >= 2048 && (n <= reg_capacity(512, 4) || b >= MASK_SLOTS_MIN_ROWS_16K))
@@ -193,7 +193,7 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
 }
 
 /// Rows a reg launch needs before its first hint indices load ahead of the
-/// row (`SS_REG_HINTS_FIRST` of kernels/ss_reg.cu). Measured on the H200
+/// row (`SS_REG_HINTS_FIRST` of kernels/ss/reg.cu). Measured on the H200
 /// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry, by K): +1.2 to
 /// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2.1 % slower at B 4-32.
 /// A likely reason, not profiled: with few rows in flight the loads ahead of
@@ -209,7 +209,7 @@ pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
 
 /// Whether a batch-uniform reg launch of `b` rows on an entry of `vpt` float4
 /// per thread (`img`: the row-image entry) loads each row before its length
-/// arrives (`SS_REG_ROW_AHEAD` of kernels/ss_reg.cu): the entries of one
+/// arrives (`SS_REG_ROW_AHEAD` of kernels/ss/reg.cu): the entries of one
 /// float4 per thread (not the image entry) at B ≤ 2·SMs.
 /// Measured on the H200 (reports/h200/2026-12-04b, same binary, three
 /// rounds, radix-normalised): 256/1 +2 to +6 %, 512/1 +2 to +5 %, 1024/1 +1
@@ -221,7 +221,7 @@ pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool
 }
 
 /// The kernel's bound on n − k for the drop-few path of the register family
-/// (`SS_REG_DROP_MAX` of kernels/ss_reg.cu): rows of k < n ≤ k + 4 keep all
+/// (`SS_REG_DROP_MAX` of kernels/ss/reg.cu): rows of k < n ≤ k + 4 keep all
 /// but their n − k smallest (pro's 1,027 values at K = 1,024).
 pub const REG_DROP_MAX: usize = 4;
 
@@ -254,7 +254,7 @@ pub fn reg_drop_few(
 
 /// Whether a slots-form reg launch gathers its emitted indices in shared
 /// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
-/// kernels/ss_reg.cu): where each thread emits about four or more (k ≥ 4 ×
+/// kernels/ss/reg.cu): where each thread emits about four or more (k ≥ 4 ×
 /// BLK) in a batch beyond one row per SM, and the histogram holds the k
 /// indices (k ≤ NBH). Measured on the H200 (reports/h200/2026-12-03j, same
 /// binary, two rounds): 512/4 at 8207 × K 2048 +18 / +10 / +4 % at B 256 /
@@ -267,15 +267,15 @@ pub fn reg_stage_out(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile
 
 /// The same batches and emit counts with k > NBH, staged in k extra words of
 /// dynamic shared memory (`SS_REG_STAGE_OUT` 2): 512/2 at 4111 × K 2048,
-/// B 512 / 1,024 in the grid, +26 / +22 % on the H200 (2026-12-04); the arm
-/// leaves it out under `GVR_SS_REG_STAGE_EXTRA=off`.
+/// B 512 / 1,024 in the grid, +26 / +22 % on the H200 (docs/decisions.md,
+/// "Route rungs").
 pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
     b > dev.sms as usize && k >= 4 * blk as usize && k > nbh as usize
 }
 
 /// Whether a slots-form reg launch on an entry of `blk` threads, `vpt`
 /// float4 per thread and `nbh` bins also emits from bit masks in the
-/// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss_reg.cu): the 512/2
+/// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss/reg.cu): the 512/2
 /// entry where its k indices fit the histogram (k ≤ NBH). Measured on the
 /// H200 (reports/h200/2026-12-04d, same binary, two rounds, radix-normalised,
 /// the knob in every 32-register build against the default): 512/2 at
@@ -285,13 +285,13 @@ pub fn reg_mask_slots_32(blk: u32, vpt: u32, k: usize, nbh: u32) -> bool {
     blk == 512 && vpt == 2 && k <= nbh as usize
 }
 
-/// Route one launch shape on `dev` (§5.1 register block first, then §5.2).
+/// Route one launch shape on `dev` (register rungs first, then the streaming block).
 pub fn route(b: usize, n: usize, npad: usize, k: usize, dev: &DeviceProfile) -> RouteDecision {
     let b = b.max(1);
     register_block(b, n, k, dev).unwrap_or_else(|| streaming_block(b, n, npad, k, dev))
 }
 
-/// §5.1: the register-resident rungs, or `None` to fall through to streaming.
+/// The register-resident rungs, or `None` to fall through to streaming.
 fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
     let sms = dev.sms as usize;
     let wide = b <= sms;
@@ -325,7 +325,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         }
     };
 
-    // The rungs hold the row in registers: capacity = the spec's n/4 bound
+    // The rungs hold the row in registers: capacity = the upstream n/4 bound
     // plus one tail scalar per thread (`reg_capacity`).
     if n <= reg_capacity(256, 1) {
         return Some(reg(256, 1, 8, 1024, "reg: n <= 4·256 + 256"));
@@ -336,7 +336,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     if dev.reg_k2048_rungs && k > 1024 {
         // Measured on the H200 (reports/h200/2026-12-02d, forced entries on
         // every v32 cell of N <= 16K, all 11 batch sizes, same inputs): the
-        // smallest CTA that holds a K = 2048 row beats the spec's rung and
+        // smallest CTA that holds a K = 2048 row beats the upstream rung and
         // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
         // than 1024/4 (two rows per SM in flight instead of one is the
         // likely reason; not profiled).
@@ -459,7 +459,7 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
     None
 }
 
-/// §5.1 rung 6: the smallest co-resident cluster whose registers hold the row.
+/// The reg_clus rung: the smallest co-resident cluster whose registers hold the row.
 fn reg_clus_rung(b: usize, n4: usize, dev: &DeviceProfile) -> Option<RouteDecision> {
     let available = dev.sms as usize / b;
     if available < (dev.reg_clus_min_sms_per_row as usize).max(2) {
@@ -527,7 +527,7 @@ fn clus_decision(
     }
 }
 
-/// §5.2: split factor, cluster rounding, then clus or main.
+/// The streaming block: split factor, cluster rounding, then clus or main.
 fn streaming_block(
     b: usize,
     n: usize,
@@ -563,7 +563,7 @@ fn streaming_block(
         while cs >= 2 && !dev.cluster_fits(cs as u32, b) {
             cs /= 2;
         }
-        // H200 rung (reports/h200/2026-12-02c): clus ranks stream their
+        // H200 rung (reports/h200/2026-12-02-campaign3): clus ranks stream their
         // slice without main's register pipelining, so past ~32K values per
         // rank clus took 1.18–1.52× the time of main with R CTAs per row
         // (22 cases; ≤ 32K values: 0.88–1.01×, 13 cases).
@@ -604,7 +604,7 @@ fn streaming_block(
 mod tests {
     use super::*;
 
-    /// The §4.4 table (B200 constants), `-` entries (n ≤ k) left out.
+    /// The B200 route table (B200 constants), `-` entries (n ≤ k) left out.
     #[rustfmt::skip]
     const B200_TABLE: &[(usize, usize, [&str; 9])] = &[
         (512, 1,    ["reg512/1D", "img", "reg1024/4", "reg1024/4", "rc8x1", "rc8x2", "rc8x4", "m1024R64", "m1024R148"]),
@@ -945,7 +945,7 @@ mod h200_rung_tests {
             let d = route(b.min(32), 9217, 9280, 512, &h200);
             assert_eq!((d.blk, d.reg.map(|r| r.vpt)), (1024, Some(4)));
         }
-        // The B200 route keeps the spec's rungs.
+        // The B200 route keeps the upstream rungs.
         let shape = |d: RouteDecision| (d.family, d.blk, d.reg.map(|r| r.vpt));
         let b200_8k = route(1, 8207, 8256, 2048, &b200);
         assert_eq!(shape(b200_8k), (Family::Reg, 1024, Some(4)));
@@ -975,7 +975,7 @@ mod h200_rung_tests {
                     "b={b}"
                 );
             }
-            // The spec's rung: clusters of two while two SMs per row remain.
+            // The upstream rung: clusters of two while two SMs per row remain.
             assert_eq!(
                 shape(route(64, 32_771, 32_832, k, &b200)),
                 (Family::RegClus, 2, 2)

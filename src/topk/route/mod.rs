@@ -1,10 +1,13 @@
 //! Pure dispatch for the self-sampling families and the shared
 //! ladder/parameter math (used by the GPU host side and by `cpu-ss`).
 //!
-//! - [`params`]: the §3.0 launch parameters of main / clus (GVR_V2_SPEC.md).
-//! - [`dispatch`]: `route()`, the §5 family choice with the H200 adaptations.
+//! - [`params`]: the launch parameters of main / clus.
+//! - [`dispatch`]: `route()`, the family choice with the H200 adaptations.
 //! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
 //!   memory, cluster co-residency).
+//!
+//! The reports these modules cite (`reports/h200/…`, `reports/h100/…`) have
+//! left the tree: `git show c583e85:reports/…` reads them (docs/decisions.md).
 
 pub mod dispatch;
 pub mod params;
@@ -41,14 +44,14 @@ pub struct DeviceProfile {
     /// register family at every batch size, in its smallest CTA that holds
     /// the row (512/2, 512/4, then 1024/4), except that rows 1024/1 holds
     /// take it while the batch has at most one row per SM: H200 rungs
-    /// measured against main and the spec's rungs (reports/h200/2026-12-02d,
+    /// measured against main and the upstream rungs (reports/h200/2026-12-02d,
     /// 2026-12-03d, 2026-12-04); not in the B200 route.
     pub reg_k2048_rungs: bool,
     /// K <= 1024 rows of `reg_capacity(512, 2)` < n <= `reg_capacity(512, 4)`
     /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
     /// main (an H200 rung measured against main; not in the B200 route).
     pub reg_512x4_second_wave: bool,
-    /// The spec's regimg rung (row image in shared memory for the hint
+    /// The upstream regimg rung (row image in shared memory for the hint
     /// gather). Off on the H200: plain reg 1024/1 was 8–11 % faster at every
     /// B = 1–128 on the rows that rung takes (flash N = 4099; reports/h200/2026-12-02d).
     pub regimg_rung: bool,
@@ -57,17 +60,17 @@ pub struct DeviceProfile {
     /// rung measured against main; `None`: the B200 route, no limit).
     pub clus_max_rank_f4: Option<usize>,
     /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
-    /// instead of the spec's `CUR = not (n < 2k and b > SMs)`.
+    /// instead of the upstream `CUR = not (n < 2k and b > SMs)`.
     pub measured_reg_emit: bool,
     /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
     /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
     /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
     /// instead of main SPLIT (H200 rungs measured against main with the forced
-    /// arms, reports/h200/2026-12-04 and 2026-12-04g; the spec serves K = 2048
+    /// arms, reports/h200/2026-12-04 and 2026-12-04g; upstream serves K = 2048
     /// with main only).
     pub k2048_clusters: bool,
     /// The reg_clus rung needs at least this many SMs per row (`SMs / b`):
-    /// the spec's 2, or 4 on the H200, where 2-CTA clusters at b = 64
+    /// the upstream 2, or 4 on the H200, where 2-CTA clusters at b = 64
     /// (flash / pro N = 32,771) ran 12–15 % slower than main one CTA per row
     /// while winning 7–20 % at b = 32 (same run, reports/h200/2026-12-04g).
     pub reg_clus_min_sms_per_row: u32,
@@ -76,16 +79,16 @@ pub struct DeviceProfile {
     /// reports/h200/2026-12-04).
     pub reg_1024x2_rung: bool,
     /// The main sample schedule from the H200 sweep (reports/h200/2026-12-04e)
-    /// instead of the spec's: one-CTA-per-row launches floor aim at
-    /// round(sqrt(32·n)) (with the spec's sqrt(6n), rows of 128K–256K values
+    /// instead of upstream's: one-CTA-per-row launches floor aim at
+    /// round(sqrt(32·n)) (with the upstream sqrt(6n), rows of 128K–256K values
     /// drew 500–1,400 scattered sample units), and big one-CTA rows of
-    /// k ≥ 1024 aim at 1.5k survivors (the spec's 4k staged and emitted
+    /// k ≥ 1024 aim at 1.5k survivors (the upstream 4k staged and emitted
     /// 8,192 per K = 2048 row). [`params::aim_base`], [`params::aim_floor_coef`].
     pub measured_main_sample: bool,
 }
 
 impl DeviceProfile {
-    /// Our H200 (GVR_V2_SPEC.md §8.2): 132 SMs, 232,448 B opt-in shared memory,
+    /// Our H200 (measured): 132 SMs, 232,448 B opt-in shared memory,
     /// portable clusters of 8 (16 non-portable), and the measured co-residency
     /// row "≥ 120,000 B, 1 CTA/SM": 132 / 66 / 30 / 15 / 7 clusters.
     pub fn h200() -> DeviceProfile {
@@ -110,7 +113,7 @@ impl DeviceProfile {
     }
 
     /// The B200 constants of the upstream code (148 SMs), for reproducing the
-    /// spec's worked examples (§3.12, §4.4).
+    /// upstream worked examples.
     pub fn b200() -> DeviceProfile {
         DeviceProfile {
             name: "B200",
@@ -134,7 +137,7 @@ impl DeviceProfile {
 
     /// Whether `rows` clusters of `cs` 1024-thread CTAs (one CTA per SM) can
     /// all be resident at once. The route never picks a cluster shape that
-    /// fails this (GVR_V2_SPEC.md §8.2: 8-CTA clusters top out at 15 on the
+    /// fails this (measured: 8-CTA clusters top out at 15 on the
     /// H200, 4-CTA ones at 30 although 4·33 ≤ 132).
     pub fn cluster_fits(&self, cs: u32, rows: usize) -> bool {
         if cs == 0 || !cs.is_power_of_two() || cs > self.max_cluster_nonportable {

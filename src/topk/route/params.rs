@@ -1,10 +1,10 @@
-//! The §3.0 launch parameters of the streaming families (GVR_V2_SPEC.md §3.0,
-//! §4.2 for the clus QUAD sample). This is the one place these formulas live:
+//! The launch parameters of the streaming families (main, and clus with its
+//! QUAD sample). This is the one place these formulas live:
 //! the GPU host side passes the resulting scalars to the kernels, and `cpu-ss`
 //! runs its CPU model of the main family with the very same numbers.
 //!
 //! All divisions are truncating integer divisions on non-negative values;
-//! products that can exceed 2^31 are done in 64 bits (spec §5).
+//! products that can exceed 2^31 are done in 64 bits.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,30 +14,30 @@ use super::DeviceProfile;
 pub const STREAM_BINS: usize = 256;
 /// O(m²) rank gate of the main/clus crossing-bin refinement (`QUADC_CLUS`).
 pub const RANK_REFINE_MAX: usize = 288;
-/// Levels of key-space narrowing for a crossing bin (§2.3).
+/// Levels of key-space narrowing for a crossing bin.
 pub const REFINE_LEVELS: u32 = 6;
-/// Levels of key-space narrowing for the whole-set fallbacks (§2.3, §3.9).
+/// Levels of key-space narrowing for the whole-set fallbacks.
 pub const FALLBACK_LEVELS: u32 = 8;
 /// Attempts of the non-split retry ladder (`NATT`).
 pub const NON_SPLIT_ATTEMPTS: u32 = 3;
-/// Global slab capacity per SPLIT row (`GCAP`, §3.6 / §7).
+/// Global slab capacity per SPLIT row (`GCAP`).
 pub const SPLIT_SLAB_CAP: usize = 16384;
-/// Hint-bracket sentinels (§2.5): used when the hints are degenerate or absent.
+/// Hint-bracket sentinels: used when the hints are degenerate or absent.
 pub const SENTINEL_LO: f32 = -3.0e38;
 pub const SENTINEL_HI: f32 = 3.0e38;
-/// Window width used when the computed width is not positive (§3.4 step 2).
+/// Window width used when the computed width is not positive.
 pub const MIN_WINDOW_WIDTH: f32 = 1e-30;
 
-/// Every §3.0 quantity for one launch of main (or clus, see [`clus_params`]).
+/// Every launch quantity for one launch of main (or clus, see [`clus_params`]).
 ///
 /// Fields are the launch scalars and the compile-time knobs the kernel
-/// instance is built with; names follow the spec's symbols.
+/// instance is built with; names follow the upstream symbols.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MainParams {
     /// SM count of the device the launch was planned for (`big`, BLK/MINB).
     pub sms: u32,
     /// BLK/MINB of a one-CTA-per-row launch chosen by wave efficiency
-    /// ([`DeviceProfile::wave_aware_main`]) instead of the spec's batch bands.
+    /// ([`DeviceProfile::wave_aware_main`]) instead of the upstream batch bands.
     pub wave_aware: bool,
     /// The H200's measured sample schedule ([`DeviceProfile::measured_main_sample`]).
     pub measured_sample: bool,
@@ -135,7 +135,7 @@ impl MainParams {
         params_for_sms(self.b, self.n, self.npad, k, self.r, self.planner())
     }
 
-    /// The per-row recomputation of the varlen kernels (§3.1, §6.3): the same
+    /// The per-row recomputation of the varlen kernels: the same
     /// launch (b, R, BLK, SCAP, CMP, smem are frozen) but the n-dependent
     /// schedule (aim, sample gate and geometry, targets, Q) for a row of
     /// length `n_row`.
@@ -161,12 +161,12 @@ impl MainParams {
     }
 }
 
-/// `round(x) = int(0.5 + x)` computed in double, as the host does (§3.0).
+/// `round(x) = int(0.5 + x)` computed in double, as the host does.
 fn round_half_up(x: f64) -> usize {
     (0.5 + x) as usize
 }
 
-/// Smallest `u` ladder value for `per = Q >> 10` float4 per thread (§3.0).
+/// Smallest `u` ladder value for `per = Q >> 10` float4 per thread.
 fn u_ladder(q: usize) -> u32 {
     match q >> 10 {
         p if p >= 8 => 8,
@@ -176,7 +176,7 @@ fn u_ladder(q: usize) -> u32 {
     }
 }
 
-/// Hint slots per thread for a CTA of `blk` threads (§3.0 KPT).
+/// Hint slots per thread for a CTA of `blk` threads (KPT).
 pub fn kpt_for(k: usize, blk: u32) -> u32 {
     let blk = blk as usize;
     if k <= blk {
@@ -190,7 +190,7 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
     }
 }
 
-/// `aim` before the sqrt(C·n) floor and the clamps (§3.0 "base"); the
+/// `aim` before the sqrt(C·n) floor and the clamps ("base"); the
 /// kernels receive it to redo the schedule for rows of another length.
 /// `measured`: [`DeviceProfile::measured_main_sample`] (big one-CTA rows of
 /// k ≥ 1024 aim at 1.5k instead of 4k: with [`aim_floor_coef`], +5 to +14 % on the
@@ -214,10 +214,10 @@ pub fn aim_min(k: usize, r: u32) -> usize {
     }
 }
 
-/// The coefficient C of the aim floor round(sqrt(C·n)): the spec's 6, or 32
+/// The coefficient C of the aim floor round(sqrt(C·n)): the upstream 6, or 32
 /// for one-CTA-per-row launches with [`DeviceProfile::measured_main_sample`].
 /// The floor bounds the sample (SFAC·n/aim values, each unit a scattered
-/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the spec's floor let
+/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the upstream floor let
 /// 131K–262K rows draw 511–1,365 units and run 3–12 % slower, the pass
 /// reading the sample's lines from DRAM again (ncu, reports/h200/2026-12-04e).
 pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
@@ -228,7 +228,7 @@ pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
     }
 }
 
-/// `aim` for the main/clus families (§3.0), including the sqrt(C·n) floor,
+/// `aim` for the main/clus families, including the sqrt(C·n) floor,
 /// the SPLIT minimum `amin` and the final `[k, SCAP/2]` clamps.
 fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -> usize {
     let coef = aim_floor_coef(r, measured) as f64;
@@ -239,12 +239,12 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
 }
 
 /// Values per sample unit (one scattered read each) of a main launch: the
-/// spec's PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
+/// upstream PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
 /// (16, one 64-byte read) for one-CTA-per-row launches: the same sample values
 /// in half the scattered reads, +2.1 to +10.2 % at B 256–1,024, N ≥ 64K on the
 /// H200 (same binary against PAIRs) and +0.1 to +2.1 % at B 64–128, while SPLIT
 /// launches (B ≤ 32), whose sample is a per-thread latency chain, lost 0.7–3.4 %
-/// with it (kernels/TUNING.md, 2026-12-04 sixteenth session).
+/// with it (docs/decisions.md, "main (`kernels/ss/main.cu`)").
 pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     if measured && r <= 1 {
         16
@@ -253,7 +253,7 @@ pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     }
 }
 
-/// SFAC: expected sample points above the rung (§3.0).
+/// SFAC: expected sample points above the rung.
 fn sfac_for(k: usize, r: u32) -> usize {
     match r {
         1 if k >= 1024 => 64,
@@ -264,7 +264,7 @@ fn sfac_for(k: usize, r: u32) -> usize {
     }
 }
 
-/// The §3.0 parameters of a main launch with `r` CTAs per row on `dev`
+/// The launch parameters of a main launch with `r` CTAs per row on `dev`
 /// (the device's SM count replaces the B200's 148 in `big`, and twice it
 /// replaces 296 in the BLK/MINB choice). `r = 0` is treated as 1.
 pub fn main_params(
@@ -370,13 +370,13 @@ fn params_for_sms(
 }
 
 /// (BLK, MINB) of the one-CTA-per-row U = 8 entries for more rows than SMs
-/// (their `__launch_bounds__` in ss_main.cu).
+/// (their `__launch_bounds__` in kernels/ss/main.cu).
 const ONE_CTA_512: (u32, u32) = (512, 2);
 const ONE_CTA_256: (u32, u32) = (256, 4);
 
 /// `p` (a one-CTA-per-row U 8 launch) on the `blk`-thread entry, 512 or 256:
 /// its MINB and what depends on the block recomputed (a tuning override's
-/// plan, `ss-main`'s `GVR_SS_MAIN_BLK`).
+/// plan, the `main.blk` knob).
 pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
     (p.blk, p.minb) = if blk == 512 { ONE_CTA_512 } else { ONE_CTA_256 };
     p.kpt = kpt_for(p.k, p.blk);
@@ -385,7 +385,7 @@ pub fn on_one_cta_blk(mut p: MainParams, blk: u32) -> MainParams {
     p
 }
 
-/// The spec's BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
+/// The upstream BLK band of a one-CTA-per-row launch of `b` rows: BLK 512 up to
 /// 2·SMs rows, else 256.
 fn spec_band(b: usize, sms: u64) -> (u32, u32) {
     if (b as u64) <= 2 * sms {
@@ -395,13 +395,13 @@ fn spec_band(b: usize, sms: u64) -> (u32, u32) {
     }
 }
 
-/// Whether a launch stages (value, index) pairs (`vstg`, §3.4): SPLIT parts
+/// Whether a launch stages (value, index) pairs (`vstg`): SPLIT parts
 /// and blocks of 512 threads or more.
 fn stages_values(split: bool, blk: u32) -> bool {
     split || blk >= 512
 }
 
-/// The spec's staging footprint (§3.4: 8-byte staging slots where `vstg`, else 4).
+/// The upstream staging footprint (8-byte staging slots where `vstg`, else 4).
 fn main_smem_bytes(scap: usize, cmp: usize, vstg: bool) -> u32 {
     ((scap + 4) * if vstg { 8 } else { 4 } + (cmp + 1) * 8) as u32
 }
@@ -433,9 +433,9 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 
 /// Shortest row that a one-CTA-per-row launch of more than 2·SMs rows runs on
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
-/// entry's tiles (512 threads × 8 float4). Measured on two H100s (kernels/
-/// TUNING.md, 2026-12-06b; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
-/// against the spec's 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
+/// entry's tiles (512 threads × 8 float4). Measured on two H100s (docs/decisions.md,
+/// "main (`kernels/ss/main.cu`)"; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
+/// against the upstream 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
 /// +1.3 to +3.3 % at 131K–262K; −6 to −9 % at 16,387 and −16 to −22 % on
 /// shorter rows. The grid has no row between 16,387 and 32,771 values, so
 /// the bound is the tile count, not a measured crossing. Only launches of at
@@ -450,11 +450,11 @@ pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
 pub const BLK512_TIE_MIN_WAVE_TENTHS: u64 = 19;
 
 /// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
-/// H200: the spec picks by batch band (BLK 512 up to 2·SMs rows, else 256),
+/// H200: upstream picks by batch band (BLK 512 up to 2·SMs rows, else 256),
 /// which at K = 2048 puts B = 512 on BLK 256 at 3 CTAs/SM (staging-bound):
 /// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
 /// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
-/// 2 %) keep the spec's band, except that rows of at least
+/// 2 %) keep the upstream band, except that rows of at least
 /// [`BLK512_TIE_MIN_N`] values take BLK 512 in launches of at least
 /// [`BLK512_TIE_MIN_WAVE_TENTHS`] of its waves.
 fn wave_aware_blk(b: usize, n: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
@@ -519,7 +519,7 @@ fn sample_targets(
     (scaled(aim), scaled(k))
 }
 
-/// The clus launch (§4.2, §5.2 step 4): main's §3.0 numbers with R = CS, then
+/// The clus launch: main's launch numbers with R = CS, then
 /// the QUAD sample geometry (one 64-byte line = 16 values per unit) when
 /// `n > SCAP`, a fixed BLK 1024 / MINB 1 and the clus shared-memory layout.
 pub fn clus_params(
@@ -575,7 +575,7 @@ mod tests {
         assert!(one.sample_values() <= sel && one.sample_values() + 2 * 16 > sel);
     }
 
-    /// One row of the §3.12 worked-example table (B200 constants).
+    /// One row of the worked-example table (B200 constants).
     struct Worked {
         b: usize,
         n: usize,
@@ -712,12 +712,12 @@ mod tests {
         assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &h).aim, 3072);
         assert_eq!(main_params(128, 32_783, 32_832, 2048, 1, &b).aim, 8192);
         // Non-big one-CTA K = 512 rows: the sqrt(32·n) floor (2,896 at
-        // 262,127, clamped to SCAP/2), the spec's sqrt(6n) = 1,254.
+        // 262,127, clamped to SCAP/2), the upstream sqrt(6n) = 1,254.
         assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &h).aim, 2048);
         assert_eq!(main_params(512, 131_075, 131_136, 512, 1, &h).aim, 2048);
         assert_eq!(main_params(512, 65_538, 65_600, 512, 1, &h).aim, 1448);
         assert_eq!(main_params(512, 262_127, 262_144, 512, 1, &b).aim, 1254);
-        // SPLIT keeps the spec's numbers.
+        // SPLIT keeps the upstream numbers.
         for r in [2, 8, 33] {
             assert_eq!(aim_floor_coef(r, true), 6);
             let (ph, pb) = (
@@ -793,7 +793,7 @@ mod wave_tests {
                 assert_eq!(ours.u, 8);
             }
         }
-        // The B200 profile keeps the spec's bands (the §3.12 tables).
+        // The B200 profile keeps the upstream bands (the worked-example tables).
         assert_eq!(main_params(512, 131_072, 131_072, 2048, 1, &b200).blk, 256);
     }
 
@@ -810,7 +810,7 @@ mod wave_tests {
         // A clearly fuller last wave still decides: K 2,048 at 300 rows holds
         // one wave of BLK 256 (3 per SM, 396 slots) against 1.14 of BLK 512.
         assert_eq!(main_params(300, 65_536, 65_536, 2048, 1, &h200).blk, 256);
-        // Fewer than 1.9 BLK 512 waves keep the spec's band on a tie (502
+        // Fewer than 1.9 BLK 512 waves keep the upstream band on a tie (502
         // rows are 1.90 waves of 264 slots).
         for b in [265usize, 300, 501] {
             assert_eq!(

@@ -1,4 +1,4 @@
-//! The production varlen contract (GVR_V2_SPEC §1.1, §6): per-request cache
+//! The production varlen contract (docs/algorithm.md, "The varlen entry"): per-request cache
 //! lengths on the device, `next_n` MTP rows per request, a compress ratio,
 //! and the launch-time length envelope. Pure; tested without a GPU.
 
@@ -40,7 +40,7 @@ fn refuse(message: String) -> Result<(), ContractError> {
 }
 
 impl VarlenShape {
-    /// Check the static contract (spec §9 item 12 guards).
+    /// Check the static contract.
     pub fn validate(&self) -> Result<(), ContractError> {
         if !SUPPORTED_K.contains(&self.k) {
             return refuse(format!("k = {} is not one of {SUPPORTED_K:?}", self.k));
@@ -90,7 +90,7 @@ impl VarlenShape {
 
     /// Valid length of batch row `row` when its request has cache length
     /// `kv`: `max(kv − next_n + row mod next_n + 1, 0) >> cr_shift`, clamped
-    /// to the stride. The Rust twin of `ss_row_len` in kernels/ss_common.cuh.
+    /// to the stride. The Rust twin of `ss_row_len` in kernels/ss/common.cuh.
     pub fn row_len(&self, kv: i32, row: usize) -> usize {
         let next_n = self.next_n.max(1) as i64;
         let len = kv as i64 - next_n + (row as i64 % next_n) + 1;
@@ -117,7 +117,7 @@ impl VarlenShape {
     }
 }
 
-/// Where the launch's length envelope came from (spec §6.3).
+/// Where the launch's length envelope came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvelopeSource {
     /// `max_seq_len` given by the caller: no host read, capture-safe.
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn spec_examples_give_the_documented_row_lengths() {
-        // GVR_V2_SPEC §6.1: kv = [9000, 5001], next_n = 2, cr = 1.
+        // Worked example: kv = [9000, 5001], next_n = 2, cr = 1.
         let s = shape(4, 9024, 512, 2, 1);
         assert_eq!(
             s.row_lengths(&[9000, 5001]).unwrap(),
@@ -189,7 +189,7 @@ mod tests {
         // the formula's positive rows keep values (row j gets j).
         let lens = s.row_lengths(&[0, 3]).unwrap();
         assert_eq!(lens, [0, 0, 0, 0, 0, 1, 2, 3]);
-        // §9 item 16: kv = 1, next_n = 4, cr = 4 is all zero-window.
+        // kv = 1, next_n = 4, cr = 4 is all zero-window.
         let s4 = shape(4, 8192, 512, 4, 4);
         assert_eq!(s4.row_lengths(&[1]).unwrap(), [0, 0, 0, 0]);
         let s = shape(4, 8192, 512, 4, 1);

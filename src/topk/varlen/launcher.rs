@@ -1,7 +1,7 @@
 //! The varlen top-K on the GPU: one plan, one kernel launch per call (plus
 //! the optional values gather), nothing read back to the host — so a call
 //! can be captured into a CUDA graph and replayed while `kv_lens` grows on
-//! the device (spec §6.3, §9 item 13).
+//! the device.
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
-//! The production varlen entry of the self-sampling top-K (GVR_V2_SPEC §1.1,
-//! §6): per-row lengths from per-request `kv_lens` on the device, `next_n`
+//! The production varlen entry of the self-sampling top-K (docs/algorithm.md,
+//! "The varlen entry"): per-row lengths from per-request `kv_lens` on the device, `next_n`
 //! MTP rows per request, compress ratio 1 or 4, request-level hints or
 //! hint-free, short rows identity then −1, zero-window rows all −1, an
 //! optional values output, one top-K launch per call and CUDA-graph capture

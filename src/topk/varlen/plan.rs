@@ -1,5 +1,5 @@
 //! The launch of one varlen call: which family serves the envelope, and the
-//! kernel scalars that make it read `kv_lens` per request (spec §6.3). Pure.
+//! kernel scalars that make it read `kv_lens` per request. Pure.
 //!
 //! The family is the one `ss` would run for a batch of `rows` rows of the
 //! envelope length: each family's capacity is an upper bound for every row
@@ -177,7 +177,7 @@ mod tests {
 
     #[test]
     fn the_family_follows_the_envelope_not_the_current_lengths() {
-        // Spec §9 item 13: 4 rows, k = 512, max_seq_len 262,144 plans for the
+        // 4 rows, k = 512, max_seq_len 262,144 plans for the
         // whole envelope, so a replayed graph never needs a re-plan.
         let dev = DeviceProfile::h200();
         let s = shape(4, 262_144, 512, 1, 1);

@@ -1,4 +1,4 @@
-//! Test-only host model of `kernels/filtered.cu`: a sequential transcription
+//! Test-only host model of `kernels/baselines/filtered.cu`: a sequential transcription
 //! of its selection state machine (coarse fp16 bin, overflow rounds over the
 //! row, filter pass, ping-pong refine rounds, tail ties) with the candidate
 //! cap as a parameter, so tiny caps drive every path. Parallel emission is a

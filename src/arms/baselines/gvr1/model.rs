@@ -1,4 +1,4 @@
-//! Test-only host model of `kernels/gvr1.cu`: a sequential transcription of
+//! Test-only host model of `kernels/baselines/gvr1.cu`: a sequential transcription of
 //! the guess (hint gather), the verify search (secant / bisection on the
 //! count, key space), the state hand-off and the exact selection (row
 //! narrowing levels, collect, shared-memory narrowing, emission), with the
@@ -13,7 +13,7 @@
 
 use proptest::prelude::*;
 
-/// GVR_V2_SPEC §2.1 order-preserving key.
+/// Order-preserving key (docs/algorithm.md, "Shared ideas").
 pub fn fkey(x: f32) -> u32 {
     let u = x.to_bits();
     if u & 0x8000_0000 != 0 {
