@@ -76,7 +76,7 @@ pub const AUDITED: &[(&str, &str)] = &[
     ("empty-kernel", "one empty kernel (gpu info's timing floor)"),
     (
         "read-bandwidth-probe",
-        "one streaming-read kernel (src/gpu/bandwidth.rs)",
+        "one streaming-read kernel (src/timing/bandwidth.rs)",
     ),
 ];
 

@@ -484,7 +484,7 @@ mod tests {
             assert!(code.contains(needle), "ss_main.cu lacks `{needle}`");
         }
         assert_eq!(SPLIT_SLAB_CAP, 16384);
-        assert_eq!(WORKSPACE_BYTES, 20_973_568, "spec §7 size");
+        assert_eq!(WORKSPACE_BYTES, 20_973_568, "the SPLIT workspace size");
     }
 
     #[test]
