@@ -211,6 +211,12 @@ pub fn synth(opts: &SynthOptions) -> Result<SynthSummary> {
     ) {
         progress.set_style(style);
     }
+    // Logs (CI, Slurm) get a plain line per tenth of the cells instead of a bar.
+    let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if plain {
+        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let plain_step = (cells.len() / 10).max(1);
     let done_cells = std::sync::atomic::AtomicUsize::new(0);
 
     let written: Vec<(usize, ManifestCell)> = pool.install(|| {
@@ -224,6 +230,9 @@ pub fn synth(opts: &SynthOptions) -> Result<SynthSummary> {
                 let done = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 progress.set_message(format!("{done}/{} cells", cells.len()));
                 progress.inc(meta.n as u64);
+                if plain && (done % plain_step == 0 || done == cells.len()) {
+                    eprintln!("synth: {done}/{} cells written", cells.len());
+                }
                 Ok((i, manifest_entry(&cell, &file)))
             })
             .collect::<Result<Vec<_>>>()
