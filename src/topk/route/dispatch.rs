@@ -140,9 +140,10 @@ pub fn reg_clus_float4s(n: usize) -> usize {
 }
 
 /// K = 2048 rows whose float4s (n/4) lie in this band take clus with CS 8 on
-/// the H200 (`DeviceProfile::k2048_clusters`); below it, reg_clus; above it,
-/// main. Measured at the grid's N 32,783 / 65,551 / 131,087
-/// (reports/h200/2026-12-04, 2026-12-04g).
+/// the H200 (`DeviceProfile::k2048_clusters`); below it, reg_clus (the row
+/// fits the cluster's registers); above it, main (once main stages its output,
+/// one CTA per rank slice streams as fast as a cluster rank).
+/// Evidence: docs/decisions.md (`k2048_clusters`).
 const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
 /// The longest K = 2048 row (in float4s) of the H200's reg_clus rung.
 const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
@@ -152,23 +153,17 @@ const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 
 /// The reg emit form: `true` = per-bin cursors (CUR), `false` =
-/// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. The
-/// H200 rule is measured (same inputs, both forms; docs/decisions.md): slots win
-/// where many elements are emitted under contention — K = 2048 rows of at most
-/// 2K + 64 values at every batch size (half the row is emitted), K ≥ 1024
-/// rows of at most K + 64 values at every batch size (nearly all of it), K ≥
-/// 1024 rows of at most 4K + 64 values in batches beyond one row per SM
-/// except K = 1024 rows of more than 2K + 64 values beyond four rows per SM
-/// (4K + 3 at B = 1024: CUR +4 %), and K ≥ 512 rows of at most 2K + 64
-/// values beyond two rows per SM (+2.4 to +7.9 %, 2026-12-03i) — and lose up to
-/// 14 % elsewhere (few emitted: the second visit and the warp scan are
-/// latency). Since the slots emit of the 4-float4 entries runs from bit
-/// masks (2026-12-04c, same inputs, two rounds, radix-normalised, against
-/// this rule without it): K = 2048 rows of 512/4 (N 8,207) slots at every B
-/// (+1 to +13.5 %), of 1024/4 (N 16,399) from B = 32 (+2 to +11.6 %;
-/// 0.985–1.008 below), and K = 1,024 rows of 512/4 beyond one row per SM (+7 %
-/// at B 256); K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors (slots
-/// 1.7–6.6 % slower).
+/// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. On
+/// the H200, slots win where many elements are emitted under contention
+/// (a large share of the row: K = 2048 rows of at most 2K + 64 values, K ≥
+/// 1024 rows of at most K + 64; and, beyond one or two rows per SM, rows of
+/// at most 4K + 64 or 2K + 64), because one warp-aggregated atomic replaces
+/// many contended per-bin ones; where few are emitted, the slots' second
+/// register visit and warp scan are pure latency, so cursors win. The
+/// 4-float4 entries emit slots from bit masks in one visit, which moves the
+/// break-even towards slots for K = 2048 (and K = 1,024 on 512/4 beyond one
+/// row per SM); K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors.
+/// Evidence: docs/decisions.md (`measured_reg_emit`, `SS_REG_EMIT_MASK`).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
     let sms = dev.sms as usize;
     let beyond_one_row_per_sm = b > sms;
@@ -193,11 +188,10 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
 }
 
 /// Rows a reg launch needs before its first hint indices load ahead of the
-/// row (`SS_REG_HINTS_FIRST` of kernels/ss/reg.cu). Measured on the H200
-/// (reports/h200/2026-12-03i, same inputs, 1024 x 4 entry, by K): +1.2 to
-/// +3.9 % at B >= 128, -0.3 to +1.4 % at 64, and up to 2.1 % slower at B 4-32.
-/// A likely reason, not profiled: with few rows in flight the loads ahead of
-/// the row length only delay it.
+/// row (`SS_REG_HINTS_FIRST` of kernels/ss/reg.cu): with many rows in flight
+/// the early hint loads overlap other CTAs' work; with few, they only delay
+/// the row length (likely reason, not profiled), so small batches lose.
+/// Evidence: docs/decisions.md (`reg_hints_first` rule, `SS_REG_HINTS_FIRST`).
 pub const HINTS_FIRST_MIN_ROWS: usize = 64;
 
 /// Whether a reg launch of `b` rows padded to `npad` loads its first hint
@@ -210,12 +204,11 @@ pub fn reg_hints_first(b: usize, npad: usize, k: usize) -> bool {
 /// Whether a batch-uniform reg launch of `b` rows on an entry of `vpt` float4
 /// per thread (`img`: the row-image entry) loads each row before its length
 /// arrives (`SS_REG_ROW_AHEAD` of kernels/ss/reg.cu): the entries of one
-/// float4 per thread (not the image entry) at B ≤ 2·SMs.
-/// Measured on the H200 (reports/h200/2026-12-04b, same binary, three
-/// rounds, radix-normalised): 256/1 +2 to +6 %, 512/1 +2 to +5 %, 1024/1 +1
-/// to +3 % at B 1-256; 256/1 4-8 % slower at B 512-1,024, and the 2- and
-/// 4-float4 entries 0.5-6 % slower at most B (1024/4 and 1024/2 at B 1-8:
-/// 5-6 %), reason not profiled.
+/// float4 per thread (not the image entry) at B ≤ 2·SMs. Loading the row
+/// before its length hides the length's latency on one-float4 entries while
+/// SMs are idle; at large B, and on the 2- and 4-float4 entries, the extra
+/// live registers cost more than they hide (reason not profiled).
+/// Evidence: docs/decisions.md (`reg_row_ahead` rule, `SS_REG_ROW_AHEAD`).
 pub fn reg_row_ahead(b: usize, vpt: u32, img: bool, dev: &DeviceProfile) -> bool {
     vpt == 1 && !img && b <= 2 * dev.sms as usize
 }
@@ -230,16 +223,12 @@ pub const REG_DROP_MAX: usize = 4;
 /// builds the drop-few path, at B ≤ 2·SMs: where its longest row is within
 /// [`REG_DROP_MAX`] of k (a launch of longer rows is built without the code,
 /// so it runs as before; its shorter rows near k take the chain), and always
-/// on the 1024/1 entry (not the image one: not measured).
-/// Measured on the H200 (reports/h200/2026-12-04h, 256/1 at 1,027 × K 1,024,
-/// same binary, two rounds, radix-normalised): +3 to +5 % at B 1–128, +8 %
-/// at B 256; 1.5 % and 3.6 % slower at B 512 / 1,024, where eight CTAs share
-/// an SM. The 1024/1 entry runs faster with the code built in even though
-/// its rows (N ≈ 4K) never take the path: 0.989–0.993 without it (H200
-/// 2026-12-04h and H100 2026-12-05g, against b3724ed, whose build had it),
-/// and built in against the length rule +0.9 % on the entry, +0.5 to +1.5 %
-/// at every B 1–128 in two rounds (H100, reports/h100/2026-12-05h); same
-/// registers (32, no stack frame), so code layout, not a spill.
+/// on the 1024/1 entry (not the image one: not measured). Dropping the
+/// n − k smallest is shorter than the bracket chain; at B > 2·SMs, where
+/// eight CTAs share an SM, the extra code costs more than the chain it
+/// saves. The 1024/1 entry runs faster with the code built in although its
+/// rows never take the path: same registers, so code layout, not a spill.
+/// Evidence: docs/decisions.md (`reg_drop_few` rule, `SS_REG_DROP_MAX`).
 pub fn reg_drop_few(
     b: usize,
     n: usize,
@@ -256,19 +245,20 @@ pub fn reg_drop_few(
 /// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
 /// kernels/ss/reg.cu): where each thread emits about four or more (k ≥ 4 ×
 /// BLK) in a batch beyond one row per SM, and the histogram holds the k
-/// indices (k ≤ NBH). Measured on the H200 (reports/h200/2026-12-03j, same
-/// binary, two rounds): 512/4 at 8207 × K 2048 +18 / +10 / +4 % at B 256 /
-/// 512 / 1,024, 256/1 at 1027 × K 1024 +6 to +12 % at B ≥ 256; 4 to 7 %
-/// slower where a thread emits about two (256/1 and 512/1 at k = 2·BLK,
-/// 512/2, 1024/1) and on 256/1 at B ≤ 128.
+/// indices (k ≤ NBH). Staging turns scattered index stores into one
+/// coalesced copy, which pays once a thread has about four to emit and the
+/// SMs are busy; with about two per thread, or few rows, the extra shared
+/// memory pass and barrier cost more than the coalescing saves.
+/// Evidence: docs/decisions.md (`reg_stage_out` / `reg_stage_out_extra` rules,
+/// `SS_REG_STAGE_OUT`).
 pub fn reg_stage_out(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
     b > dev.sms as usize && k >= 4 * blk as usize && k <= nbh as usize
 }
 
 /// The same batches and emit counts with k > NBH, staged in k extra words of
-/// dynamic shared memory (`SS_REG_STAGE_OUT` 2): 512/2 at 4111 × K 2048,
-/// B 512 / 1,024 in the grid, +26 / +22 % on the H200 (docs/decisions.md,
-/// "Route rungs").
+/// dynamic shared memory (`SS_REG_STAGE_OUT` 2), for the same reason as
+/// [`reg_stage_out`]. Evidence: docs/decisions.md (`reg_stage_out` /
+/// `reg_stage_out_extra` rules, `SS_REG_STAGE_OUT`).
 pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceProfile) -> bool {
     b > dev.sms as usize && k >= 4 * blk as usize && k > nbh as usize
 }
@@ -276,11 +266,11 @@ pub fn reg_stage_out_extra(b: usize, k: usize, blk: u32, nbh: u32, dev: &DeviceP
 /// Whether a slots-form reg launch on an entry of `blk` threads, `vpt`
 /// float4 per thread and `nbh` bins also emits from bit masks in the
 /// 32-register build (`SS_REG_EMIT_MASK` 2 of kernels/ss/reg.cu): the 512/2
-/// entry where its k indices fit the histogram (k ≤ NBH). Measured on the
-/// H200 (reports/h200/2026-12-04d, same binary, two rounds, radix-normalised,
-/// the knob in every 32-register build against the default): 512/2 at
-/// 4,111 × K 1,024 +2.4 to +4.8 % at B 256–512, K 512 0.99–1.01; K 2,048
-/// (k > NBH) 0.5–1.7 % slower, and 256/1 (1,027 × K 1,024) 1.4–5.3 % slower.
+/// entry where its k indices fit the histogram (k ≤ NBH). One register
+/// visit for the masks saves the second slots visit where the 512/2 entry
+/// has registers to spare; on 256/1, and past NBH, the mask bookkeeping
+/// costs more than the visit it saves.
+/// Evidence: docs/decisions.md (`reg_mask_slots_32` rule, `SS_REG_EMIT_MASK`).
 pub fn reg_mask_slots_32(blk: u32, vpt: u32, k: usize, nbh: u32) -> bool {
     blk == 512 && vpt == 2 && k <= nbh as usize
 }
@@ -334,20 +324,11 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         return Some(reg(512, 1, 4, 1024, "reg: n <= 4·512 + 512"));
     }
     if dev.reg_k2048_rungs && k > 1024 {
-        // Measured on the H200 (reports/h200/2026-12-02d, forced entries on
-        // every v32 cell of N <= 16K, all 11 batch sizes, same inputs): the
-        // smallest CTA that holds a K = 2048 row beats the upstream rung and
-        // main at nearly every B; at N = 8207, B = 1024, 512/4 is 1.41× faster
-        // than 1024/4 (two rows per SM in flight instead of one is the
-        // likely reason; not profiled).
-        // Re-measured after the emit-form and reconvergence changes
-        // (reports/h200/2026-12-03d, forced entries, 38 v32 N = 4,111 layers
-        // per B): 1024/1 beats 512/2 by 4–6 % at B <= 64 and 13–17 % at
-        // B = 128–256 while a batch fits one wave of two 1024-thread CTAs per
-        // SM; at B = 512 / 1024 it loses (0.99 / 0.89: a second wave).
-        // Since 512/2 stages its emit in extra words beyond one row per SM
-        // (reports/h200/2026-12-04, forced 512/2 vs routed 1024/1 on the 61
-        // v32 N = 4,111 layers): 1.069 at B = 256, 0.891 / 0.931 at B 128 / 64.
+        // The smallest CTA that holds a K = 2048 row wins: a smaller CTA puts
+        // more rows per SM in flight (likely reason; not profiled). 1024/1
+        // only while the batch fits one wave (b <= SMs); beyond it 512/2,
+        // which stages its emit in extra words, avoids a second wave.
+        // Evidence: docs/decisions.md (`reg_k2048_rungs`).
         if n <= reg_capacity(1024, 1) && b <= sms {
             return Some(reg(
                 1024,
@@ -415,10 +396,10 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
         return Some(reg(512, 2, 4, 1024, "reg: n <= 4·1024 + 512, narrow batch"));
     }
     if dev.reg_512x4_second_wave && n <= reg_capacity(512, 4) && !wide && b <= 2 * sms {
-        // Measured on the H200 (reports/h200/2026-12-02d, experiments/fp-*):
-        // at N = 8195, B = 256 reg 512/4 was 1.16–1.26× faster than main
-        // (likely: two rows per SM fill the second wave; not profiled); at
-        // B >= 512 main wins.
+        // Between one and two rows per SM, two 512-thread register CTAs per
+        // SM fill what would be main's ragged second wave (likely; not
+        // profiled); beyond 2·SMs main wins.
+        // Evidence: docs/decisions.md (`reg_512x4_second_wave`).
         return Some(reg(
             512,
             4,
@@ -427,23 +408,20 @@ fn register_block(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> Option<R
             "reg (H200, measured): n <= 4·2048 + 512, SMs < b <= 2·SMs",
         ));
     }
-    // K = 2048 (H200, reports/h200/2026-12-04, forced reg_clus vs routed main
-    // SPLIT on v32 rows): N = 32,783 at B 1–8 (rc8x2) 1.19–1.21, B 16 (rc4x4)
-    // 1.12; N = 65,551 (rc8x4) only 1.02–1.05, where clus does better (the
-    // streaming block's K = 2048 rung); B 32 not co-resident (0.63 in waves).
-    // N = 131,087 (rc8x4 with 15 values in rank 0's tail, two rounds) won
-    // 1.011–1.032 at B 1–8 then; since main stages its K = 2048 output it
-    // loses there: main SPLIT 1.038–1.043 at B 1–4, 1.008 at B 8 (same run,
-    // reports/h200/2026-12-04g), so K = 2048 takes reg_clus up to 64K only.
+    // K = 2048 takes reg_clus only up to 64K values at b <= 16: holding the
+    // row in cluster registers beats main SPLIT while the clusters are
+    // co-resident; from 64K clus streams better, and main since it stages its
+    // K = 2048 output. Evidence: docs/decisions.md (`k2048_clusters`).
     let k_fits = k <= 1024 || (dev.k2048_clusters && n4 <= K2048_REG_CLUS_MAX_F4 && b <= 16);
     if n4 > 4096 && n <= REG_CLUS_MAX_N && k_fits {
         if let Some(decision) = reg_clus_rung(b, reg_clus_float4s(n), dev) {
             return Some(decision);
         }
     }
-    // H200 (reports/h200/2026-12-04, flash / pro N = 8,195 rows): forced
-    // 1024/2 vs routed 1024/4 1.016–1.027 at B <= 32, 1.005 / 1.011 at B 64,
-    // 0.993 / 0.989 at B 128; routed, two rounds: 1.008–1.050 at B <= 32.
+    // At b <= 32 rows of 5K–9K values run faster on 1024/2, which they fill,
+    // than on 1024/4, whose extra float4 registers sit idle (likely reason;
+    // not profiled); the gain fades by B 64 and turns at B 128.
+    // Evidence: docs/decisions.md (`reg_1024x2_rung`).
     if dev.reg_1024x2_rung && k <= 1024 && n <= reg_capacity(1024, 2) && b <= 32 {
         return Some(reg(
             1024,
@@ -537,8 +515,10 @@ fn streaming_block(
 ) -> RouteDecision {
     let sms = dev.sms as usize;
     let n4 = n >> 2;
-    // H200 (reports/h200/2026-12-04, forced clus vs routed main SPLIT on v32
-    // N = 65,551 rows): CS 8 1.054–1.072 at B 1–8; at N = 131,087 0.97–0.99.
+    // K = 2048 rows of 64K–96K values: eight co-resident cluster ranks merge
+    // through DSMEM instead of main SPLIT's global hand-off (likely reason;
+    // not profiled); at 128K values main is faster. Evidence:
+    // docs/decisions.md (`k2048_clusters`).
     if dev.k2048_clusters
         && k > 1024
         && K2048_CLUS_BAND_F4.contains(&n4)
@@ -563,10 +543,9 @@ fn streaming_block(
         while cs >= 2 && !dev.cluster_fits(cs as u32, b) {
             cs /= 2;
         }
-        // H200 rung (reports/h200/2026-12-02-campaign3): clus ranks stream their
-        // slice without main's register pipelining, so past ~32K values per
-        // rank clus took 1.18–1.52× the time of main with R CTAs per row
-        // (22 cases; ≤ 32K values: 0.88–1.01×, 13 cases).
+        // Clus ranks stream their slice without main's register pipelining,
+        // so past ~32K values per rank main with R CTAs per row is faster.
+        // Evidence: docs/decisions.md (`clus_max_rank_f4`).
         let slice_too_long = cs >= 2
             && dev
                 .clus_max_rank_f4
