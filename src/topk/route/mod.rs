@@ -6,8 +6,9 @@
 //! - [`DeviceProfile`]: the device facts both depend on (SM count, shared
 //!   memory, cluster co-residency).
 //!
-//! The reports these modules cite (`reports/h200/…`, `reports/h100/…`) have
-//! left the tree: `git show c583e85:reports/…` reads them (docs/decisions.md).
+//! The evidence for every rung and rule is a row of docs/decisions.md; the
+//! reports it cites have left the tree (`git show c583e85:reports/…` reads
+//! them).
 
 pub mod dispatch;
 pub mod params;
@@ -43,43 +44,52 @@ pub struct DeviceProfile {
     /// K = 2048 rows of up to `reg_capacity(1024, 4)` values take the
     /// register family at every batch size, in its smallest CTA that holds
     /// the row (512/2, 512/4, then 1024/4), except that rows 1024/1 holds
-    /// take it while the batch has at most one row per SM: H200 rungs
-    /// measured against main and the upstream rungs (reports/h200/2026-12-02d,
-    /// 2026-12-03d, 2026-12-04); not in the B200 route.
+    /// take it while the batch has at most one row per SM: the smallest CTA
+    /// puts the most rows per SM in flight, and a register-resident row beats
+    /// main's streaming; not in the B200 route. Evidence: docs/decisions.md
+    /// (`reg_k2048_rungs`).
     pub reg_k2048_rungs: bool,
     /// K <= 1024 rows of `reg_capacity(512, 2)` < n <= `reg_capacity(512, 4)`
     /// values in a batch of SMs < b <= 2·SMs rows take reg 512/4 instead of
-    /// main (an H200 rung measured against main; not in the B200 route).
+    /// main: two register CTAs per SM fill main's ragged second wave; not in
+    /// the B200 route. Evidence: docs/decisions.md (`reg_512x4_second_wave`).
     pub reg_512x4_second_wave: bool,
     /// The upstream regimg rung (row image in shared memory for the hint
-    /// gather). Off on the H200: plain reg 1024/1 was 8–11 % faster at every
-    /// B = 1–128 on the rows that rung takes (flash N = 4099; reports/h200/2026-12-02d).
+    /// gather). Off on the H200: on the rows that rung takes, writing the
+    /// image costs more than the hint gather it speeds up, so plain reg 1024/1
+    /// wins at every B (likely reason; not profiled). Evidence:
+    /// docs/decisions.md (`regimg_rung`).
     pub regimg_rung: bool,
     /// Longest per-rank slice (float4, `n4 / CS`) the clus family takes; a
-    /// longer one runs main with the streaming block's R instead (an H200
-    /// rung measured against main; `None`: the B200 route, no limit).
+    /// longer one runs main with the streaming block's R instead, since clus
+    /// ranks stream without main's register pipelining (`None`: the B200
+    /// route, no limit). Evidence: docs/decisions.md (`clus_max_rank_f4`).
     pub clus_max_rank_f4: Option<usize>,
-    /// The reg emit form from the H200 measurement (`dispatch::reg_cursor_emit`)
-    /// instead of the upstream `CUR = not (n < 2k and b > SMs)`.
+    /// The reg emit form by emitted share and contention
+    /// (`dispatch::reg_cursor_emit`) instead of the upstream
+    /// `CUR = not (n < 2k and b > SMs)`. Evidence: docs/decisions.md
+    /// (`measured_reg_emit`).
     pub measured_reg_emit: bool,
     /// K = 2048 rows of 16K < n <= 64K values (n4 <= 16,384) take the
     /// reg_clus rung where it fits, and rows of 64K < n <= 96K values (n4 <=
     /// 24,576) take clus with CS 8 where 8-CTA clusters are co-resident,
-    /// instead of main SPLIT (H200 rungs measured against main with the forced
-    /// arms, reports/h200/2026-12-04 and 2026-12-04g; upstream serves K = 2048
-    /// with main only).
+    /// instead of main SPLIT, whose global hand-off they avoid while the
+    /// clusters are co-resident (upstream serves K = 2048 with main only).
+    /// Evidence: docs/decisions.md (`k2048_clusters`).
     pub k2048_clusters: bool,
     /// The reg_clus rung needs at least this many SMs per row (`SMs / b`):
-    /// the upstream 2, or 4 on the H200, where 2-CTA clusters at b = 64
-    /// (flash / pro N = 32,771) ran 12–15 % slower than main one CTA per row
-    /// while winning 7–20 % at b = 32 (same run, reports/h200/2026-12-04g).
+    /// the upstream 2, or 4 on the H200, where a 2-CTA cluster's merge costs
+    /// more than one CTA per row of main once the batch fills the SMs
+    /// (b = 64; likely reason, not profiled), though it still wins at b = 32.
+    /// Evidence: docs/decisions.md (`reg_clus_min_sms_per_row`).
     pub reg_clus_min_sms_per_row: u32,
     /// K <= 1024 rows of `reg_capacity(1024, 1)` < n <= `reg_capacity(1024, 2)`
-    /// values at b <= 32 take reg 1024/2 instead of 1024/4 (an H200 rung,
-    /// reports/h200/2026-12-04).
+    /// values at b <= 32 take reg 1024/2 instead of 1024/4, which they would
+    /// leave partly idle. Evidence: docs/decisions.md (`reg_1024x2_rung`).
     pub reg_1024x2_rung: bool,
-    /// The main sample schedule from the H200 sweep (reports/h200/2026-12-04e)
-    /// instead of upstream's: one-CTA-per-row launches floor aim at
+    /// The main sample schedule tuned on the H200 instead of upstream's
+    /// (evidence: docs/decisions.md, `measured_main_sample`): one-CTA-per-row
+    /// launches floor aim at
     /// round(sqrt(32·n)) (with the upstream sqrt(6n), rows of 128K–256K values
     /// drew 500–1,400 scattered sample units), and big one-CTA rows of
     /// k ≥ 1024 aim at 1.5k survivors (the upstream 4k staged and emitted
