@@ -193,8 +193,9 @@ pub fn kpt_for(k: usize, blk: u32) -> u32 {
 /// `aim` before the sqrt(C·n) floor and the clamps ("base"); the
 /// kernels receive it to redo the schedule for rows of another length.
 /// `measured`: [`DeviceProfile::measured_main_sample`] (big one-CTA rows of
-/// k ≥ 1024 aim at 1.5k instead of 4k: with [`aim_floor_coef`], +5 to +14 % on the
-/// H200 at K 1,024–2,048, B 64–128, N 32K–164K; reports/h200/2026-12-04e).
+/// k ≥ 1024 aim at 1.5k instead of 4k: the upstream 4k staged and emitted
+/// far more survivors than the rung needs; with [`aim_floor_coef`]).
+/// Evidence: docs/decisions.md (`measured_main_sample`).
 pub fn aim_base(k: usize, r: u32, big: bool, measured: bool) -> usize {
     match (big, r) {
         (true, 1) if k >= 1024 && measured => 3 * k / 2,
@@ -217,9 +218,9 @@ pub fn aim_min(k: usize, r: u32) -> usize {
 /// The coefficient C of the aim floor round(sqrt(C·n)): the upstream 6, or 32
 /// for one-CTA-per-row launches with [`DeviceProfile::measured_main_sample`].
 /// The floor bounds the sample (SFAC·n/aim values, each unit a scattered
-/// 32-byte read) at SFAC·sqrt(n/C) values; on the H200 the upstream floor let
-/// 131K–262K rows draw 511–1,365 units and run 3–12 % slower, the pass
-/// reading the sample's lines from DRAM again (ncu, reports/h200/2026-12-04e).
+/// 32-byte read) at SFAC·sqrt(n/C) values; with the upstream floor long rows
+/// draw hundreds of scattered units whose lines the pass then reads from DRAM
+/// again. Evidence: docs/decisions.md (`measured_main_sample`).
 pub fn aim_floor_coef(r: u32, measured: bool) -> u32 {
     if measured && r <= 1 {
         32
@@ -241,10 +242,10 @@ fn aim_for(n: usize, k: usize, r: u32, big: bool, scap: usize, measured: bool) -
 /// Values per sample unit (one scattered read each) of a main launch: the
 /// upstream PAIR (8), or with [`DeviceProfile::measured_main_sample`] a QUAD
 /// (16, one 64-byte read) for one-CTA-per-row launches: the same sample values
-/// in half the scattered reads, +2.1 to +10.2 % at B 256–1,024, N ≥ 64K on the
-/// H200 (same binary against PAIRs) and +0.1 to +2.1 % at B 64–128, while SPLIT
-/// launches (B ≤ 32), whose sample is a per-thread latency chain, lost 0.7–3.4 %
-/// with it (docs/decisions.md, "main (`kernels/ss/main.cu`)").
+/// in half the scattered reads, which pays where many rows compete for DRAM;
+/// SPLIT launches (B ≤ 32), whose sample is a per-thread latency chain, keep
+/// PAIRs: there the wider unit lost.
+/// Evidence: docs/decisions.md (`measured_main_sample`).
 pub fn main_sample_unit(r: u32, measured: bool) -> usize {
     if measured && r <= 1 {
         16
@@ -433,15 +434,13 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 
 /// Shortest row that a one-CTA-per-row launch of more than 2·SMs rows runs on
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
-/// entry's tiles (512 threads × 8 float4). Measured on two H100s (docs/decisions.md,
-/// "main (`kernels/ss/main.cu`)"; K ≤ 1,024, B 512 / 1,024, two rounds each): BLK 512
-/// against the upstream 256 +0 to +3 % at 32,771 values, +2.8 to +7 % at 65K,
-/// +1.3 to +3.3 % at 131K–262K; −6 to −9 % at 16,387 and −16 to −22 % on
-/// shorter rows. The grid has no row between 16,387 and 32,771 values, so
-/// the bound is the tile count, not a measured crossing. Only launches of at
-/// least [`BLK512_TIE_MIN_WAVE_TENTHS`] BLK 512 waves: at 300 rows (1.14 waves
-/// against one wave of BLK 256) BLK 512 lost 8 to 14 % at every N ≥ 32K, at
-/// 512 / 800 / 1,024 rows it won.
+/// entry's tiles (512 threads × 8 float4): a row of at least two tiles keeps
+/// BLK 512's pipelined pass busy, while shorter rows pay for its bigger CTA
+/// without using it (likely reason; not profiled). The grid has no row between 16,387 and
+/// 32,771 values, so the bound is the tile count, not a measured crossing.
+/// Only launches of at least [`BLK512_TIE_MIN_WAVE_TENTHS`] BLK 512 waves: a
+/// launch just past one wave runs a nearly empty second wave against BLK
+/// 256's single one. Evidence: docs/decisions.md (BLK 512 on a wave tie).
 pub const BLK512_TIE_MIN_N: usize = 2 * 512 * 8 * 4;
 
 /// Fewest BLK 512 waves, in tenths, for [`BLK512_TIE_MIN_N`]'s tie rule: the
@@ -452,9 +451,9 @@ pub const BLK512_TIE_MIN_WAVE_TENTHS: u64 = 19;
 /// BLK/MINB of a one-CTA-per-row launch with more rows than SMs, for the
 /// H200: upstream picks by batch band (BLK 512 up to 2·SMs rows, else 256),
 /// which at K = 2048 puts B = 512 on BLK 256 at 3 CTAs/SM (staging-bound):
-/// 1.29 waves of 396 slots, the grid's worst ss/radix batch size (campaign of
-/// 2026-12-02). Take the shape whose last wave is fuller; on a tie (within
-/// 2 %) keep the upstream band, except that rows of at least
+/// 1.29 waves of 396 slots, a mostly empty last wave. Take the shape whose
+/// last wave is fuller (evidence: docs/decisions.md, `wave_aware_main`); on a
+/// tie (within 2 %) keep the upstream band, except that rows of at least
 /// [`BLK512_TIE_MIN_N`] values take BLK 512 in launches of at least
 /// [`BLK512_TIE_MIN_WAVE_TENTHS`] of its waves.
 fn wave_aware_blk(b: usize, n: usize, scap: usize, cmp: usize, sms: u64) -> (u32, u32) {
