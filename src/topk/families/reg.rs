@@ -233,11 +233,11 @@ const NEXT_WAVE_L2_SHARE: u64 = 2;
 /// CTA, the launch has a later wave and one wave of `row_bytes` rows fits in
 /// its share of an `l2_bytes` L2; else 0 (no prefetch).
 ///
-/// Measured (2026-12-03f): +4 to +9 % on the one-CTA-per-SM entry, 3-4 %
-/// slower on the 512-thread entries (two or more per SM) at B 1024. The
-/// likely reason, not profiled: one CTA leaves the SM's loads idle through its
-/// in-SM chain (bracket, histogram, scan, emit), which the prefetch fills,
-/// while a co-resident CTA already fills them with its own row.
+/// One CTA leaves the SM's loads idle through its in-SM chain (bracket,
+/// histogram, scan, emit), which the prefetch fills, while a co-resident CTA
+/// already fills them with its own row, so the entries of two or more CTAs
+/// per SM lose with it (likely reason; not profiled).
+/// Evidence: docs/decisions.md (`SS_NEXT_WAVE_PREFETCH`, next-wave `ahead`).
 pub fn next_wave_ahead(rows: u64, per_sm: u64, sms: u64, row_bytes: u64, l2_bytes: u64) -> u32 {
     let resident = per_sm.saturating_mul(sms);
     let fits = resident.saturating_mul(row_bytes) <= l2_bytes / NEXT_WAVE_L2_SHARE;
@@ -333,8 +333,9 @@ impl RegLaunch {
 
     /// Whether the kernel loads the first hint indices ahead of the row: the
     /// launch reads hints, its entry holds 4 float4 per thread in registers
-    /// only (the 32-register entries measured slower with it; the image entry
-    /// gathers from shared memory) and [`reg_hints_first`] holds for its rows.
+    /// only (the 32-register entries lose with it; the image entry gathers
+    /// from shared memory) and [`reg_hints_first`] holds for its rows.
+    /// Evidence: docs/decisions.md (`SS_REG_HINTS_FIRST`).
     pub fn hints_first(&self) -> bool {
         self.args.use_hints != 0
             && self.entry.vpt == 4
@@ -448,8 +449,9 @@ impl RegLaunch {
     /// Load the launch's build, and with the occupancy of the build without
     /// the prefetch decide the next-wave prefetch distance (`args.ahead`);
     /// where it prefetches, load the build with the prefetch. Launches that
-    /// prefetch nothing run a build without it (compiled in with ahead = 0
-    /// it cost one-wave batches 1-3 %); one CTA per SM stays one with it.
+    /// prefetch nothing run a build without it (the dead branch still costs
+    /// one-wave batches; evidence: docs/decisions.md, `SS_NEXT_WAVE_PREFETCH`);
+    /// one CTA per SM stays one with it.
     pub fn prepare(&mut self, launcher: &mut Launcher, tuning: &Tuning) -> Result<()> {
         let name = self.entry.name();
         launcher.load(&self.build(false, tuning), &name, self.launch_smem_bytes())?;

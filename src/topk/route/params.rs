@@ -436,8 +436,9 @@ pub fn wave_efficiency(rows: usize, slots: u64) -> f64 {
 /// BLK 512 when both blocks fill their last waves alike: two of the BLK 512
 /// entry's tiles (512 threads × 8 float4): a row of at least two tiles keeps
 /// BLK 512's pipelined pass busy, while shorter rows pay for its bigger CTA
-/// without using it (likely reason; not profiled). The grid has no row between 16,387 and
-/// 32,771 values, so the bound is the tile count, not a measured crossing.
+/// without using it (likely reason; not profiled). The grid has no row
+/// between 16,387 and 32,771 values, so the bound is the tile count, not a
+/// measured crossing.
 /// Only launches of at least [`BLK512_TIE_MIN_WAVE_TENTHS`] BLK 512 waves: a
 /// launch just past one wave runs a nearly empty second wave against BLK
 /// 256's single one. Evidence: docs/decisions.md (BLK 512 on a wave tie).
