@@ -282,8 +282,9 @@ mod tests {
 
     #[test]
     fn heuristic_on_the_shapes_where_filtered_lost_to_torch() {
-        // H200 2026-12-02 sample600: filtered lost to torch.topk at these
-        // row lengths for B <= 16. Upstream moves B <= 8 to multi-CTA...
+        // Filtered lost to torch.topk at these row lengths for B <= 16
+        // (reports/h200/2026-12-02, sample600). Upstream moves B <= 8 to
+        // multi-CTA...
         for rows in [1usize, 2, 4, 8] {
             for n in [131_075usize, 131_087, 163_775, 262_127] {
                 assert_eq!(flashinfer_algo(rows, n), Algo::MultiCta, "{rows}x{n}");
