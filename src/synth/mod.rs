@@ -230,7 +230,7 @@ pub fn synth(opts: &SynthOptions) -> Result<SynthSummary> {
                 let done = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 progress.set_message(format!("{done}/{} cells", cells.len()));
                 progress.inc(meta.n as u64);
-                if plain && (done % plain_step == 0 || done == cells.len()) {
+                if plain && (done.is_multiple_of(plain_step) || done == cells.len()) {
                     eprintln!("synth: {done}/{} cells written", cells.len());
                 }
                 Ok((i, manifest_entry(&cell, &file)))
