@@ -14,13 +14,12 @@
 //! CTAs per SM, as the design), no spill, no stack.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::support::ss::{batch, gxx_available, kernel_emulator};
+use crate::support::ss::{batch, emulator_output, gxx_available, kernel_emulator};
 use gvr_bench::arms::baselines::sglang_v2::{self, long_threshold, route, Route, RowPath};
 use gvr_bench::exact::check_batch;
 use gvr_bench::gpu::nvrtc::{compile_report, DEFAULT_ARCH};
@@ -120,43 +119,7 @@ fn call(exe: &Path, b: &Batch, forced: Option<Route>, plan_only: bool, label: &s
         u32::from(r.clusters.is_some()),
         u32::from(plan_only),
     ];
-    let mut bytes = Vec::with_capacity(4 * (header.len() + b.logits.len() + b.rows * (1 + b.k)));
-    for w in header {
-        bytes.extend_from_slice(&w.to_le_bytes());
-    }
-    for x in &b.logits {
-        bytes.extend_from_slice(&x.to_le_bytes());
-    }
-    for &n in &b.n {
-        bytes.extend_from_slice(&(n as i32).to_le_bytes());
-    }
-    for h in &b.hints {
-        bytes.extend_from_slice(&h.to_le_bytes());
-    }
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let tag = format!(
-        "{}-{}",
-        std::process::id(),
-        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
-    let dir = exe.parent().expect("emulator dir");
-    let input = dir.join(format!("in-{tag}.bin"));
-    let output = dir.join(format!("out-{tag}.bin"));
-    std::fs::write(&input, &bytes).expect("write input");
-    let result = Command::new(exe)
-        .arg(&input)
-        .arg(&output)
-        .output()
-        .expect("run emulator");
-    let _ = std::fs::remove_file(&input);
-    assert!(
-        result.status.success(),
-        "{label}: emulator failed ({}): {}",
-        result.status,
-        String::from_utf8_lossy(&result.stderr)
-    );
-    let raw = std::fs::read(&output).expect("emulator output");
-    let _ = std::fs::remove_file(&output);
+    let raw = emulator_output(exe, label, &header, b);
     let words: Vec<u32> = raw
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))

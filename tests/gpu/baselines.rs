@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use gvr_bench::arms::baselines::radix::{self, Radix, RadixWithoutMultiPass};
+use gvr_bench::arms::baselines::radix::{self, Radix};
 use gvr_bench::arms::baselines::{self, BaselineKernel, GpuBaselineArm, SUPPORTED_K};
 use gvr_bench::arms::{Arm, Shape};
 use gvr_bench::capture::format::npad_for;
@@ -108,8 +108,8 @@ fn radix_every_tier_is_exact() {
         return;
     }
     let gpu = open_gpu();
-    static PRODUCTION: Radix = Radix;
-    static WITHOUT_MP: RadixWithoutMultiPass = RadixWithoutMultiPass;
+    static PRODUCTION: Radix = Radix::PRODUCTION;
+    static WITHOUT_MP: Radix = Radix::WITHOUT_MULTI_PASS;
     let varlen = |k: usize| vec![0, 1, k - 1, k, k + 1, 70_001, 262_127, 17, 131_072];
     // (kernel, row lengths, the k values, tier).
     type Case = (

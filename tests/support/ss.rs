@@ -284,13 +284,12 @@ pub fn path_cases() -> Vec<PathCase> {
     cases
 }
 
-/// Run a built kernel emulator (tests/ss_emu/*_main.cpp) on `b` and return
-/// (output indices `[rows·k]`, one trace word per row). The input file is
-/// `words` (the driver's header and launch parameters) followed by the
-/// logits, per-row n and hints, all little-endian 4-byte words. Panics (the
-/// test fails) if the emulator aborts, naming `label`.
-pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i32>, Vec<i32>) {
-    let mut bytes = Vec::new();
+/// Run a built emulator on `b` and return its raw output file: the input is
+/// `words` (the driver's header) followed by the logits, per-row n and hints,
+/// all little-endian 4-byte words. Panics (the test fails) if the emulator
+/// aborts, naming `label`.
+pub fn emulator_output(exe: &Path, label: &str, words: &[u32], b: &Batch) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(4 * (words.len() + b.logits.len() + b.rows + b.hints.len()));
     for w in words {
         bytes.extend_from_slice(&w.to_le_bytes());
     }
@@ -328,6 +327,16 @@ pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i
     );
     let raw = std::fs::read(&output).expect("emulator output");
     let _ = std::fs::remove_file(&output);
+    raw
+}
+
+/// Run a built kernel emulator (tests/ss_emu/*_main.cpp) on `b` and return
+/// (output indices `[rows·k]`, one trace word per row). The input file is
+/// `words` (the driver's header and launch parameters) followed by the
+/// logits, per-row n and hints, all little-endian 4-byte words. Panics (the
+/// test fails) if the emulator aborts, naming `label`.
+pub fn run_emulator(exe: &Path, label: &str, words: &[u32], b: &Batch) -> (Vec<i32>, Vec<i32>) {
+    let raw = emulator_output(exe, label, words, b);
     let words = b.rows * b.k + b.rows;
     let stamp_bytes = gvr_bench::gpu::probe::PROBE_CTAS * gvr_bench::gpu::probe::PROBE_SLOTS * 8;
     assert!(

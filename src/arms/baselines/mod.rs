@@ -131,7 +131,7 @@ pub trait BaselineKernel: Send + Sync {
 
 /// The registry: one line per baseline arm.
 static KERNELS: &[&dyn BaselineKernel] = &[
-    &radix::Radix,
+    &radix::Radix::PRODUCTION,
     &radix_mcta::RadixMcta,
     &filtered::Filtered::DISPATCHED,
     &filtered::Filtered::ONLY,
@@ -397,9 +397,9 @@ mod tests {
         };
         let p = radix_mcta::RadixMcta.plan(&shape, 132).unwrap();
         assert!(p.describe().starts_with("mcta-split"), "{}", p.describe());
-        let p = radix::Radix.plan(&shape, 132).unwrap();
+        let p = radix::Radix::PRODUCTION.plan(&shape, 132).unwrap();
         assert_eq!(p.describe(), "multi-pass (128 CTAs/row, grid 128)");
-        let p = radix::Radix
+        let p = radix::Radix::PRODUCTION
             .plan(
                 &Shape {
                     rows: 1024,

@@ -22,8 +22,8 @@
 //! Upstream's legacy two-launch split-work (tier 5) runs only when the caller
 //! passes no done-counter scratch; we always pass it. Note that with the
 //! multi-pass scratch supplied (as here: the registered arm is
-//! [`Radix`]) tier 4 is never reached: every shape at or above the split
-//! threshold of its B lies in the multi-pass zone. [`RadixWithoutMultiPass`]
+//! [`Radix::PRODUCTION`]) tier 4 is never reached: every shape at or above the split
+//! threshold of its B lies in the multi-pass zone. [`Radix::WITHOUT_MULTI_PASS`]
 //! is the same dispatcher for a caller that supplies no multi-pass scratch; it
 //! is not a registered arm, it exists so the tests run the split tiers.
 
@@ -237,17 +237,30 @@ pub fn plan_for(shape: &Shape, sms: usize, scratch: Scratch) -> Result<LaunchPla
     plan_with(shape.rows, shape.n, shape.npad, shape.k, sms, scratch)
 }
 
-/// The `radix` arm's kernel: the production dispatcher.
-pub struct Radix;
+/// The dispatcher as a baseline kernel: [`Radix::PRODUCTION`] is the `radix`
+/// arm; [`Radix::WITHOUT_MULTI_PASS`] is the dispatcher for a caller without
+/// multi-pass scratch (tiers per-row, per-row-256, split, split-1024), not a
+/// registered arm: the tests build it to run the split tiers, which the
+/// production dispatcher never picks.
+pub struct Radix {
+    pub scratch: Scratch,
+}
 
-/// The dispatcher for a caller without multi-pass scratch (tiers per-row,
-/// per-row-256, split, split-1024). Not a registered arm: the tests build
-/// it to run the split tiers, which [`Radix`] never picks.
-pub struct RadixWithoutMultiPass;
+impl Radix {
+    pub const PRODUCTION: Radix = Radix {
+        scratch: Scratch::WithMultiPass,
+    };
+    pub const WITHOUT_MULTI_PASS: Radix = Radix {
+        scratch: Scratch::WithoutMultiPass,
+    };
+}
 
 impl BaselineKernel for Radix {
     fn arm_name(&self) -> &'static str {
-        "radix"
+        match self.scratch {
+            Scratch::WithMultiPass => "radix",
+            Scratch::WithoutMultiPass => "radix-without-multipass",
+        }
     }
 
     fn source(&self) -> KernelSource {
@@ -255,29 +268,7 @@ impl BaselineKernel for Radix {
     }
 
     fn plan(&self, shape: &Shape, sms: usize) -> std::result::Result<LaunchPlan, String> {
-        plan_for(shape, sms, Scratch::WithMultiPass)
-    }
-
-    fn workspace_bytes(&self, plan: &LaunchPlan, shape: &Shape) -> usize {
-        workspace_bytes_of(plan, shape.rows, shape.npad, shape.k)
-    }
-
-    fn launch(&self, ctx: LaunchCtx<'_>) -> Result<()> {
-        launch(ctx)
-    }
-}
-
-impl BaselineKernel for RadixWithoutMultiPass {
-    fn arm_name(&self) -> &'static str {
-        "radix-without-multipass"
-    }
-
-    fn source(&self) -> KernelSource {
-        RADIX
-    }
-
-    fn plan(&self, shape: &Shape, sms: usize) -> std::result::Result<LaunchPlan, String> {
-        plan_for(shape, sms, Scratch::WithoutMultiPass)
+        plan_for(shape, sms, self.scratch)
     }
 
     fn workspace_bytes(&self, plan: &LaunchPlan, shape: &Shape) -> usize {
