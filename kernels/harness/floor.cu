@@ -49,6 +49,10 @@ struct FloorParams {
 #define FLOOR_MAX_WARPS 32
 #define FLOOR_MAX_PARTS 16
 
+// Values of a row that a top-K must read: none when the row has at most k
+// values (the row is its own answer, written without a load), else all n.
+__device__ __forceinline__ u32 floor_read_len(u32 n, u32 k) { return n > k ? n : 0u; }
+
 // CUDA's max() overloads, spelled out so the host emulator compiles this file.
 __device__ __forceinline__ u32 floor_umax(u32 a, u32 b) { return a > b ? a : b; }
 
@@ -151,9 +155,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     const u32 next_n = p.ahead != 0u && parts == 1u && next < gridDim.y && next > row && lane_id() == 0u
                            ? clamp_row_len(row_n[next], npad)
                            : 0u;
-    const u32 next_read = next_n > k ? next_n : 0u;
-    // A row of at most k values is its own top-K: written, never read.
-    const u32 rn = n > k ? n : 0u;
+    const u32 next_read = floor_read_len(next_n, k);
+    const u32 rn = floor_read_len(n, k);
     const u32 lo = rn < part * slice ? rn : part * slice, hi = rn < lo + slice ? rn : lo + slice;
     u32 m = floor_slice_max(logits + (u64)row * npad, lo, hi);
     if (next_read != 0u) floor_prefetch_row(logits + (u64)next * npad, next_read, next);
@@ -192,7 +195,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     const u32 row = blockIdx.y, part = cluster_ctarank(), parts = cluster_nctarank();
     cluster_arrive();  // rank 0 must be running before anyone writes its shared memory
     const u32 n = clamp_row_len(row_n[row], npad);
-    const u32 rn = n > k ? n : 0u;  // as floor_grid: rows of at most k values are not read
+    const u32 rn = floor_read_len(n, k);
     const u32 lo = rn < part * slice ? rn : part * slice, hi = rn < lo + slice ? rn : lo + slice;
     const u32 m = floor_block_max(floor_slice_max(logits + (u64)row * npad, lo, hi), scratch);
     cluster_wait();
@@ -221,7 +224,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1)
     __shared__ u32 scratch[FLOOR_MAX_WARPS];
     const u32 t = threadIdx.x, row = blockIdx.y;
     const u32 n = clamp_row_len(row_n[row], p.npad);
-    const u32 rn = n > p.k ? n : 0u, n4 = rn >> 2;  // as floor_grid: rows of at most k values are not read
+    const u32 rn = floor_read_len(n, p.k), n4 = rn >> 2;
     const float* X = logits + (u64)row * p.npad;
     const u32 chunks = (n4 + CHUNK4 - 1u) / CHUNK4;
     // Chunk c into stage c % STAGES (thread 0 only).
