@@ -44,8 +44,19 @@ SHARD="${SHARD:-}"
 DEVICES="${DEVICES:-}"
 TIMING="${TIMING:-}"
 case ",$PEER," in *,flashinfer,*)
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" ;;
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+  # FlashInfer's JIT build of its top-K module (nvcc through ninja) took more than
+  # 15 minutes on a 16-core H100 machine (reports/h100/2026-12-07b): start it now, in
+  # its own session so that it outlives this call on a warm machine, while our arms
+  # run. The peer waits on flashinfer's build lock and then loads the module; its
+  # jit_build_s (peer-flashinfer.json) is then the wait, not the build.
+  mkdir -p /tmp/gvr-fi-jit
+  if [ ! -f /tmp/gvr-fi-jit/started ]; then
+    date -u +%FT%TZ > /tmp/gvr-fi-jit/started
+    setsid nohup "${PYTHON:-python3}" -c 'import importlib, time; t = time.time(); importlib.import_module("flashinfer.topk").get_topk_module(); print(f"flashinfer top-K JIT built in {time.time() - t:.0f} s")' \
+      > /tmp/gvr-fi-jit/build.log 2>&1 < /dev/null &
+  fi ;;
 esac
 TAG="${SHARD:+-${SHARD/\//of}}"
 RUN="${RUN_DIR:-/tmp/gvr-campaign/run${TAG}}"
@@ -90,6 +101,7 @@ if [ -s "$RUN/results.jsonl" ]; then
   case ",$PEER," in *,torch,*) step report-vs-torch 8 "$BIN" report "$RUN" --base torch --out "$RUN/report-torch-base" --no-plots ;; esac
   [ -n "$AA_ARM" ] && step aa 5 "$BIN" aa "$RUN" --arm "$AA_ARM" --arm-b "$AA_ARM#2" --out "$RUN/aa.json"
 fi
+[ -f /tmp/gvr-fi-jit/build.log ] && cp /tmp/gvr-fi-jit/build.log "$RUN/flashinfer-jit-build.log"
 {
   date -u +%FT%TZ; nvidia-smi; nvcc --version 2>/dev/null
   ${PYTHON:-python3} -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
@@ -98,10 +110,12 @@ fi
 echo "grid rc=$GRID_RC records=$(wc -l < "$RUN/results.jsonl" 2>/dev/null || echo 0)" | tee -a "$LOG"
 
 # The device returns only a few files: one tgz (results.jsonl compresses ~6x).
-# Raw torch records are in results.jsonl already; a merged --devices run
-# also holds every shard's records, so the shards' copies stay behind.
+# The peers' raw records stay in it: a grid stopped while a peer ran has not
+# joined them yet, and a later call resumes from this tgz (campaign_calls.sh
+# RESTORE). A merged --devices run also holds every shard's records, so the
+# shards' copies stay behind.
 NAME="$(basename "$RUN")"
-EXCLUDE=(--exclude "torch.jsonl" --exclude "flashinfer.jsonl")
+EXCLUDE=()
 [ -s "$RUN/results.jsonl" ] && [ -d "$RUN/shards" ] && EXCLUDE+=(--exclude "$NAME/shards/*/results.jsonl")
 tar czf "$OUT/campaign${TAG}.tgz" "${EXCLUDE[@]}" -C "$(dirname "$RUN")" "$NAME" \
   -C "$OUT" logs campaign.log && rm -rf "$LOGS"

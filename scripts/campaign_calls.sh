@@ -14,6 +14,11 @@
 # skipped (its numbers would not be comparable with the record) and THEN runs at once —
 # or THEN_ELSE instead, when given (experiments worth a call on any card).
 #
+# RESTORE: a folder holding an earlier call's s0/ and s1/ tarballs (carried back to the
+# device); on a fresh machine an unfinished shard is unpacked from there and resumed
+# instead of starting over (the captures are synthesised again, byte for byte, so the
+# capture hash agrees).
+#
 # Merge and read them with scripts/campaign_post.sh (merge, reports, A/A).
 set -u
 : "${OUT:?set OUT}"
@@ -30,6 +35,12 @@ for s in 0 1; do
   [ "$CAMPAIGN" = 1 ] || break
   d=/tmp/gvr-campaign/run-${s}of2
   [ -f "$d.done" ] && continue
+  saved="${RESTORE:-}/s$s/campaign-${s}of2.tgz"
+  if [ ! -d "$d" ] && [ -n "${RESTORE:-}" ] && [ -f "$saved" ]; then
+    mkdir -p /tmp/gvr-campaign/restore && tar xzf "$saved" -C /tmp/gvr-campaign/restore \
+      && mv "/tmp/gvr-campaign/restore/$(basename "$d")" "$d" \
+      && echo "shard $s: restored from $saved ($(wc -l < "$d/results.jsonl") records)"
+  fi
   left=$((T - SECONDS))
   if [ "$left" -lt 200 ]; then echo "shard $s: not started ($left s left in this call)"; break; fi
   mkdir -p "$OUT/s$s"

@@ -11,7 +11,9 @@
 #
 #   scripts/campaign_post.sh FILES_AT DEST [BASE_RESULTS_GZ BASE_LABEL]
 #
-#   FILES_AT         holds s0/campaign-0of2.tgz and s1/campaign-1of2.tgz (the call's $OUT)
+#   FILES_AT         holds s0/campaign-0of2.tgz and s1/campaign-1of2.tgz (the call's $OUT);
+#                    with one of them only, that shard alone is the campaign (half the
+#                    grid: the summary says so in its header, notes.shard)
 #   DEST             e.g. reports/<gpu>/<date>/campaign-<sha> (must not exist yet)
 #   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. the previous campaign's,
 #                    `git show <raw-at commit>:<its path>`), labelled BASE_LABEL
@@ -26,22 +28,33 @@ FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
 BIN="${BIN:-target/release/gvr-bench}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 if [ -e "$DEST" ]; then echo "$DEST exists: pick a new directory" >&2; exit 2; fi
+SHARDS=()
 for s in 0 1; do
-  f="$FILES_AT/s$s/campaign-${s}of2.tgz"
-  [ -f "$f" ] || { echo "missing $f: did shard $s finish? (see the call's output)" >&2; exit 1; }
+  [ -f "$FILES_AT/s$s/campaign-${s}of2.tgz" ] && SHARDS+=("$s")
 done
+if [ "${#SHARDS[@]}" -eq 0 ]; then
+  echo "no shard tarball under $FILES_AT (s0/campaign-0of2.tgz, s1/campaign-1of2.tgz): see the call's output" >&2
+  exit 1
+fi
+[ "${#SHARDS[@]}" -eq 1 ] && echo "only shard ${SHARDS[0]} of 2: the campaign is that half of the grid" >&2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for s in 0 1; do
+for s in "${SHARDS[@]}"; do
   mkdir -p "$T/s$s"
   tar xzf "$FILES_AT/s$s/campaign-${s}of2.tgz" -C "$T/s$s"
 done
 mkdir -p "$DEST/logs" "$DEST/report"
-for s in 0 1; do cp "$T/s$s/campaign.log" "$DEST/logs/shard$s.log"; done
-"$BIN" merge "$T/s0/run-0of2" "$T/s1/run-1of2" --out "$T/run"
+for s in "${SHARDS[@]}"; do cp "$FILES_AT/s$s/campaign.log" "$DEST/logs/shard$s.log"; done
+if [ "${#SHARDS[@]}" -eq 2 ]; then
+  "$BIN" merge "$T/s0/run-0of2" "$T/s1/run-1of2" --out "$T/run"
+else
+  s=${SHARDS[0]}
+  cp -r "$T/s$s/run-${s}of2" "$T/run"
+fi
 "$BIN" report "$T/run" --out "$T/report" > /dev/null
 "$BIN" report "$T/run" --base torch --out "$T/report-torch" --no-plots > /dev/null
-"$BIN" aa "$T/run" --arm radix --arm-b 'radix#2' --out "$DEST/aa.json" > "$DEST/aa.txt"
+# Every arm with its A/A twin (ss#2, radix#2, ...), whichever the run has.
+"$BIN" aa "$T/run" --out "$DEST/aa.json" > "$DEST/aa.txt"
 if [ -n "$BASE_GZ" ]; then
   mkdir -p "$T/cmp"
   cp "$BASE_GZ" "$T/cmp/$BASE_LABEL.jsonl.gz"
@@ -51,8 +64,12 @@ if [ -n "$BASE_GZ" ]; then
 fi
 mkdir -p "$DEST/run"
 gzip -9 -c "$T/run/results.jsonl" > "$DEST/run/results.jsonl.gz"
+# The floor's records (--floor) and what each peer ran (versions, JIT time), when present.
+[ -s "$T/run/floor.jsonl" ] && gzip -9 -c "$T/run/floor.jsonl" > "$DEST/run/floor.jsonl.gz"
+for meta in "$T"/run/peer-*.json; do [ -f "$meta" ] && cp "$meta" "$DEST/run/"; done
 cp "$T/run/manifest.json" "$DEST/run/"
-[ -f "$T/s0/run-0of2/environment.txt" ] && cp "$T/s0/run-0of2/environment.txt" "$DEST/run/"
+s=${SHARDS[0]}
+[ -f "$T/s$s/run-${s}of2/environment.txt" ] && cp "$T/s$s/run-${s}of2/environment.txt" "$DEST/run/"
 cp "$T/report/summary.md" "$DEST/report/"
 # The per-case table less the columns derived from others or holding every rep
 # (results.jsonl keeps those): a third of the size.
