@@ -63,6 +63,9 @@ pub struct FloorKernel {
     n_max: usize,
     /// Shapes tried after [`super::shapes`] (the `floor.extra` knob).
     extra: Vec<FloorShape>,
+    /// Cold reps of the screen every shape gets before the finalists get
+    /// the full protocol (the `floor.screen` knob; 0: no screen).
+    screen: usize,
 }
 
 impl FloorKernel {
@@ -90,7 +93,14 @@ impl FloorKernel {
             rows: 0,
             n_max: 0,
             extra: Vec::new(),
+            screen: super::DEFAULT_SCREEN_REPS,
         }
+    }
+
+    /// Screen every shape with `cold_reps` cold reps first (0: no screen).
+    pub fn with_screen(mut self, cold_reps: usize) -> FloorKernel {
+        self.screen = cold_reps;
+        self
     }
 
     /// Also try `extra` on every case (one CTA per row each).
@@ -256,6 +266,15 @@ impl Arm for FloorKernel {
 
 /// Time `batch` under every shape of [`super::shapes`] (with the device's
 /// residency of `floor_grid`) and keep the fastest.
+///
+/// With a screen (the kernel's [`FloorKernel::with_screen`] reps, fewer than
+/// the protocol's cold reps), every shape is first timed with that many cold
+/// reps and no warm ones; the [`super::finalists`] then get the full protocol
+/// and the floor is the fastest of them. The finalists' full reps are fresh,
+/// so the floor is not the minimum of the very means that chose it (that
+/// minimum leans low by the noise). Without a screen every shape gets the
+/// full protocol.
+///
 /// A shape that fails (launch error, bad output) is recorded with its error
 /// and skipped; the record has no floor when every shape failed, or, with
 /// `error` set, when the batch could not be staged.
@@ -266,7 +285,7 @@ pub fn measure_floor(
     protocol: &Protocol,
     mut record: FloorRecord,
 ) -> FloorRecord {
-    let protocol = Protocol {
+    let full = Protocol {
         warmup: protocol.warmup.min(FLOOR_WARMUP),
         ..*protocol
     };
@@ -274,7 +293,6 @@ pub fn measure_floor(
         record.error = Some(format!("stage: {e}"));
         return record;
     }
-    let mut reps = Vec::new();
     let per_sm: Vec<(u32, u32)> = super::BLOCKS
         .iter()
         .map(|&b| (b, kernel.per_sm(b)))
@@ -287,39 +305,90 @@ pub fn measure_floor(
     };
     let mut shapes = super::shapes(batch.rows, batch.n_max(), kernel.sms(), &resident);
     shapes.extend(kernel.extra.iter().copied());
-    for shape in shapes {
-        let measured = kernel
-            .set_shape(shape)
-            .and_then(|_| kernel.poison_output())
-            .and_then(|_| timer.measure(kernel, &protocol))
-            .and_then(|t| {
-                let output = kernel.read_output()?;
-                check_output(batch, &output)
-                    .map_err(|why| GvrError::Other(anyhow::anyhow!("floor output: {why}")))?;
-                Ok(t)
-            });
-        let (mean_cold_us, error) = match measured {
-            Ok(t) => {
-                let mean = crate::stats::ColdStats::of(&t.cold_us).map(|c| c.mean_us);
-                reps.push((t.cold_us, t.warm_us, Some(t.method)));
-                (mean, None)
-            }
-            Err(e) => {
-                reps.push((Vec::new(), Vec::new(), None));
-                (None, Some(e.to_string()))
-            }
+    let screening = kernel.screen > 0 && kernel.screen < full.cold_reps && shapes.len() > 1;
+    let mut reps: Vec<Option<ShapeReps>> = vec![None; shapes.len()];
+    if screening {
+        let screen = Protocol {
+            warm_reps: 0,
+            cold_reps: kernel.screen,
+            ..full
         };
-        record.tried.push(FloorTry {
-            shape,
-            mean_cold_us,
-            error,
-        });
+        for &shape in &shapes {
+            let (mean, _, error) = time_shape(kernel, timer, batch, shape, &screen);
+            record.tried.push(FloorTry {
+                shape,
+                mean_cold_us: None,
+                screen_cold_us: mean,
+                error,
+            });
+        }
+        let screened: Vec<Option<f64>> = record.tried.iter().map(|t| t.screen_cold_us).collect();
+        for i in super::finalists(&screened) {
+            let (mean, timed, error) = time_shape(kernel, timer, batch, shapes[i], &full);
+            record.tried[i].mean_cold_us = mean;
+            record.tried[i].error = error;
+            reps[i] = timed;
+        }
+    } else {
+        for (i, &shape) in shapes.iter().enumerate() {
+            let (mean, timed, error) = time_shape(kernel, timer, batch, shape, &full);
+            record.tried.push(FloorTry {
+                shape,
+                mean_cold_us: mean,
+                screen_cold_us: None,
+                error,
+            });
+            reps[i] = timed;
+        }
     }
     if let Some(i) = fastest(&record.tried) {
-        record.best = Some(record.tried[i].shape);
-        (record.cold_us, record.warm_us, record.method) = std::mem::take(&mut reps[i]);
+        if let Some(ShapeReps { cold, warm, method }) = reps[i].take() {
+            record.best = Some(record.tried[i].shape);
+            (record.cold_us, record.warm_us, record.method) = (cold, warm, Some(method));
+        }
     }
     record
+}
+
+/// The reps of one shape under the full protocol.
+#[derive(Debug, Clone)]
+struct ShapeReps {
+    cold: Vec<f64>,
+    warm: Vec<f64>,
+    method: crate::record::TimingMethod,
+}
+
+/// Time `shape` under `protocol` and check its output: the mean of the cold
+/// reps and the reps, or why it failed.
+fn time_shape(
+    kernel: &mut FloorKernel,
+    timer: &mut dyn Timer,
+    batch: &Batch,
+    shape: FloorShape,
+    protocol: &Protocol,
+) -> (Option<f64>, Option<ShapeReps>, Option<String>) {
+    let measured = kernel
+        .set_shape(shape)
+        .and_then(|_| kernel.poison_output())
+        .and_then(|_| timer.measure(kernel, protocol))
+        .and_then(|t| {
+            let output = kernel.read_output()?;
+            check_output(batch, &output)
+                .map_err(|why| GvrError::Other(anyhow::anyhow!("floor output: {why}")))?;
+            Ok(t)
+        });
+    match measured {
+        Ok(t) => {
+            let mean = crate::stats::ColdStats::of(&t.cold_us).map(|c| c.mean_us);
+            let reps = ShapeReps {
+                cold: t.cold_us,
+                warm: t.warm_us,
+                method: t.method,
+            };
+            (mean, Some(reps), None)
+        }
+        Err(e) => (None, None, Some(e.to_string())),
+    }
 }
 
 #[cfg(test)]

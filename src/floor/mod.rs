@@ -326,9 +326,14 @@ pub fn check_output(batch: &Batch, output: &[i32]) -> std::result::Result<(), St
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FloorTry {
     pub shape: FloorShape,
-    /// Mean of the cold reps (µs); absent when the shape failed.
+    /// Mean of the cold reps of the full protocol (µs); absent when the
+    /// shape failed, or when its screen left it out of the finalists.
     #[serde(default)]
     pub mean_cold_us: Option<f64>,
+    /// Mean of the screen's cold reps (µs), when the run screened shapes
+    /// (the `floor.screen` knob); records made without a screen lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screen_cold_us: Option<f64>,
     #[serde(default)]
     pub error: Option<String>,
 }
@@ -499,6 +504,46 @@ pub fn fastest(tried: &[FloorTry]) -> Option<usize> {
         .filter_map(|(i, t)| t.mean_cold_us.map(|us| (i, us)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(i, _)| i)
+}
+
+/// The knob (`--knob floor.screen=N`) giving the cold reps of the screen
+/// every shape gets before the finalists get the full protocol (0: no
+/// screen, every shape gets the full protocol).
+pub const SCREEN_KNOB: &str = "floor.screen";
+/// Cold reps of the screen when the knob is not set.
+pub const DEFAULT_SCREEN_REPS: usize = 3;
+/// Finalists: at most this many shapes ...
+pub const MAX_FINALISTS: usize = 3;
+/// ... whose screen mean is within this factor of the fastest screen.
+pub const FINALIST_MARGIN: f64 = 1.05;
+
+/// Cold reps of the floor's screen under `tuning` (`floor.screen`).
+pub fn screen_reps(tuning: &crate::topk::Tuning) -> usize {
+    tuning
+        .int(SCREEN_KNOB)
+        .map_or(DEFAULT_SCREEN_REPS, |n| n.max(0) as usize)
+}
+
+/// Indices of the shapes that get the full protocol after a screen: the
+/// fastest screened shape and those within [`FINALIST_MARGIN`] of it, at
+/// most [`MAX_FINALISTS`], fastest first. Shapes without a screen mean
+/// (failed) are never finalists. Pure.
+pub fn finalists(screen_means: &[Option<f64>]) -> Vec<usize> {
+    let mut timed: Vec<(usize, f64)> = screen_means
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.filter(|us| us.is_finite()).map(|us| (i, us)))
+        .collect();
+    timed.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    let Some(&(_, best)) = timed.first() else {
+        return Vec::new();
+    };
+    timed
+        .into_iter()
+        .take_while(|&(_, us)| us <= best * FINALIST_MARGIN)
+        .take(MAX_FINALISTS)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Appends floor records to `<run>/floor.jsonl`, one flushed line each.
@@ -739,6 +784,60 @@ mod tests {
     }
 
     #[test]
+    fn finalists_are_the_fastest_few_within_the_margin() {
+        // Fastest first; ties by index; failed (None) and non-finite never.
+        let m = |v: &[Option<f64>]| finalists(v);
+        assert_eq!(
+            m(&[Some(10.0), Some(10.4), Some(9.9), None, Some(10.39)]),
+            vec![2, 0, 4]
+        );
+        // The margin: 5 % above the fastest screen is in, more is out.
+        assert_eq!(m(&[Some(10.0), Some(10.5), Some(10.51)]), vec![0, 1]);
+        assert_eq!(m(&[Some(10.0), Some(20.0)]), vec![0]);
+        // At most MAX_FINALISTS, even when more are within the margin.
+        assert_eq!(m(&[Some(1.0); 5]).len(), MAX_FINALISTS);
+        assert_eq!(m(&[Some(1.0); 5]), vec![0, 1, 2]);
+        assert_eq!(
+            m(&[None, Some(f64::NAN), Some(f64::INFINITY)]),
+            Vec::<usize>::new()
+        );
+        assert_eq!(m(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn screen_reps_come_from_the_knob() {
+        let mut t = crate::topk::Tuning::default();
+        assert_eq!(screen_reps(&t), DEFAULT_SCREEN_REPS);
+        t.set(SCREEN_KNOB, "0").unwrap();
+        assert_eq!(screen_reps(&t), 0);
+        t.set(SCREEN_KNOB, "5").unwrap();
+        assert_eq!(screen_reps(&t), 5);
+        assert!(t.set(SCREEN_KNOB, "-1").is_err());
+        assert!(t.set(SCREEN_KNOB, "65").is_err());
+    }
+
+    #[test]
+    fn a_try_without_a_screen_reads_and_writes_as_before() {
+        // Records of runs made before the screen have no screen_cold_us.
+        let old =
+            r#"{"shape":{"block":256,"parts":1,"cluster":false},"mean_cold_us":3.5,"error":null}"#;
+        let t: FloorTry = serde_json::from_str(old).unwrap();
+        assert_eq!(t.screen_cold_us, None);
+        assert_eq!(t.mean_cold_us, Some(3.5));
+        assert!(!serde_json::to_string(&t)
+            .unwrap()
+            .contains("screen_cold_us"));
+        let screened = FloorTry {
+            screen_cold_us: Some(3.6),
+            mean_cold_us: None,
+            ..t
+        };
+        let back: FloorTry =
+            serde_json::from_str(&serde_json::to_string(&screened).unwrap()).unwrap();
+        assert_eq!(back, screened);
+    }
+
+    #[test]
     fn fastest_skips_failed_shapes() {
         let shape = FloorShape {
             block: 256,
@@ -750,6 +849,7 @@ mod tests {
         let t = |us: Option<f64>| FloorTry {
             shape,
             mean_cold_us: us,
+            screen_cold_us: None,
             error: us.is_none().then(|| "launch failed".to_string()),
         };
         assert_eq!(fastest(&[t(Some(3.0)), t(None), t(Some(2.5))]), Some(2));

@@ -689,7 +689,8 @@ fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
             };
             Some(CaseFloor {
                 kernel: crate::floor::arm::FloorKernel::new(Arc::clone(gpu))
-                    .with_extra_shapes(crate::floor::extra_shapes(&cfg.tunings.base)?),
+                    .with_extra_shapes(crate::floor::extra_shapes(&cfg.tunings.base)?)
+                    .with_screen(crate::floor::screen_reps(&cfg.tunings.base)),
                 writer: crate::floor::FloorWriter::open(run_dir)?,
                 floored,
             })
@@ -938,7 +939,10 @@ impl CaseFloor {
             protocol,
             crate::floor::FloorRecord::for_case(&skeleton),
         );
-        charge_timer(timer, phases, started);
+        // All of it on one line of the phase table, the timer's split of
+        // every shape's reps included (not mixed with the arms' reps).
+        drop(timer.take_phases());
+        phases.add(Phase::Floor, started.elapsed());
         if record.best.is_none() {
             tracing::warn!(
                 "floor of {}: {}",

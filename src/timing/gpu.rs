@@ -503,7 +503,8 @@ fn name_arm(error: GvrError, arm: &str) -> GvrError {
 
 impl Timer for GpuTimer {
     fn measure(&mut self, arm: &mut dyn Arm, protocol: &Protocol) -> Result<Timings> {
-        self.phases = PhaseTimes::default();
+        // Phases add up until `take_phases`: a caller that measures several
+        // times (the floor's shapes) before taking them is charged for all.
         if arm.backend() != Backend::Gpu {
             return Err(GvrError::Usage(format!(
                 "arm {} runs on the CPU; time it with the host timer",

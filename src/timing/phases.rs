@@ -43,6 +43,9 @@ pub enum Phase {
     TimingCollect,
     /// Copying outputs back to the host.
     ReadBack,
+    /// `--floor`: every shape of a case's latency floor (its staging,
+    /// screen, full-protocol reps and output checks).
+    Floor,
     /// The main thread blocked because every checker was busy, plus the
     /// final wait for the checkers at the end of the run.
     CheckWait,
@@ -66,6 +69,7 @@ impl Phase {
             Phase::TimedReps => "timed reps",
             Phase::TimingCollect => "timing collect",
             Phase::ReadBack => "read-back",
+            Phase::Floor => "floor (every shape)",
             Phase::CheckWait => "check wait",
             Phase::Report => "report",
             Phase::CompileInside => "  of which NVRTC compile",

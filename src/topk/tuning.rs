@@ -221,6 +221,7 @@ pub static KNOBS: &[Knob] = &[
     host("reg.emit", Tune, Reg, Values::Words(&["slots", "cur"]), "route", "emit form of every register launch"),
     host("ss.slowdown", Diagnostic, Arm, Values::Words(&["0", "1"]), "0", "a wasted read pass before every ss launch (proves the nightly gate catches a regression)"),
     host("floor.extra", Diagnostic, Floor, Values::Text, "", "extra floor shapes: b<BLOCK> or b<BLOCK>:<STAGES>x<CHUNK>, comma separated"),
+    host("floor.screen", Tune, Floor, Values::Int(0, 64), "3", "cold reps of the floor's screen of every shape; the fastest few then get the full protocol (0: every shape gets it)"),
 ];
 
 /// The knob called `name`.

@@ -58,6 +58,27 @@ fn batches() -> Vec<(&'static str, Batch)> {
 }
 
 /// `floor_grid`'s residency at each block size, as the measurement plans with.
+/// The record `measure_floor` fills for the last of [`batches`] (one 131,087 row).
+fn empty_record_131k() -> FloorRecord {
+    FloorRecord {
+        case: "t@b1".into(),
+        cell: "t".into(),
+        model: gvr_bench::capture::Model::V32,
+        isl: "128k".into(),
+        layer: 0,
+        n: 131_087,
+        k: 2048,
+        b: 1,
+        bytes: 4 * (131_087 + 2048),
+        best: None,
+        cold_us: Vec::new(),
+        warm_us: Vec::new(),
+        tried: Vec::new(),
+        error: None,
+        method: None,
+    }
+}
+
 fn residency(kernel: &mut FloorKernel) -> impl Fn(u32) -> u32 {
     let per_sm: Vec<(u32, u32)> = BLOCKS.iter().map(|&b| (b, kernel.per_sm(b))).collect();
     move |block| per_sm.iter().find(|(b, _)| *b == block).map_or(0, |p| p.1)
@@ -114,23 +135,7 @@ fn measurement_keeps_the_fastest_shape() {
     };
     let mut timer = GpuTimer::new(gpu.clone(), protocol).unwrap();
     let (_, b) = batches().pop().unwrap();
-    let skeleton = FloorRecord {
-        case: "t@b1".into(),
-        cell: "t".into(),
-        model: gvr_bench::capture::Model::V32,
-        isl: "128k".into(),
-        layer: 0,
-        n: 131_087,
-        k: 2048,
-        b: 1,
-        bytes: 4 * (131_087 + 2048),
-        best: None,
-        cold_us: Vec::new(),
-        warm_us: Vec::new(),
-        tried: Vec::new(),
-        error: None,
-        method: None,
-    };
+    let skeleton = empty_record_131k();
     let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
     let per_sm = residency(&mut kernel);
     let tried = shapes(b.rows, b.n_max(), sms, &per_sm);
@@ -161,4 +166,47 @@ fn measurement_keeps_the_fastest_shape() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+}
+
+#[test]
+#[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
+fn a_screen_times_every_shape_and_the_finalists_in_full() {
+    let Some(gpu) = open_gpu() else { return };
+    let mut kernel = FloorKernel::new(gpu.clone()).with_screen(2);
+    let sms = kernel.sms();
+    let protocol = Protocol {
+        warmup: 1,
+        warm_reps: 1,
+        cold_reps: 5,
+        flush_bytes: 64 << 20,
+    };
+    let mut timer = GpuTimer::new(gpu.clone(), protocol).unwrap();
+    let (_, b) = batches().pop().unwrap();
+    let skeleton = empty_record_131k();
+    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
+    let per_sm = residency(&mut kernel);
+    assert_eq!(
+        record.tried.len(),
+        shapes(b.rows, b.n_max(), sms, &per_sm).len()
+    );
+    let screened: Vec<Option<f64>> = record.tried.iter().map(|t| t.screen_cold_us).collect();
+    assert!(
+        screened.iter().all(Option::is_some),
+        "every shape screened: {screened:?}"
+    );
+    let finals = gvr_bench::floor::finalists(&screened);
+    for (i, t) in record.tried.iter().enumerate() {
+        assert!(t.error.is_none(), "{}: {:?}", t.shape.label(), t.error);
+        assert_eq!(
+            t.mean_cold_us.is_some(),
+            finals.contains(&i),
+            "{}",
+            t.shape.label()
+        );
+    }
+    let best = record.best.expect("a floor");
+    assert!(finals.iter().any(|&i| record.tried[i].shape == best));
+    // The floor's reps are the full protocol's, not the screen's.
+    assert_eq!(record.cold_us.len(), 5);
+    assert_eq!(record.warm_us.len(), 1);
 }
