@@ -44,13 +44,13 @@ SHARD="${SHARD:-}"
 DEVICES="${DEVICES:-}"
 TIMING="${TIMING:-}"
 case ",$PEER," in *,flashinfer,*)
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
-  # FlashInfer's JIT build of its top-K module (nvcc through ninja) took more than
-  # 15 minutes on a 16-core H100 machine (reports/h100/2026-12-07b): start it now, in
-  # its own session so that it outlives this call on a warm machine, while our arms
-  # run. The peer waits on flashinfer's build lock and then loads the module; its
-  # jit_build_s (peer-flashinfer.json) is then the wait, not the build.
+  PEER_ENV=$(bash scripts/install_peer_wheels.sh /tmp/site) && eval "$PEER_ENV"
+  # Without the prebuilt module (.whl/aot, scripts/build_flashinfer_aot.sh), flashinfer's
+  # JIT build of its top-K module takes 15+ minutes (one translation unit, one core;
+  # reports/h100/2026-12-07b): start it now, in its own session so that it outlives this
+  # call on a warm machine, while our arms run. The peer waits on flashinfer's build
+  # lock and then loads the module; its jit_build_s (peer-flashinfer.json) is then the
+  # wait, not the build. With the prebuilt module this returns at once.
   mkdir -p /tmp/gvr-fi-jit
   if [ ! -f /tmp/gvr-fi-jit/started ]; then
     date -u +%FT%TZ > /tmp/gvr-fi-jit/started

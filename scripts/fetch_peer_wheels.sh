@@ -19,10 +19,11 @@
 # are not imported by the trimmed package.
 #
 # On the device (Python 3.12, PyTorch 2.11, CUDA 13, nvcc, no network):
-#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-# then `gvr-bench grid ... --peer torch,flashinfer`. The first run builds the
-# top-K module with nvcc (FlashInfer's JIT, cached under ~/.cache/flashinfer);
-# that time is in the run's manifest, not in any record.
+#   eval "$(scripts/install_peer_wheels.sh /tmp/site)"
+# then `gvr-bench grid ... --peer torch,flashinfer`. Without the prebuilt module
+# of scripts/build_flashinfer_aot.sh (.whl/aot/topk.so), the first run builds the
+# top-K module with nvcc (FlashInfer's JIT, 15+ minutes); that time is in the
+# run's manifest, not in any record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=.whl

@@ -474,6 +474,17 @@ class FlashinferLibrary:
             die(f"flashinfer's JIT build of the top-K module failed after "
                 f"{time.perf_counter() - started:.0f} s: {type(e).__name__}: {e}", code=3)
         self.jit_build_s = time.perf_counter() - started
+        # Which way the module came: flashinfer loads a prebuilt one from this
+        # path (scripts/build_flashinfer_aot.sh) before it would compile one.
+        prebuilt = os.path.join(os.path.dirname(flashinfer.__file__), "data", "aot", "topk", "topk.so")
+        if os.path.exists(prebuilt):
+            import hashlib
+
+            with open(prebuilt, "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            self.module_source = f"prebuilt {prebuilt} (sha256 {digest})"
+        else:
+            self.module_source = "flashinfer's JIT on this machine"
         # A first call of each backend on a small batch: lazy initialisation
         # (workspaces, function attributes) also stays out of every record.
         x = torch.randn(4, 65536, device=device)
@@ -489,6 +500,7 @@ class FlashinferLibrary:
         return {
             "library": f"flashinfer-python {self.version}" + (" (trimmed to top_k)" if self.trimmed else ""),
             "jit_build_s": round(self.jit_build_s, 3),
+            "module": self.module_source,
             "first_calls_s": round(self.first_calls_s, 3),
             "filtered_supported": self.filtered_ok,
             "algorithms": {arm: (algo or "unset (flashinfer's dispatch)") for arm, algo in FI_ALGO.items()},
