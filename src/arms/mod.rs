@@ -71,6 +71,14 @@ pub trait Arm: Send {
     /// The `[rows, k]` indices of the last launch (waits for it to finish).
     fn read_output(&mut self) -> Result<Vec<i32>>;
 
+    /// Whether a timer reads the output of the first timed launch (for the
+    /// checker, which must see it: an arm right only on warm state fails).
+    /// Harness kernels whose output nobody checks as a top-K say no, and
+    /// their timing skips a synchronisation and a copy of `rows · k` indices.
+    fn reads_first_output(&self) -> bool {
+        true
+    }
+
     /// What the last launch did that only the device knows (e.g.
     /// `sglang-v2`'s `fallback rows N`), read after `read_output`, outside
     /// any timed window; a run appends it to the record's variant.

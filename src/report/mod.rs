@@ -138,13 +138,6 @@ impl RepsTaken {
     }
 }
 
-/// The `protocol` of a run's manifest.json, when it has one.
-fn read_protocol(manifest: &Path) -> Option<crate::timing::Protocol> {
-    let text = std::fs::read_to_string(manifest).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    serde_json::from_value(value.get("protocol")?.clone()).ok()
-}
-
 impl std::fmt::Display for ReportSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&render_summary(self))
@@ -159,6 +152,8 @@ pub struct LoadedRun {
     pub results: PathBuf,
     pub records: Vec<CaseRecord>,
     pub environment: Vec<(String, String)>,
+    /// The run's manifest.json, read once (absent or unreadable: `None`).
+    pub manifest: Option<crate::env_manifest::EnvManifest>,
 }
 
 /// Resolve a run argument (directory or results.jsonl) to the results file.
@@ -191,11 +186,13 @@ pub fn load_run(run: &Path) -> Result<LoadedRun> {
     }
     let dir = results.parent().map(Path::to_path_buf).unwrap_or_default();
     let environment = read_environment(&dir.join(MANIFEST_FILE));
+    let manifest = crate::env_manifest::EnvManifest::read(&dir).ok();
     Ok(LoadedRun {
         dir,
         results,
         records,
         environment,
+        manifest,
     })
 }
 
@@ -368,10 +365,12 @@ pub fn summarise(
 /// device read-bandwidth probe in the run's manifest; for a `--devices`
 /// run, the mean of its shards' probes; a CPU run's host copy probe
 /// (`--bandwidth`); else the H200's nominal figure.
-pub fn run_bandwidth(run_dir: &Path) -> (f64, String) {
+pub fn run_bandwidth(
+    run_dir: &Path,
+    manifest: Option<&crate::env_manifest::EnvManifest>,
+) -> (f64, String) {
     use crate::env_manifest::EnvManifest;
     use crate::timing::bandwidth::from_notes;
-    let manifest = EnvManifest::read(run_dir).ok();
     let device = |m: &EnvManifest| {
         m.gpu
             .as_ref()
@@ -380,7 +379,7 @@ pub fn run_bandwidth(run_dir: &Path) -> (f64, String) {
             .unwrap_or("the run's GPU")
             .to_string()
     };
-    if let Some(m) = &manifest {
+    if let Some(m) = manifest {
         if let Some(bw) = from_notes(&m.notes) {
             let text = format!(
                 "measured on {} by the run's read-bandwidth probe: {}",
@@ -414,7 +413,6 @@ pub fn run_bandwidth(run_dir: &Path) -> (f64, String) {
         return (mean, text);
     }
     if let Some(gbs) = manifest
-        .as_ref()
         .and_then(|m| m.notes.get("host_copy_bandwidth_gbs"))
         .and_then(|v| v.as_f64())
         .filter(|g| *g > 0.0)
@@ -436,8 +434,8 @@ pub fn run_bandwidth(run_dir: &Path) -> (f64, String) {
 /// One line per library peer of the run (`notes.peer_*.meta` in its
 /// manifest, written by scripts/peer.py): library, method, and the JIT
 /// build time that no record contains.
-pub fn peer_notes(run_dir: &Path) -> Vec<String> {
-    let Ok(manifest) = crate::env_manifest::EnvManifest::read(run_dir) else {
+pub fn peer_notes(manifest: Option<&crate::env_manifest::EnvManifest>) -> Vec<String> {
+    let Some(manifest) = manifest else {
         return Vec::new();
     };
     manifest
@@ -485,7 +483,7 @@ pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
             bw,
             format!("given with --bandwidth ({:.3} TB/s)", bw / 1e12),
         ),
-        None => run_bandwidth(&run.dir),
+        None => run_bandwidth(&run.dir, run.manifest.as_ref()),
     };
     let mut summary = summarise(
         &run.dir,
@@ -497,8 +495,8 @@ pub fn report(opts: &ReportOptions) -> Result<ReportSummary> {
         bandwidth,
     )?;
     summary.bandwidth_source = bandwidth_source;
-    summary.reps.protocol = read_protocol(&run.dir.join(MANIFEST_FILE));
-    summary.peer_notes = peer_notes(&run.dir);
+    summary.reps.protocol = run.manifest.as_ref().map(|m| m.protocol);
+    summary.peer_notes = peer_notes(run.manifest.as_ref());
     let out = opts.out.clone().unwrap_or_else(|| run.dir.join("report"));
     std::fs::create_dir_all(&out).map_err(|e| GvrError::io(&out, e))?;
 

@@ -352,27 +352,9 @@ fn unknown_manifest_keys_are_refused() {
 fn grid_file_whose_n_disagrees_with_the_capture_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let captures = capture_set(root.path());
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(captures.join("manifest.json")).unwrap())
-            .unwrap();
-    let c = &manifest["cells"][0];
-    let captured_n = c["n"].as_u64().unwrap();
     let grid = root.path().join("grid.csv");
-    std::fs::write(
-        &grid,
-        format!(
-            "cell,model,isl,layer,n,k,cr,next_n\n{},{},{},{},{},{},{},{}\n",
-            c["id"].as_str().unwrap(),
-            c["model"].as_str().unwrap(),
-            c["isl"].as_str().unwrap(),
-            c["layer"],
-            captured_n + 64,
-            c["k"],
-            c["cr"],
-            c["next_n"]
-        ),
-    )
-    .unwrap();
+    let c = one_cell_grid(&captures, 0, 64, &grid);
+    let captured_n = c["n"].as_u64().unwrap();
     expect_input_error(
         &captures,
         &["--grid", path_str(&grid)],

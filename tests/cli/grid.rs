@@ -281,27 +281,9 @@ fn sample_capture_set_runs_if_present() {
 fn grid_file_selects_cells_of_the_capture_set() {
     let root = tempfile::tempdir().unwrap();
     let captures = capture_set(root.path());
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(captures.join("manifest.json")).unwrap())
-            .unwrap();
     // A one-cell grid file naming the second cell of the set.
-    let c = &manifest["cells"][1];
     let grid_file = root.path().join("one.csv");
-    std::fs::write(
-        &grid_file,
-        format!(
-            "cell,model,isl,layer,n,k,cr,next_n\n{},{},{},{},{},{},{},{}\n",
-            c["id"].as_str().unwrap(),
-            c["model"].as_str().unwrap(),
-            c["isl"].as_str().unwrap(),
-            c["layer"],
-            c["n"],
-            c["k"],
-            c["cr"],
-            c["next_n"]
-        ),
-    )
-    .unwrap();
+    let c = one_cell_grid(&captures, 1, 0, &grid_file);
     let run_dir = root.path().join("run");
     let out = grid(
         &captures,

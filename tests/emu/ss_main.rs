@@ -620,6 +620,18 @@ fn soak_hazard_rounds(exe: &Path, seeds: Vec<u64>) {
     }
 }
 
+/// `b` on the launch the plan makes for it: exact output (checked by
+/// `emu_check`) and, per row, the phase trace the CPU model predicts.
+fn check_planned_launch(exe: &Path, b: &Batch, label: &str) {
+    let launch = EmuLaunch::planned(b, b.rows);
+    let trace = emu_check(exe, b, &launch, label);
+    let params = planned(b);
+    for (r, &bits) in trace.iter().enumerate() {
+        let counts = model(b, r, &params);
+        assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
+    }
+}
+
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
@@ -631,13 +643,7 @@ fn the_suites_sampling_adversaries_are_exact_in_the_kernel_source() {
         for case in gvr_bench::exact::sampling_adversaries(k) {
             let b = &case.batch;
             let label = format!("{} k={k}", case.name);
-            let launch = EmuLaunch::planned(b, b.rows);
-            let trace = emu_check(exe, b, &launch, &label);
-            let params = planned(b);
-            for (r, &bits) in trace.iter().enumerate() {
-                let counts = model(b, r, &params);
-                assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
-            }
+            check_planned_launch(exe, b, &label);
         }
     }
 }
@@ -1057,13 +1063,7 @@ fn nan_rows_meet_the_contract_in_the_kernel_source() {
         ));
         for (name, b) in &batches {
             let label = format!("{name} k={k}");
-            let launch = EmuLaunch::planned(b, b.rows);
-            let trace = emu_check(exe, b, &launch, &label);
-            let params = planned(b);
-            for (r, &bits) in trace.iter().enumerate() {
-                let counts = model(b, r, &params);
-                assert_eq!(bits, expected_trace(&counts), "{label} row {r}: {counts:?}");
-            }
+            check_planned_launch(exe, b, &label);
         }
     }
 }

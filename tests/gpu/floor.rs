@@ -58,6 +58,29 @@ fn batches() -> Vec<(&'static str, Batch)> {
 }
 
 /// `floor_grid`'s residency at each block size, as the measurement plans with.
+/// The floor of the last of [`batches`] (one 131,087 row) measured by the
+/// kernel `make` builds, with one warm and `cold_reps` cold reps; and the
+/// number of shapes the planner gives that batch. `None` without a GPU.
+fn measure_131k(
+    make: impl FnOnce(std::sync::Arc<gvr_bench::gpu::Gpu>) -> FloorKernel,
+    cold_reps: usize,
+) -> Option<(FloorRecord, usize)> {
+    let gpu = open_gpu()?;
+    let mut kernel = make(gpu.clone());
+    let protocol = Protocol {
+        warmup: 1,
+        warm_reps: 1,
+        cold_reps,
+        flush_bytes: 64 << 20,
+    };
+    let mut timer = GpuTimer::new(gpu, protocol).unwrap();
+    let (_, b) = batches().pop().unwrap();
+    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, empty_record_131k());
+    let sms = kernel.sms();
+    let per_sm = residency(&mut kernel);
+    Some((record, shapes(b.rows, b.n_max(), sms, &per_sm).len()))
+}
+
 /// The record `measure_floor` fills for the last of [`batches`] (one 131,087 row).
 fn empty_record_131k() -> FloorRecord {
     FloorRecord {
@@ -124,22 +147,11 @@ fn every_shape_writes_every_slot_and_restores_its_counters() {
 #[test]
 #[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
 fn measurement_keeps_the_fastest_shape() {
-    let Some(gpu) = open_gpu() else { return };
-    let mut kernel = FloorKernel::new(gpu.clone());
-    let sms = kernel.sms();
-    let protocol = Protocol {
-        warmup: 1,
-        warm_reps: 1,
-        cold_reps: 3,
-        flush_bytes: 64 << 20,
+    // Three cold reps with the default screen of three: no screen.
+    let Some((record, planned)) = measure_131k(FloorKernel::new, 3) else {
+        return;
     };
-    let mut timer = GpuTimer::new(gpu.clone(), protocol).unwrap();
-    let (_, b) = batches().pop().unwrap();
-    let skeleton = empty_record_131k();
-    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
-    let per_sm = residency(&mut kernel);
-    let tried = shapes(b.rows, b.n_max(), sms, &per_sm);
-    assert_eq!(record.tried.len(), tried.len());
+    assert_eq!(record.tried.len(), planned);
     for t in &record.tried {
         assert!(t.error.is_none(), "{}: {:?}", t.shape.label(), t.error);
     }
@@ -171,24 +183,11 @@ fn measurement_keeps_the_fastest_shape() {
 #[test]
 #[ignore = "needs the H200: run with GVR_GPU_TESTS=1 --include-ignored"]
 fn a_screen_times_every_shape_and_the_finalists_in_full() {
-    let Some(gpu) = open_gpu() else { return };
-    let mut kernel = FloorKernel::new(gpu.clone()).with_screen(2);
-    let sms = kernel.sms();
-    let protocol = Protocol {
-        warmup: 1,
-        warm_reps: 1,
-        cold_reps: 5,
-        flush_bytes: 64 << 20,
+    let Some((record, planned)) = measure_131k(|gpu| FloorKernel::new(gpu).with_screen(2), 5)
+    else {
+        return;
     };
-    let mut timer = GpuTimer::new(gpu.clone(), protocol).unwrap();
-    let (_, b) = batches().pop().unwrap();
-    let skeleton = empty_record_131k();
-    let record = measure_floor(&mut kernel, &mut timer, &b, &protocol, skeleton);
-    let per_sm = residency(&mut kernel);
-    assert_eq!(
-        record.tried.len(),
-        shapes(b.rows, b.n_max(), sms, &per_sm).len()
-    );
+    assert_eq!(record.tried.len(), planned);
     let screened: Vec<Option<f64>> = record.tried.iter().map(|t| t.screen_cold_us).collect();
     assert!(
         screened.iter().all(Option::is_some),

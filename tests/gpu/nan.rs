@@ -32,26 +32,16 @@ const ARMS: [&str; 12] = [
 /// `rows` rows of `n` normal values with `nans` NaN of mixed signs and
 /// payloads at random positions; +3e38 padding.
 fn nan_batch(rng: &mut ChaCha8Rng, rows: usize, n: usize, k: usize, nans: usize) -> Batch {
-    let npad = npad_for(n);
-    let mut logits = vec![3e38f32; rows * npad];
-    for r in 0..rows {
-        let row = &mut logits[r * npad..r * npad + n];
-        for x in row.iter_mut() {
-            *x = rng.random_range(-4.0f32..4.0);
-        }
-        for i in 0..nans.min(n) {
-            row[rng.random_range(0..n)] = nan_value(i);
-        }
-    }
-    Batch {
-        rows,
-        npad,
-        k,
-        logits,
-        n: vec![n as u32; rows],
-        hints: vec![-1; rows * k],
-        varlen: None,
-    }
+    let rows: Vec<Vec<f32>> = (0..rows)
+        .map(|_| {
+            let mut row: Vec<f32> = (0..n).map(|_| rng.random_range(-4.0f32..4.0)).collect();
+            for i in 0..nans.min(n) {
+                row[rng.random_range(0..n)] = nan_value(i);
+            }
+            row
+        })
+        .collect();
+    Batch::from_rows(&rows, npad_for(n), k, 3e38)
 }
 
 fn run_arm(gpu: &std::sync::Arc<gvr_bench::gpu::Gpu>, name: &str, batch: &Batch, label: &str) {

@@ -102,6 +102,37 @@ pub fn first_cell_file(captures: &Path) -> PathBuf {
     captures.join(manifest["cells"][0]["file"].as_str().unwrap())
 }
 
+/// Write a one-row grid file at `path` naming cell `index` of the capture
+/// set, with `n` added to the captured length (0: as captured). Returns the
+/// cell's manifest entry.
+pub fn one_cell_grid(
+    captures: &Path,
+    index: usize,
+    n_offset: u64,
+    path: &Path,
+) -> serde_json::Value {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(captures.join("manifest.json")).unwrap())
+            .unwrap();
+    let c = manifest["cells"][index].clone();
+    std::fs::write(
+        path,
+        format!(
+            "cell,model,isl,layer,n,k,cr,next_n\n{},{},{},{},{},{},{},{}\n",
+            c["id"].as_str().unwrap(),
+            c["model"].as_str().unwrap(),
+            c["isl"].as_str().unwrap(),
+            c["layer"],
+            c["n"].as_u64().unwrap() + n_offset,
+            c["k"],
+            c["cr"],
+            c["next_n"]
+        ),
+    )
+    .unwrap();
+    c
+}
+
 /// Edit the first cell entry of the manifest.
 pub fn edit_manifest(captures: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = captures.join("manifest.json");
