@@ -46,7 +46,8 @@ TIMING="${TIMING:-}"
 case ",$PEER," in *,flashinfer,*)
   PEER_ENV=$(bash scripts/install_peer_wheels.sh /tmp/site) && eval "$PEER_ENV"
   # Without the prebuilt module (.whl/aot, scripts/build_flashinfer_aot.sh), flashinfer's
-  # JIT build of its top-K module takes 15+ minutes (one translation unit, one core;
+  # JIT build of its top-K module runs past 8.5 minutes on the device (unfinished) and took
+  # 16-20 minutes on a 2-core machine (one translation unit on one core;
   # reports/h100/2026-12-07b): start it now, in its own session so that it outlives this
   # call on a warm machine, while our arms run. The peer waits on flashinfer's build
   # lock and then loads the module; its jit_build_s (peer-flashinfer.json) is then the

@@ -22,7 +22,7 @@
 #   eval "$(scripts/install_peer_wheels.sh /tmp/site)"
 # then `gvr-bench grid ... --peer torch,flashinfer`. Without the prebuilt module
 # of scripts/build_flashinfer_aot.sh (.whl/aot/topk.so), the first run builds the
-# top-K module with nvcc (FlashInfer's JIT, 15+ minutes); that time is in the
+# top-K module with nvcc (FlashInfer's JIT: unfinished after 8.5 minutes on the device); that time is in the
 # run's manifest, not in any record.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,7 @@
 # On the GPU machine (no network): install the carried peer wheels of
 # scripts/fetch_peer_wheels.sh into a target folder, and flashinfer's prebuilt
 # top-K module of scripts/build_flashinfer_aot.sh when it was carried too
-# (.whl/aot/topk.so: flashinfer then loads it instead of compiling for 15+ minutes).
+# (.whl/aot/topk.so: flashinfer then loads it instead of compiling: unfinished after 8.5 minutes on the device).
 #
 #   source <(scripts/install_peer_wheels.sh [TARGET])   # default /tmp/site; sets PYTHONPATH
 #
@@ -17,6 +17,6 @@ if [ -f .whl/aot/topk.so ]; then
   cp .whl/aot/topk.so "$TARGET/flashinfer/data/aot/topk/topk.so"
   echo "flashinfer top-K module: prebuilt ($(head -1 .whl/aot/BUILD.txt 2>/dev/null || echo 'no BUILD.txt'))" >&2
 else
-  echo "flashinfer top-K module: not carried; flashinfer's JIT builds it on first use (15+ min)" >&2
+  echo "flashinfer top-K module: not carried; flashinfer's JIT builds it on first use (unfinished after 8.5 min on the device)" >&2
 fi
 echo "export PYTHONPATH=\"$TARGET\${PYTHONPATH:+:\$PYTHONPATH}\""
