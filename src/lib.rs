@@ -15,6 +15,7 @@ pub mod exact;
 pub mod floor;
 pub mod gpu;
 pub mod grid;
+pub mod progress;
 pub mod record;
 pub mod reference;
 pub mod report;

@@ -702,7 +702,7 @@ fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     super::signals::install();
 
     let total_cases = cases.len();
-    let mut progress = super::progress::Progress::new("grid", total_cases as u64);
+    let mut progress = crate::progress::Progress::new("grid", "cases", total_cases as u64);
 
     let mut phases = PhaseTimes::default();
     if let Some(gpu) = &gpu {

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use super::campaign::{
     build_arms, group_by_cell, is_inexact, open_device, resolve_arms, select_cases,
 };
-use super::progress::Progress;
 use crate::arms::{Arm, Shape};
 use crate::error::Result;
 use crate::exact::ExactStatus;
 use crate::grid::Batch;
 use crate::grid::Selection;
+use crate::progress::Progress;
 
 #[derive(Debug, Clone)]
 pub struct CertifyConfig {
@@ -175,7 +175,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         super::prebuild::prebuild_for_cases(gpu, &arms, &cases, &captures)?;
     }
     let ks: BTreeSet<usize> = cases.iter().map(|c| c.cell.k as usize).collect();
-    let mut progress = Progress::new("certify: selected cases", cases.len() as u64);
+    let mut progress = Progress::new("certify: selected cases", "cases", cases.len() as u64);
     for group in group_by_cell(cases) {
         let Some(entry) = captures.cell(&group[0].cell.id) else {
             continue; // select_cases only yields cells of this capture set
@@ -196,7 +196,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
             .map(|&k| (k, crate::exact::adversarial::suite(k)))
             .collect();
         let total = suites.iter().map(|(_, s)| s.len() as u64).sum();
-        let mut progress = Progress::new("certify: adversarial suite", total);
+        let mut progress = Progress::new("certify: adversarial suite", "cases", total);
         for (k, suite) in suites {
             for case in suite {
                 let what = format!("adversarial {} (K={k})", case.name);
@@ -207,7 +207,7 @@ pub fn certify(cfg: &CertifyConfig) -> Result<CertifyOutcome> {
         progress.finish();
     }
     let soak_total = (ks.len() * cfg.soak_rounds) as u64;
-    let mut progress = Progress::new("certify: soak", soak_total);
+    let mut progress = Progress::new("certify: soak", "cases", soak_total);
     for &k in &ks {
         for round in 0..cfg.soak_rounds as u64 {
             let seed = cfg.soak_seed.wrapping_add(round);

@@ -11,7 +11,6 @@ pub mod merge;
 pub mod peer;
 pub mod phases;
 pub mod prebuild;
-pub mod progress;
 pub mod selfcheck;
 pub mod signals;
 

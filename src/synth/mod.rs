@@ -204,20 +204,12 @@ pub fn synth(opts: &SynthOptions) -> Result<SynthSummary> {
     let mut order: Vec<usize> = (0..cells.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(cells[i].n));
 
-    let total_work: u64 = cells.iter().map(|c| c.n as u64).sum();
-    let progress = indicatif::ProgressBar::new(total_work);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "synth {bar:40} {percent:>3}% {msg} elapsed {elapsed} eta {eta}",
-    ) {
-        progress.set_style(style);
-    }
-    // Logs (CI, Slurm) get a plain line per tenth of the cells instead of a bar.
-    let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if plain {
-        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    let plain_step = (cells.len() / 10).max(1);
-    let done_cells = std::sync::atomic::AtomicUsize::new(0);
+    // A bar on a terminal, a plain line now and then in logs (CI, Slurm).
+    let progress = std::sync::Mutex::new(crate::progress::Progress::new(
+        "synth",
+        "cells",
+        cells.len() as u64,
+    ));
 
     let written: Vec<(usize, ManifestCell)> = pool.install(|| {
         order
@@ -227,17 +219,16 @@ pub fn synth(opts: &SynthOptions) -> Result<SynthSummary> {
                 let cell = generate_cell(meta, opts.steps as usize, opts.seed, opts.ablation);
                 let file = cell_file_name(&meta.id);
                 write_cell(&opts.out, &file, &cell)?;
-                let done = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress.set_message(format!("{done}/{} cells", cells.len()));
-                progress.inc(meta.n as u64);
-                if plain && (done.is_multiple_of(plain_step) || done == cells.len()) {
-                    eprintln!("synth: {done}/{} cells written", cells.len());
+                if let Ok(mut p) = progress.lock() {
+                    p.inc(1);
                 }
                 Ok((i, manifest_entry(&cell, &file)))
             })
             .collect::<Result<Vec<_>>>()
     })?;
-    progress.finish_and_clear();
+    if let Ok(p) = progress.lock() {
+        p.finish();
+    }
 
     let mut entries = written;
     entries.sort_by_key(|(i, _)| *i);

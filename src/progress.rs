@@ -1,8 +1,8 @@
-//! Progress for long commands (`grid`, `certify`). On a terminal it is an
-//! indicatif bar; when stderr is not a terminal (CI, Slurm logs) a bar's
-//! redraws would fill the log with control codes, so plain lines such as
-//! `grid: 1234/9746 cases, 12 min elapsed, ETA 40 min` are written every
-//! [`PLAIN_INTERVAL`] and once at the end.
+//! Progress for long commands (`grid`, `certify`, `capture synth`). On a
+//! terminal it is an indicatif bar; when stderr is not a terminal (CI, Slurm
+//! logs) a bar's redraws would fill the log with control codes, so plain
+//! lines such as `grid: 1234/9746 cases, 12 min elapsed, ETA 40 min` are
+//! written every [`PLAIN_INTERVAL`] and once at the end.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -12,6 +12,8 @@ pub const PLAIN_INTERVAL: Duration = Duration::from_secs(30);
 
 pub struct Progress {
     label: String,
+    /// What is counted (`cases`, `cells`).
+    unit: &'static str,
     total: u64,
     done: u64,
     started: Instant,
@@ -22,16 +24,23 @@ pub struct Progress {
 
 impl Progress {
     /// A bar on a terminal, plain lines otherwise.
-    pub fn new(label: &str, total: u64) -> Self {
+    pub fn new(label: &str, unit: &'static str, total: u64) -> Self {
         Self::with_mode(
             label,
+            unit,
             total,
             std::io::stderr().is_terminal(),
             PLAIN_INTERVAL,
         )
     }
 
-    pub fn with_mode(label: &str, total: u64, terminal: bool, interval: Duration) -> Self {
+    pub fn with_mode(
+        label: &str,
+        unit: &'static str,
+        total: u64,
+        terminal: bool,
+        interval: Duration,
+    ) -> Self {
         let bar = terminal.then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
@@ -45,6 +54,7 @@ impl Progress {
         let now = Instant::now();
         Self {
             label: label.to_string(),
+            unit,
             total,
             done: 0,
             started: now,
@@ -85,10 +95,11 @@ impl Progress {
     pub fn line(&self) -> String {
         let elapsed = self.started.elapsed();
         let mut out = format!(
-            "{}: {}/{} cases, {} elapsed",
+            "{}: {}/{} {}, {} elapsed",
             self.label,
             self.done,
             self.total,
+            self.unit,
             human(elapsed)
         );
         if self.done > 0 && self.done < self.total {
@@ -117,7 +128,7 @@ mod tests {
 
     #[test]
     fn plain_line_counts_and_elapsed() {
-        let mut p = Progress::with_mode("grid", 10, false, Duration::from_secs(3600));
+        let mut p = Progress::with_mode("grid", "cases", 10, false, Duration::from_secs(3600));
         p.inc(4);
         let line = p.line();
         assert!(line.starts_with("grid: 4/10 cases, 0 s elapsed"), "{line}");
