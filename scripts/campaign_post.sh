@@ -13,7 +13,9 @@
 #
 #   FILES_AT         holds s0/campaign-0of2.tgz and s1/campaign-1of2.tgz (the call's $OUT);
 #                    with one of them only, that shard alone is the campaign (half the
-#                    grid: the summary says so in its header, notes.shard)
+#                    grid: the summary says so in its header, notes.shard); or one
+#                    campaign.tgz of an unsharded run (scripts/campaign.sh without SHARD,
+#                    e.g. SAMPLE=N: notes.selection names the sample)
 #   DEST             e.g. reports/<gpu>/<date>/campaign-<sha> (must not exist yet)
 #   BASE_RESULTS_GZ  a results.jsonl.gz to compare with (e.g. the previous campaign's,
 #                    `git show <raw-at commit>:<its path>`), labelled BASE_LABEL
@@ -21,7 +23,7 @@
 # BIN (default target/release/gvr-bench) does the merge, report and A/A.
 set -euo pipefail
 if [ $# -ne 2 ] && [ $# -ne 4 ]; then
-  sed -n '12,19p' "$0" >&2
+  sed -n '12,21p' "$0" >&2
   exit 2
 fi
 FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
@@ -32,24 +34,35 @@ SHARDS=()
 for s in 0 1; do
   [ -f "$FILES_AT/s$s/campaign-${s}of2.tgz" ] && SHARDS+=("$s")
 done
-if [ "${#SHARDS[@]}" -eq 0 ]; then
-  echo "no shard tarball under $FILES_AT (s0/campaign-0of2.tgz, s1/campaign-1of2.tgz): see the call's output" >&2
+WHOLE=""
+[ "${#SHARDS[@]}" -eq 0 ] && [ -f "$FILES_AT/campaign.tgz" ] && WHOLE=1
+if [ "${#SHARDS[@]}" -eq 0 ] && [ -z "$WHOLE" ]; then
+  echo "no campaign tarball under $FILES_AT (s0/campaign-0of2.tgz, s1/campaign-1of2.tgz, or campaign.tgz): see the call's output" >&2
   exit 1
 fi
 [ "${#SHARDS[@]}" -eq 1 ] && echo "only shard ${SHARDS[0]} of 2: the campaign is that half of the grid" >&2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for s in "${SHARDS[@]}"; do
-  mkdir -p "$T/s$s"
-  tar xzf "$FILES_AT/s$s/campaign-${s}of2.tgz" -C "$T/s$s"
-done
 mkdir -p "$DEST/logs" "$DEST/report"
-for s in "${SHARDS[@]}"; do cp "$FILES_AT/s$s/campaign.log" "$DEST/logs/shard$s.log"; done
-if [ "${#SHARDS[@]}" -eq 2 ]; then
-  "$BIN" merge "$T/s0/run-0of2" "$T/s1/run-1of2" --out "$T/run"
+if [ -n "$WHOLE" ]; then
+  # One unsharded run: its directory is the tarball's only top-level folder besides logs.
+  mkdir -p "$T/w" && tar xzf "$FILES_AT/campaign.tgz" -C "$T/w"
+  RUN_SRC=$(find "$T/w" -mindepth 2 -maxdepth 2 -name manifest.json -printf '%h\n' | head -1)
+  [ -n "$RUN_SRC" ] || { echo "$FILES_AT/campaign.tgz holds no run directory (manifest.json)" >&2; exit 1; }
+  cp -r "$RUN_SRC" "$T/run"
+  cp "$FILES_AT/campaign.log" "$DEST/logs/campaign.log"
 else
-  s=${SHARDS[0]}
-  cp -r "$T/s$s/run-${s}of2" "$T/run"
+  for s in "${SHARDS[@]}"; do
+    mkdir -p "$T/s$s"
+    tar xzf "$FILES_AT/s$s/campaign-${s}of2.tgz" -C "$T/s$s"
+    cp "$FILES_AT/s$s/campaign.log" "$DEST/logs/shard$s.log"
+  done
+  if [ "${#SHARDS[@]}" -eq 2 ]; then
+    "$BIN" merge "$T/s0/run-0of2" "$T/s1/run-1of2" --out "$T/run"
+  else
+    s=${SHARDS[0]}
+    cp -r "$T/s$s/run-${s}of2" "$T/run"
+  fi
 fi
 "$BIN" report "$T/run" --out "$T/report" > /dev/null
 "$BIN" report "$T/run" --base torch --out "$T/report-torch" --no-plots > /dev/null
@@ -68,8 +81,9 @@ gzip -9 -c "$T/run/results.jsonl" > "$DEST/run/results.jsonl.gz"
 [ -s "$T/run/floor.jsonl" ] && gzip -9 -c "$T/run/floor.jsonl" > "$DEST/run/floor.jsonl.gz"
 for meta in "$T"/run/peer-*.json; do [ -f "$meta" ] && cp "$meta" "$DEST/run/"; done
 cp "$T/run/manifest.json" "$DEST/run/"
-s=${SHARDS[0]}
-[ -f "$T/s$s/run-${s}of2/environment.txt" ] && cp "$T/s$s/run-${s}of2/environment.txt" "$DEST/run/"
+ENV_TXT="$T/run/environment.txt"  # a merged run has none of its own: the first shard's
+[ -z "$WHOLE" ] && ENV_TXT="$T/s${SHARDS[0]}/run-${SHARDS[0]}of2/environment.txt"
+[ -f "$ENV_TXT" ] && cp "$ENV_TXT" "$DEST/run/"
 cp "$T/report/summary.md" "$DEST/report/"
 # The per-case table less the columns derived from others or holding every rep
 # (results.jsonl keeps those): a third of the size.

@@ -196,3 +196,13 @@
 #ifndef CL_MERGE_SPREAD
 #define CL_MERGE_SPREAD 0
 #endif
+
+// ---------------------------------------------------------------- reg_clus (reg_clus.cu)
+
+// tuning: when every crossing candidate sits in rank 0 (m ≤ the CTA's slot
+// capacity: candidate q lives in rank q / cap), rank 0 refines them with
+// plain shared-memory loads instead of loads through the cluster window,
+// and the peers leave at barrier (C): the final cluster barrier (D) goes.
+#ifndef RC_LOCAL_REFINE
+#define RC_LOCAL_REFINE 0
+#endif

@@ -26,6 +26,9 @@
 // 5. Rank 0 refines the crossing bin (O(m²) rank for m ≤ 96, else exact key
 //    narrowing reading the peers' slabs remotely). Every rank waits at a
 //    final cluster barrier so peers stay resident while rank 0 reads them.
+//    RC_LOCAL_REFINE: when all m candidates sit in rank 0 (m ≤ its slot
+//    capacity), the peers leave at once and rank 0 reads its own slab with
+//    plain shared loads; no final barrier.
 //
 // Exact escape (cluster-uniform decision: every input of it is identical in
 // all ranks): bracket rejected, crossing in the trash bin (fewer than k
@@ -80,6 +83,7 @@ struct RcParams {
 #define RC_TR_NARROW 8u     // key-narrowing refine
 #define RC_TR_GUARD 16u     // bracket rejected (subset of ESCAPE)
 #define RC_TR_FIRSTK 32u    // bracket from the first k values
+#define RC_TR_LOCAL 64u     // refined by rank 0 alone from its own shared memory (RC_LOCAL_REFINE)
 #ifdef SS_EMULATION
 #define RC_TRACE(bit)                                                              \
     do {                                                                           \
@@ -135,6 +139,48 @@ struct RcSrcStriped {
         *x = invkey(key);  // exact inverse: fkey(*x) == key
     }
 };
+
+// The same candidates when all of them sit in this CTA (rank 0 with m ≤ cap):
+// plain shared-memory loads (RC_LOCAL_REFINE).
+struct RcSrcLocal {
+    const u32* ck;
+    const u32* ci;
+    __device__ __forceinline__ void slot(u32 q, u32* key, u32* idx) const {
+        *key = ck[q];
+        *idx = ci[q];
+    }
+    __device__ __forceinline__ void get(u32 q, float* x, u32* idx) const {
+        u32 key;
+        slot(q, &key, idx);
+        *x = invkey(key);  // exact inverse: fkey(*x) == key
+    }
+};
+
+// Rank 0's refine of the crossing bin's m candidates: the need largest by
+// (key desc, slot asc) go to out_row[above ..). O(m²) rank for m ≤ RC_RANK_MAX,
+// else exact key narrowing.
+template <int BLK, class Src>
+__device__ __forceinline__ void rc_refine(const Src& src, u32 m, u32 need, u32 above, i32* out_row,
+                                          SsNarrowShared& nsh) {
+    if (m <= RC_RANK_MAX) {
+        RC_TRACE(RC_TR_RANK);
+        // O(m²): rank by (key desc, slot asc), a strict total order.
+        for (u32 i = threadIdx.x; i < m; i += BLK) {
+            u32 ki, ii;
+            src.slot(i, &ki, &ii);
+            u32 rnk = 0;
+            for (u32 j = 0; j < m; ++j) {
+                u32 kj, ij;
+                src.slot(j, &kj, &ij);
+                rnk += (kj > ki || (kj == ki && j < i)) ? 1u : 0u;
+            }
+            if (rnk < need) out_row[above + rnk] = (i32)ii;
+        }
+    } else {
+        RC_TRACE(RC_TR_NARROW);
+        ss_narrow_emit<BLK>(src, m, 0u, 0xffffffffu, need, m, RC_REFINE_LEVELS, out_row, above, nsh);
+    }
+}
 
 // Block scan of a 1024-bin histogram for target t ≥ 1 (each thread owns
 // RC_BINS/BLK contiguous bins): writes the crossing (bin, above, m) and the
@@ -411,26 +457,15 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         if (rank == 0u) RC_TRACE(RC_TR_WHOLE);
         return;  // nobody reads a peer's shared memory after (C)
     }
-    if (rank == 0u) {
-        if (m <= RC_RANK_MAX) {
-            RC_TRACE(RC_TR_RANK);
-            // O(m²): rank by (key desc, slot asc), a strict total order.
-            for (u32 i = threadIdx.x; i < m; i += BLK) {
-                u32 ki, ii;
-                src.slot(i, &ki, &ii);
-                u32 rnk = 0;
-                for (u32 j = 0; j < m; ++j) {
-                    u32 kj, ij;
-                    src.slot(j, &kj, &ij);
-                    rnk += (kj > ki || (kj == ki && j < i)) ? 1u : 0u;
-                }
-                if (rnk < need) out_row[above + rnk] = (i32)ii;
-            }
-        } else {
-            RC_TRACE(RC_TR_NARROW);
-            ss_narrow_emit<BLK>(src, m, 0u, 0xffffffffu, need, m, RC_REFINE_LEVELS, out_row, above, nsh);
-        }
+    // Candidate q sits in rank q / CAP: with m ≤ CAP all of them are rank 0's
+    // own (cluster-uniform: m is the merged histogram's).
+    if (RC_LOCAL_REFINE != 0 && m <= CAP) {
+        if (rank != 0u) return;  // rank 0 reads only its own shared memory from here
+        RC_TRACE(RC_TR_LOCAL);
+        rc_refine<BLK>(RcSrcLocal{src.ck, src.ci}, m, need, above, out_row, nsh);
+        return;
     }
+    if (rank == 0u) rc_refine<BLK>(src, m, need, above, out_row, nsh);
     cluster_sync();  // (D) peers stay resident while rank 0 reads their slabs
 }
 

@@ -21,11 +21,15 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !crate::support::nvrtc::nvrtc_or_skip() {
         return;
     }
-    let report = compile_report(&SS_CLUS, &[], DEFAULT_ARCH).expect("ss_clus.cu compiles");
-    println!("{}", report.log);
-    // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
-    crate::support::nvrtc::assert_registers_at_most(&report, &declared, 64, "ss_clus.cu");
-    crate::support::nvrtc::assert_no_spill_in_log(&report.log, "ss_clus.cu");
+    // The default build and the RC_LOCAL_REFINE experiment.
+    for defines in [vec![], vec![("RC_LOCAL_REFINE", "1".to_string())]] {
+        let label = format!("ss_clus.cu {defines:?}");
+        let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
+        println!("{label}\n{}", report.log);
+        // __launch_bounds__(1024, 1): the whole register file, 64 per thread.
+        crate::support::nvrtc::assert_registers_at_most(&report, &declared, 64, &label);
+        crate::support::nvrtc::assert_no_spill_in_log(&report.log, &label);
+    }
 }
 
 use std::path::{Path, PathBuf};
@@ -46,11 +50,20 @@ const TR_RANK: u32 = 4;
 const TR_NARROW: u32 = 8;
 const TR_GUARD: u32 = 16;
 const TR_FIRSTK: u32 = 32;
+const TR_LOCAL: u32 = 64;
 
 /// Build the cluster emulator once per source version; `None` without g++.
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT.get_or_init(|| build_emulator(&[])).as_deref()
+}
+
+/// The emulator of the `RC_LOCAL_REFINE=1` build.
+fn emulator_local_refine() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build_emulator(&["-DRC_LOCAL_REFINE=1".to_string()]))
+        .as_deref()
 }
 
 /// The emulator of the phase-probe build (`gvr-bench phases`).
@@ -177,10 +190,18 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
+    let Some(exe) = emulator() else { return };
+    let seen = generator_suite(exe);
+    assert_eq!(seen & TR_LOCAL, 0, "the default build refined locally");
+}
+
+/// Every generator × hint mode on small clusters of every CS and VPT, hinted
+/// and hint-free, each launch checked exact; the union of the path-trace bits,
+/// after checking that every path of the default build was taken.
+fn generator_suite(exe: &Path) -> u32 {
     // 64- and 128-thread CTAs keep the emulation fast and shrink the
     // candidate slabs (4·BLK per rank), so the capacity escape, narrowing
     // refine and O(m²) rank all happen on ordinary rows.
-    let Some(exe) = emulator() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(4242);
     let mut seen = 0u32;
     for blk in [64u32, 128] {
@@ -242,6 +263,55 @@ fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
             seen & bit != 0,
             "no row took the {path} path (bits {seen:#x})"
         );
+    }
+    seen
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candidates_are_rank_0s() {
+    // RC_LOCAL_REFINE=1: the peers leave at (C) when the m candidates fit rank
+    // 0's slab (m ≤ 4·BLK); larger crossing bins keep the striped slabs and (D).
+    let Some(exe) = emulator_local_refine() else {
+        return;
+    };
+    let seen = generator_suite(exe);
+    assert_ne!(
+        seen & TR_LOCAL,
+        0,
+        "no row was refined locally (bits {seen:#x})"
+    );
+    let (b, blk, cs, vpt) = constructed_path_rows();
+    let trace = emu_check(
+        exe,
+        &b,
+        small_entry(blk, vpt),
+        cs,
+        blk,
+        false,
+        "constructed, local refine",
+    );
+    if trace[0] & TR_RANK != 0 {
+        assert_ne!(
+            trace[0] & TR_LOCAL,
+            0,
+            "perfect hints, m ≤ 96: {:#x}",
+            trace[0]
+        );
+    }
+    // The two-valued row's 600 candidates exceed rank 0's 256 slots.
+    assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
+    for seed in crate::support::ss::soak_seeds(2, 0x50A4_0007) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (blk, cs, vpt) = (64u32, 4u32, 2u32);
+        let cap = (cs * blk * vpt * 4) as usize;
+        let k = rng.random_range(1..=cap / 3);
+        let lengths: Vec<usize> = (0..6)
+            .map(|_| rng.random_range(k + 1..=cap + blk as usize))
+            .collect();
+        let (b, labels) = crate::support::ss::soak_batch(&mut rng, k, &lengths, false);
+        let label = format!("local refine soak seed {seed}: k={k} rows {labels:?}");
+        emu_check(exe, &b, small_entry(blk, vpt), cs, blk, false, &label);
     }
 }
 

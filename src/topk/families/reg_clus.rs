@@ -110,7 +110,7 @@ impl ClusLaunch {
 }
 
 /// The knob scopes a reg_clus launch's variant names.
-pub const SCOPES: [Scope; 1] = [Scope::AllFamilies];
+pub const SCOPES: [Scope; 2] = [Scope::AllFamilies, Scope::RegClus];
 
 /// Entry point of a reg_clus plan with `vpt` float4 per thread.
 pub fn regclus_entry(vpt: u32) -> String {
