@@ -91,6 +91,26 @@ fn render_best(out: &mut String, b: &BestBaseline) {
             c.case, c.b, c.n, c.ratio, c.best_arm, c.best_us, c.base_us
         ));
     }
+    if b.incomplete > 0 {
+        lines.push(format!(
+            "- {} of these cases lack at least one baseline (missing, inexact or timed otherwise): \
+             their best is over the arms they have",
+            count(b.incomplete)
+        ));
+        match &b.complete {
+            Some(c) => lines.push(format!(
+                "- over the {} cases every baseline covers: **{:.2}×** (min {:.2}, P5 {:.2}, median {:.2}, P95 {:.2}), {base} faster in {}",
+                count(c.count),
+                c.geomean,
+                c.min,
+                c.p5,
+                c.p50,
+                c.p95,
+                percent(c.base_faster_pct)
+            )),
+            None => lines.push("- no case has every baseline".to_string()),
+        }
+    }
     if b.no_baseline > 0 {
         lines.push(format!(
             "- {} cases of {base} have no baseline exact and timed the same way (left out)",

@@ -79,6 +79,9 @@ pub struct BestPoint {
     /// best_us / base_us.
     pub ratio: f64,
     pub method: Option<TimingMethod>,
+    /// Every candidate arm was exact and timed the same way on this case.
+    #[serde(default)]
+    pub complete: bool,
 }
 
 /// Cases one baseline was the best of.
@@ -125,6 +128,15 @@ pub struct BestBaseline {
     pub bands: Vec<BandCell>,
     /// Usable base cases that no baseline timed the same way covers.
     pub no_baseline: usize,
+    /// The same distribution over the cases where every candidate arm is
+    /// exact and timed the same way as the base (a run whose peer stopped
+    /// early, or an arm inexact somewhere, leaves cases whose best is taken
+    /// over fewer arms); `None` when no case has them all.
+    #[serde(default)]
+    pub complete: Option<RatioSummary>,
+    /// Cases of the headline with at least one candidate arm missing there.
+    #[serde(default)]
+    pub incomplete: usize,
     #[serde(skip)]
     pub points: Vec<BestPoint>,
 }
@@ -169,12 +181,14 @@ pub fn best_baseline(cases: &[CaseTime], base_arm: &str) -> Option<BestBaseline>
         let Some(base_us) = base.usable_mean_us().filter(|t| *t > 0.0) else {
             continue;
         };
-        let best = candidates
+        let timed: Vec<(&CaseTime, f64)> = candidates
             .iter()
             .filter_map(|arm| records.get(arm.as_str()))
             .filter(|r| r.method == base.method)
-            .filter_map(|r| Some((r, r.usable_mean_us().filter(|t| *t > 0.0)?)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
+            .filter_map(|r| Some((*r, r.usable_mean_us().filter(|t| *t > 0.0)?)))
+            .collect();
+        let complete = timed.len() == candidates.len();
+        let best = timed.into_iter().min_by(|a, b| a.1.total_cmp(&b.1));
         match best {
             Some((r, best_us)) => points.push(BestPoint {
                 case: base.case.clone(),
@@ -186,11 +200,18 @@ pub fn best_baseline(cases: &[CaseTime], base_arm: &str) -> Option<BestBaseline>
                 best_us,
                 ratio: best_us / base_us,
                 method: base.method,
+                complete,
             }),
             None => no_baseline += 1,
         }
     }
     let ratios: Vec<f64> = points.iter().map(|p| p.ratio).collect();
+    let complete_ratios: Vec<f64> = points
+        .iter()
+        .filter(|p| p.complete)
+        .map(|p| p.ratio)
+        .collect();
+    let incomplete = points.len() - complete_ratios.len();
     let mut methods = Vec::new();
     for m in points.iter().filter_map(|p| p.method) {
         if !methods.contains(&m) {
@@ -211,6 +232,8 @@ pub fn best_baseline(cases: &[CaseTime], base_arm: &str) -> Option<BestBaseline>
         wins: wins(&points),
         bands: bands(&points),
         no_baseline,
+        complete: RatioSummary::of(&complete_ratios),
+        incomplete,
         points,
     })
 }
@@ -446,6 +469,32 @@ mod tests {
             ]
         );
         assert!(best_baseline(&cases, "nope").is_none());
+        // Both headline cases have radix and fi-cub: nothing incomplete.
+        assert_eq!(best.incomplete, 0);
+        assert_eq!(best.complete.unwrap().count, 2);
+    }
+
+    #[test]
+    fn cases_a_peer_missed_are_counted_and_left_out_of_the_complete_headline() {
+        // The peer stopped before case b: its best is radix alone (1.5x), while
+        // the cases every baseline covers give fi-cub's 1.25x.
+        let cases = vec![
+            rec("a@b1", "ss", 1, 8000, 4.0),
+            rec("a@b1", "radix", 1, 8000, 8.0),
+            rec("a@b1", "fi-cub", 1, 8000, 5.0),
+            rec("b@b1", "ss", 1, 9000, 4.0),
+            rec("b@b1", "radix", 1, 9000, 6.0),
+        ];
+        let best = best_baseline(&cases, "ss").unwrap();
+        assert_eq!(best.summary.unwrap().count, 2);
+        assert_eq!(best.incomplete, 1);
+        let complete = best.complete.unwrap();
+        assert_eq!(complete.count, 1);
+        assert!((complete.geomean - 1.25).abs() < 1e-12);
+        assert_eq!(
+            best.points.iter().map(|p| p.complete).collect::<Vec<_>>(),
+            [true, false]
+        );
     }
 
     #[test]
