@@ -15,6 +15,7 @@ pub use reg::{select_row_reg, RegCounts, RegModel};
 pub use row::{select_row, PathCounts};
 
 use crate::topk::families::reg::{plan_reg, RegSource};
+use crate::topk::families::FamilyLaunch;
 use crate::topk::route::{clus_params, main_params, route, DeviceProfile, Family, MainParams};
 use crate::topk::Shape;
 

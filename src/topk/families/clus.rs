@@ -108,38 +108,6 @@ impl ClusStreamLaunch {
             defines: tuning.over(&SS_CLUS_STREAM, self.build_defines()),
         }
     }
-
-    /// Enqueue the launch over `batch`.
-    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
-        if self.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches `ss_clus_u*` in kernels/ss/clus.cu:
-        // f32 [rows*npad], i32 [rows] per-row lengths (next_n = 0), i32
-        // [rows*k] hints, i32 [rows*k] output, the by-value SsClusParams
-        // (ClusStreamArgs, same layout). Grid (CS, rows) with clusters of
-        // (CS,1,1), 1024 threads, the planned dynamic shared memory (prelude
-        // + staging + ck64, the kernel's layout).
-        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
-    }
-
-    /// Recorded variant, e.g. `clus/cl4/u8`.
-    pub fn variant(&self) -> String {
-        format!(
-            "clus/cl{}/u{}{}",
-            self.cluster,
-            self.u,
-            if self.routed { "" } else { " (forced)" }
-        )
-    }
-
-    pub fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: self.grid,
-            block_dim: (self.block, 1, 1),
-            shared_mem_bytes: self.dyn_smem_bytes,
-        }
-    }
 }
 
 /// Entry point of a clus plan with `u` float4 per thread per chunk.
@@ -328,8 +296,14 @@ pub fn with_sample_knobs(mut args: ClusStreamArgs, tuning: &Tuning) -> ClusStrea
     args
 }
 impl super::FamilyLaunch for ClusStreamLaunch {
+    /// Recorded variant, e.g. `clus/cl4/u8`.
     fn variant(&self) -> String {
-        ClusStreamLaunch::variant(self)
+        format!(
+            "clus/cl{}/u{}{}",
+            self.cluster,
+            self.u,
+            if self.routed { "" } else { " (forced)" }
+        )
     }
     fn scopes(&self) -> &'static [Scope] {
         &SCOPES
@@ -341,21 +315,36 @@ impl super::FamilyLaunch for ClusStreamLaunch {
         self.entry.clone()
     }
     fn config(&self) -> LaunchConfig {
-        ClusStreamLaunch::config(self)
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.block, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
     }
+    /// Enqueue the launch over `batch`.
     fn launch(
         &self,
         launcher: &Launcher,
         batch: &mut DeviceBatch,
         _workspace: &mut crate::gpu::Workspace,
     ) -> Result<()> {
-        ClusStreamLaunch::launch(self, launcher, batch)
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches `ss_clus_u*` in kernels/ss/clus.cu:
+        // f32 [rows*npad], i32 [rows] per-row lengths (next_n = 0), i32
+        // [rows*k] hints, i32 [rows*k] output, the by-value SsClusParams
+        // (ClusStreamArgs, same layout). Grid (CS, rows) with clusters of
+        // (CS,1,1), 1024 threads, the planned dynamic shared memory (prelude
+        // + staging + ck64, the kernel's layout).
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::families::FamilyLaunch;
     use crate::topk::route::route;
 
     fn decide(s: &Shape, dev: &DeviceProfile) -> RouteDecision {

@@ -219,25 +219,7 @@ pub struct MainLaunch {
     pub sms: u32,
 }
 
-impl MainLaunch {
-    /// Recorded variant: `main/blk512/r1`, or `main(for reg)/blk1024/r1`
-    /// when main runs a shape the route gave to another family.
-    pub fn variant(&self) -> String {
-        let tail = format!("blk{}/r{}", self.params.blk, self.params.r);
-        match self.intended {
-            Family::Main => format!("main/{tail}"),
-            other => format!("main(for {})/{tail}", other.name()),
-        }
-    }
-
-    pub fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: self.grid,
-            block_dim: (self.block, 1, 1),
-            shared_mem_bytes: self.dyn_smem_bytes,
-        }
-    }
-}
+impl MainLaunch {}
 
 /// The one-CTA-per-row block a `main.blk` knob asks for.
 fn blk_knob(tuning: &Tuning) -> Option<u32> {
@@ -369,9 +351,39 @@ impl MainLaunch {
             defines: tuning.over(&SS_MAIN, device_defines(self.sms)),
         }
     }
+}
 
+impl super::FamilyLaunch for MainLaunch {
+    /// Recorded variant: `main/blk512/r1`, or `main(for reg)/blk1024/r1`
+    /// when main runs a shape the route gave to another family.
+    fn variant(&self) -> String {
+        let tail = format!("blk{}/r{}", self.params.blk, self.params.r);
+        match self.intended {
+            Family::Main => format!("main/{tail}"),
+            other => format!("main(for {})/{tail}", other.name()),
+        }
+    }
+    fn scopes(&self) -> &'static [Scope] {
+        &SCOPES
+    }
+    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
+        vec![self.build(tuning)]
+    }
+    fn entry(&self) -> String {
+        self.entry.clone()
+    }
+    fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.block, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
+    }
+    fn workspace_bytes(&self) -> usize {
+        self.workspace_bytes
+    }
     /// Enqueue the launch over `batch`.
-    pub fn launch(
+    fn launch(
         &self,
         launcher: &Launcher,
         batch: &mut DeviceBatch,
@@ -390,38 +402,10 @@ impl MainLaunch {
     }
 }
 
-impl super::FamilyLaunch for MainLaunch {
-    fn variant(&self) -> String {
-        MainLaunch::variant(self)
-    }
-    fn scopes(&self) -> &'static [Scope] {
-        &SCOPES
-    }
-    fn builds(&self, tuning: &Tuning) -> Vec<KernelBuild> {
-        vec![self.build(tuning)]
-    }
-    fn entry(&self) -> String {
-        self.entry.clone()
-    }
-    fn config(&self) -> LaunchConfig {
-        MainLaunch::config(self)
-    }
-    fn workspace_bytes(&self) -> usize {
-        self.workspace_bytes
-    }
-    fn launch(
-        &self,
-        launcher: &Launcher,
-        batch: &mut DeviceBatch,
-        workspace: &mut Workspace,
-    ) -> Result<()> {
-        MainLaunch::launch(self, launcher, batch, workspace)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::families::FamilyLaunch;
     use crate::topk::route::route;
     use crate::topk::{MAX_ROWS, MAX_ROW_LEN, SUPPORTED_K};
 

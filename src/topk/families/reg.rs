@@ -316,21 +316,6 @@ pub struct RegLaunch {
 }
 
 impl RegLaunch {
-    /// Recorded variant: `reg/blk1024/v4`, `regimg/blk1024/v1`, or
-    /// `reg(for main)/blk1024/v4` when the route would have picked another family.
-    pub fn variant(&self) -> String {
-        let mut tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
-        if self.args.cur != u32::from(self.plan.cur) {
-            tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
-        }
-        match self.source {
-            RegSource::Routed(family) => format!("{}/{tail}", family.name()),
-            RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
-            RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
-            RegSource::Forced => format!("reg(forced)/{tail}"),
-        }
-    }
-
     /// Whether the kernel loads the first hint indices ahead of the row: the
     /// launch reads hints, its entry holds 4 float4 per thread in registers
     /// only (the 32-register entries lose with it; the image entry gathers
@@ -438,14 +423,6 @@ impl RegLaunch {
         }
     }
 
-    pub fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: self.grid,
-            block_dim: (self.entry.blk, 1, 1),
-            shared_mem_bytes: self.launch_smem_bytes(),
-        }
-    }
-
     /// Load the launch's build, and with the occupancy of the build without
     /// the prefetch decide the next-wave prefetch distance (`args.ahead`);
     /// where it prefetches, load the build with the prefetch. Launches that
@@ -468,20 +445,6 @@ impl RegLaunch {
             launcher.load(&self.build(true, tuning), &name, self.launch_smem_bytes())?;
         }
         Ok(())
-    }
-
-    /// Enqueue the launch over `batch`.
-    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
-        if self.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches the `ss_reg_*` entry points in
-        // kernels/ss/reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
-        // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
-        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem
-        // (plus k staging words where the plan stages there), which the plan
-        // checked against the device's opt-in limit.
-        unsafe { launcher.launch_rows(batch, self.args, self.config(), None, None) }
     }
 }
 
@@ -631,8 +594,19 @@ pub fn plan(
 }
 
 impl super::FamilyLaunch for RegLaunch {
+    /// Recorded variant: `reg/blk1024/v4`, `regimg/blk1024/v1`, or
+    /// `reg(for main)/blk1024/v4` when the route would have picked another family.
     fn variant(&self) -> String {
-        RegLaunch::variant(self)
+        let mut tail = format!("blk{}/v{}", self.entry.blk, self.entry.vpt);
+        if self.args.cur != u32::from(self.plan.cur) {
+            tail += &format!("+emit={}", EMIT_FORMS[self.args.cur as usize]);
+        }
+        match self.source {
+            RegSource::Routed(family) => format!("{}/{tail}", family.name()),
+            RegSource::Nearest(other) => format!("reg(for {})/{tail}", other.name()),
+            RegSource::Forced if self.entry.img => format!("regimg(forced)/{tail}"),
+            RegSource::Forced => format!("reg(forced)/{tail}"),
+        }
     }
     fn scopes(&self) -> &'static [Scope] {
         &SCOPES
@@ -644,24 +618,39 @@ impl super::FamilyLaunch for RegLaunch {
         self.entry.name()
     }
     fn config(&self) -> LaunchConfig {
-        RegLaunch::config(self)
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.entry.blk, 1, 1),
+            shared_mem_bytes: self.launch_smem_bytes(),
+        }
     }
     fn prepare(&mut self, launcher: &mut Launcher, tuning: &Tuning) -> Result<()> {
         RegLaunch::prepare(self, launcher, tuning)
     }
+    /// Enqueue the launch over `batch`.
     fn launch(
         &self,
         launcher: &Launcher,
         batch: &mut DeviceBatch,
         _workspace: &mut crate::gpu::Workspace,
     ) -> Result<()> {
-        RegLaunch::launch(self, launcher, batch)
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches the `ss_reg_*` entry points in
+        // kernels/ss/reg.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k], the by-value SsRegParams (SsRegArgs, same layout).
+        // Grid (1, rows), BLK threads, (NBH + 2·cmp)·4 bytes of dynamic smem
+        // (plus k staging words where the plan stages there), which the plan
+        // checked against the device's opt-in limit.
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), None, None) }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::families::FamilyLaunch;
     use crate::topk::SUPPORTED_K;
 
     fn tuned(knobs: &[&str]) -> Tuning {

@@ -68,44 +68,12 @@ pub struct ClusLaunch {
 }
 
 impl ClusLaunch {
-    /// Recorded variant, e.g. `reg_clus/rc4x2`.
-    pub fn variant(&self) -> String {
-        format!(
-            "{}/rc{}x{}{}",
-            self.family.name(),
-            self.cluster,
-            self.vpt,
-            if self.routed { "" } else { " (forced)" }
-        )
-    }
-
-    pub fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: self.grid,
-            block_dim: (self.block, 1, 1),
-            shared_mem_bytes: self.dyn_smem_bytes,
-        }
-    }
-
     /// The build of this launch: the tuning's macros for kernels/ss/reg_clus.cu.
     pub fn build(&self, tuning: &Tuning) -> KernelBuild {
         KernelBuild {
             source: SS_CLUS,
             defines: tuning.over(&SS_CLUS, Vec::new()),
         }
-    }
-
-    /// Enqueue the launch over `batch`.
-    pub fn launch(&self, launcher: &Launcher, batch: &mut DeviceBatch) -> Result<()> {
-        if self.grid.1 == 0 {
-            return Ok(());
-        }
-        // SAFETY: the argument list matches `ss_regclus_v*` in
-        // kernels/ss/reg_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
-        // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
-        // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
-        // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
-        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
     }
 }
 
@@ -201,8 +169,15 @@ pub fn plan(
 }
 
 impl super::FamilyLaunch for ClusLaunch {
+    /// Recorded variant, e.g. `reg_clus/rc4x2`.
     fn variant(&self) -> String {
-        ClusLaunch::variant(self)
+        format!(
+            "{}/rc{}x{}{}",
+            self.family.name(),
+            self.cluster,
+            self.vpt,
+            if self.routed { "" } else { " (forced)" }
+        )
     }
     fn scopes(&self) -> &'static [Scope] {
         &SCOPES
@@ -214,21 +189,35 @@ impl super::FamilyLaunch for ClusLaunch {
         self.entry.clone()
     }
     fn config(&self) -> LaunchConfig {
-        ClusLaunch::config(self)
+        LaunchConfig {
+            grid_dim: self.grid,
+            block_dim: (self.block, 1, 1),
+            shared_mem_bytes: self.dyn_smem_bytes,
+        }
     }
+    /// Enqueue the launch over `batch`.
     fn launch(
         &self,
         launcher: &Launcher,
         batch: &mut DeviceBatch,
         _workspace: &mut crate::gpu::Workspace,
     ) -> Result<()> {
-        ClusLaunch::launch(self, launcher, batch)
+        if self.grid.1 == 0 {
+            return Ok(());
+        }
+        // SAFETY: the argument list matches `ss_regclus_v*` in
+        // kernels/ss/reg_clus.cu: f32 [rows*npad], i32 [rows], i32 [rows*k],
+        // i32 [rows*k] output, the by-value RcParams (RegClusArgs, same
+        // layout). Grid (CS, rows) with clusters of (CS,1,1), 1024 threads,
+        // RC_SMEM_BYTES of dynamic shared memory (the kernel's layout).
+        unsafe { launcher.launch_rows(batch, self.args, self.config(), Some(self.cluster), None) }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topk::families::FamilyLaunch;
     use crate::topk::route::route;
 
     fn plan_regclus(s: &Shape, dev: &DeviceProfile) -> std::result::Result<ClusLaunch, String> {

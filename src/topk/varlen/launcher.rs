@@ -12,6 +12,7 @@ use crate::error::{GvrError, Result};
 use crate::gpu::launch::KernelArgs;
 use crate::gpu::sources::SS_VALUES;
 use crate::gpu::{Gpu, Workspace};
+use crate::topk::families::FamilyLaunch;
 use crate::topk::{Plan, Tuning};
 
 /// Device buffers of one call. `kv_lens` has one entry per request;
