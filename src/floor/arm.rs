@@ -314,39 +314,35 @@ pub fn measure_floor(
     shapes.extend(kernel.extra.iter().copied());
     let screening = kernel.screen > 0 && kernel.screen < full.cold_reps && shapes.len() > 1;
     let mut reps: Vec<Option<ShapeReps>> = vec![None; shapes.len()];
-    if screening {
+    record.tried = shapes
+        .iter()
+        .map(|&shape| FloorTry {
+            shape,
+            mean_cold_us: None,
+            screen_cold_us: None,
+            error: None,
+        })
+        .collect();
+    // The shapes that get the full protocol: the screen's finalists, or all.
+    let finalists: Vec<usize> = if screening {
         let screen = Protocol {
             warm_reps: 0,
             cold_reps: kernel.screen,
             ..full
         };
-        for &shape in &shapes {
+        for (i, &shape) in shapes.iter().enumerate() {
             let (mean, _, error) = time_shape(kernel, timer, batch, shape, &screen);
-            record.tried.push(FloorTry {
-                shape,
-                mean_cold_us: None,
-                screen_cold_us: mean,
-                error,
-            });
+            (record.tried[i].screen_cold_us, record.tried[i].error) = (mean, error);
         }
         let screened: Vec<Option<f64>> = record.tried.iter().map(|t| t.screen_cold_us).collect();
-        for i in super::finalists(&screened) {
-            let (mean, timed, error) = time_shape(kernel, timer, batch, shapes[i], &full);
-            record.tried[i].mean_cold_us = mean;
-            record.tried[i].error = error;
-            reps[i] = timed;
-        }
+        super::finalists(&screened)
     } else {
-        for (i, &shape) in shapes.iter().enumerate() {
-            let (mean, timed, error) = time_shape(kernel, timer, batch, shape, &full);
-            record.tried.push(FloorTry {
-                shape,
-                mean_cold_us: mean,
-                screen_cold_us: None,
-                error,
-            });
-            reps[i] = timed;
-        }
+        (0..shapes.len()).collect()
+    };
+    for i in finalists {
+        let (mean, timed, error) = time_shape(kernel, timer, batch, shapes[i], &full);
+        (record.tried[i].mean_cold_us, record.tried[i].error) = (mean, error);
+        reps[i] = timed;
     }
     if let Some(i) = fastest(&record.tried) {
         if let Some(ShapeReps { cold, warm, method }) = reps[i].take() {

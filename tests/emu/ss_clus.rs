@@ -281,16 +281,7 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
         0,
         "no row was refined locally (bits {seen:#x})"
     );
-    let (b, blk, cs, vpt) = constructed_path_rows();
-    let trace = emu_check(
-        exe,
-        &b,
-        small_entry(blk, vpt),
-        cs,
-        blk,
-        false,
-        "constructed, local refine",
-    );
+    let trace = constructed_trace(exe, "constructed, local refine");
     if trace[0] & TR_RANK != 0 {
         assert_ne!(
             trace[0] & TR_LOCAL,
@@ -301,18 +292,13 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
     }
     // The two-valued row's 600 candidates exceed rank 0's 256 slots.
     assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
-    for seed in crate::support::ss::soak_seeds(2, 0x50A4_0007) {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let (blk, cs, vpt) = (64u32, 4u32, 2u32);
-        let cap = (cs * blk * vpt * 4) as usize;
-        let k = rng.random_range(1..=cap / 3);
-        let lengths: Vec<usize> = (0..6)
-            .map(|_| rng.random_range(k + 1..=cap + blk as usize))
-            .collect();
-        let (b, labels) = crate::support::ss::soak_batch(&mut rng, k, &lengths, false);
-        let label = format!("local refine soak seed {seed}: k={k} rows {labels:?}");
-        emu_check(exe, &b, small_entry(blk, vpt), cs, blk, false, &label);
-    }
+    soak_rounds(exe, 2, 0x50A4_0007);
+}
+
+/// The path-trace bits of the constructed rows, each row checked exact.
+fn constructed_trace(exe: &Path, label: &str) -> Vec<u32> {
+    let (b, blk, cs, vpt) = constructed_path_rows();
+    emu_check(exe, &b, small_entry(blk, vpt), cs, blk, false, label)
 }
 
 /// Rows built to take each reg_clus path on a small cluster (64 threads,
@@ -374,16 +360,7 @@ fn constructed_path_rows() -> (Batch, u32, u32, u32) {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn constructed_paths_report_the_expected_trace() {
     let Some(exe) = emulator() else { return };
-    let (b, blk, cs, vpt) = constructed_path_rows();
-    let trace = emu_check(
-        exe,
-        &b,
-        small_entry(blk, vpt),
-        cs,
-        blk,
-        false,
-        "constructed",
-    );
+    let trace = constructed_trace(exe, "constructed");
     assert_eq!(
         trace[0] & (TR_ESCAPE | TR_NARROW),
         0,
@@ -489,7 +466,13 @@ fn soak_rounds_of_hazard_rows_are_exact() {
     // hint mode, lengths from empty to twice the cluster's capacity, on small
     // clusters of any CS / VPT and k, hinted or hint-free.
     let Some(exe) = emulator() else { return };
-    for seed in crate::support::ss::soak_seeds(4, 0x50A4_0003) {
+    soak_rounds(exe, 4, 0x50A4_0003);
+}
+
+/// Randomized soak rounds (crate::support::ss::soak_seeds: `rounds` on CI, any
+/// number with GVR_EMU_SOAK), each launch checked exact.
+fn soak_rounds(exe: &Path, rounds: usize, base: u64) {
+    for seed in crate::support::ss::soak_seeds(rounds, base) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let blk = [64u32, 128][rng.random_range(0..2)];
         let cs = 1u32 << rng.random_range(1..=3);
