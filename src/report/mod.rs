@@ -36,7 +36,8 @@ pub struct ReportOptions {
     /// else the first GPU arm, else "cpu-ss", else the first arm].
     #[arg(long)]
     pub base: Option<String>,
-    /// Comparison arms, comma-separated [default: every other arm in the run].
+    /// Comparison arms, comma-separated; also the headline's candidate baselines
+    /// [default: every other arm in the run].
     #[arg(long, value_delimiter = ',')]
     pub vs: Vec<String>,
     /// Memory bandwidth (bytes/s) for roofline fractions [default: the
@@ -341,7 +342,11 @@ pub fn summarise(
         floor,
         bandwidth_source: String::new(),
         peer_notes: Vec::new(),
-        best_baseline: stats::best_baseline(&cases, &base_arm),
+        best_baseline: stats::best_baseline(
+            &cases,
+            &base_arm,
+            (!vs.is_empty()).then_some(&comparison_arms[..]),
+        ),
         tiers: stats::tier_tables(&cases, &base_arm),
         exactness: stats::exact_counts(&cases, &arms),
         inexact: crate::record::inexact_cases(records),

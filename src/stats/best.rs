@@ -156,8 +156,17 @@ fn usable_by_case(cases: &[CaseTime]) -> HashMap<&str, HashMap<&str, &CaseTime>>
 
 /// The base arm against the best baseline of every case (see module docs).
 /// `None` when the run has no baseline of `base_arm` at all.
-pub fn best_baseline(cases: &[CaseTime], base_arm: &str) -> Option<BestBaseline> {
-    let arms = arms_in_order(cases);
+pub fn best_baseline(
+    cases: &[CaseTime],
+    base_arm: &str,
+    only: Option<&[String]>,
+) -> Option<BestBaseline> {
+    // `only` (the report's --vs): the arms allowed to compete; the rest of
+    // the run is ignored here.
+    let arms: Vec<String> = arms_in_order(cases)
+        .into_iter()
+        .filter(|a| a == base_arm || only.is_none_or(|o| o.contains(a)))
+        .collect();
     let (candidates, excluded): (Vec<String>, Vec<String>) = arms
         .iter()
         .filter(|a| a.as_str() != base_arm)
@@ -435,7 +444,7 @@ mod tests {
         graphed.method = Some(TimingMethod::GraphReplay);
         cases.push(wrong);
         cases.push(graphed);
-        let best = best_baseline(&cases, "ss").unwrap();
+        let best = best_baseline(&cases, "ss", None).unwrap();
         assert_eq!(best.candidates, ["radix", "fi-cub"]);
         assert_eq!(best.excluded, ["ss-main", "radix#2"]);
         assert_eq!(best.no_baseline, 1);
@@ -468,7 +477,7 @@ mod tests {
                 ("B>=512", "N>=128K", "fi-cub")
             ]
         );
-        assert!(best_baseline(&cases, "nope").is_none());
+        assert!(best_baseline(&cases, "nope", None).is_none());
         // Both headline cases have radix and fi-cub: nothing incomplete.
         assert_eq!(best.incomplete, 0);
         assert_eq!(best.complete.unwrap().count, 2);
@@ -485,7 +494,7 @@ mod tests {
             rec("b@b1", "ss", 1, 9000, 4.0),
             rec("b@b1", "radix", 1, 9000, 6.0),
         ];
-        let best = best_baseline(&cases, "ss").unwrap();
+        let best = best_baseline(&cases, "ss", None).unwrap();
         assert_eq!(best.summary.unwrap().count, 2);
         assert_eq!(best.incomplete, 1);
         let complete = best.complete.unwrap();
@@ -495,6 +504,11 @@ mod tests {
             best.points.iter().map(|p| p.complete).collect::<Vec<_>>(),
             [true, false]
         );
+        // Only radix competing (--vs radix): both cases complete, radix the best.
+        let radix = best_baseline(&cases, "ss", Some(&["radix".to_string()])).unwrap();
+        assert_eq!(radix.candidates, ["radix"]);
+        assert_eq!(radix.incomplete, 0);
+        assert!((radix.summary.unwrap().geomean - (2.0f64 * 1.5).sqrt()).abs() < 1e-12);
     }
 
     #[test]
