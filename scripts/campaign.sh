@@ -23,9 +23,10 @@
 # and PEER= (empty) leave out the A/A twin and the torch peer; PEER=torch,flashinfer
 # adds the flashinfer peer (carry .whl from scripts/fetch_peer_wheels.sh: it is
 # installed into /tmp/site first). TIMING=graph|events times every arm and peer
-# that way instead of by CUPTI kernel time.
+# that way instead of by CUPTI kernel time. FLUSH_MIB sets `--flush-mib` (the L2
+# eviction write before each cold rep, arms, floor and peers alike; default 512).
 #
-# Environment: OUT, BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, SHARD, SAMPLE (a spread
+# Environment: OUT, BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, FLUSH_MIB, SHARD, SAMPLE (a spread
 # sample of that many cases instead of the whole grid), RUN_DIR, PYTHON,
 # BUDGET_S (whole-script seconds; default 570 with SHARD, so a half fits a
 # 10-minute job, else none), GRID_TIMEOUT (s; default: what BUDGET_S leaves
@@ -81,13 +82,15 @@ if [ ! -f "$CAPS/manifest.json" ]; then
   step synth 600 "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0
   du -sh "$CAPS" | tee -a "$LOG"
 fi
-step info 120 "$BIN" gpu info
+# The device facts (`gpu info`: flush, launch overhead, read bandwidth) once per run;
+# a resumed run has them in its first call's log.
+[ -f "$RUN/manifest.json" ] || step info 120 "$BIN" gpu info
 
 if [ -f "$RUN/manifest.json" ]; then
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
   GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" ${AA_ARM:+--aa "$AA_ARM"}
-            ${PEER:+--peer "$PEER"} ${PYTHON:+--python "$PYTHON"} ${TIMING:+--timing "$TIMING"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
+            ${PEER:+--peer "$PEER"} ${PYTHON:+--python "$PYTHON"} ${TIMING:+--timing "$TIMING"} ${FLUSH_MIB:+--flush-mib "$FLUSH_MIB"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
             ${DEVICES:+--devices "$DEVICES"} ${SAMPLE:+--sample "$SAMPLE"})
 fi
 BUDGET_S="${BUDGET_S:-$([ -n "$SHARD$DEVICES" ] && echo 570 || echo 0)}"

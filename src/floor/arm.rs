@@ -263,8 +263,8 @@ impl Arm for FloorKernel {
         batch.download_output()
     }
 
-    /// Its output is checked after each shape's reps (`check_output` on the
-    /// last launch), not by the top-K checker: the timer skips the first
+    /// Its output is checked after each fully timed shape's reps
+    /// (`check_output` on the last launch), not by the top-K checker: the timer skips the first
     /// launch's copy, a synchronisation and `rows · k` indices per shape.
     fn reads_first_output(&self) -> bool {
         false
@@ -276,11 +276,13 @@ impl Arm for FloorKernel {
 ///
 /// With a screen (the kernel's [`FloorKernel::with_screen`] reps, fewer than
 /// the protocol's cold reps), every shape is first timed with that many cold
-/// reps and no warm ones; the [`super::finalists`] then get the full protocol
-/// and the floor is the fastest of them. The finalists' full reps are fresh,
-/// so the floor is not the minimum of the very means that chose it (that
-/// minimum leans low by the noise). Without a screen every shape gets the
-/// full protocol.
+/// reps and no warm ones, its output neither poisoned nor read back; the
+/// [`super::finalists`] then get the full protocol, their output checked, and
+/// the floor is the fastest of them. (A screened shape is only ever a
+/// candidate: the floor's value always comes from a checked full run.) The
+/// finalists' full reps are fresh, so the floor is not the minimum of the
+/// very means that chose it (that minimum leans low by the noise). Without a
+/// screen every shape gets the full protocol.
 ///
 /// A shape that fails (launch error, bad output) is recorded with its error
 /// and skipped; the record has no floor when every shape failed, or, with
@@ -331,7 +333,7 @@ pub fn measure_floor(
             ..full
         };
         for (i, &shape) in shapes.iter().enumerate() {
-            let (mean, _, error) = time_shape(kernel, timer, batch, shape, &screen);
+            let (mean, _, error) = time_shape(kernel, timer, batch, shape, &screen, false);
             (record.tried[i].screen_cold_us, record.tried[i].error) = (mean, error);
         }
         let screened: Vec<Option<f64>> = record.tried.iter().map(|t| t.screen_cold_us).collect();
@@ -340,7 +342,7 @@ pub fn measure_floor(
         (0..shapes.len()).collect()
     };
     for i in finalists {
-        let (mean, timed, error) = time_shape(kernel, timer, batch, shapes[i], &full);
+        let (mean, timed, error) = time_shape(kernel, timer, batch, shapes[i], &full, true);
         (record.tried[i].mean_cold_us, record.tried[i].error) = (mean, error);
         reps[i] = timed;
     }
@@ -361,20 +363,32 @@ struct ShapeReps {
     method: crate::record::TimingMethod,
 }
 
-/// Time `shape` under `protocol` and check its output: the mean of the cold
-/// reps and the reps, or why it failed.
+/// Time `shape` under `protocol` and, with `check`, check its output (poisoned
+/// first): the mean of the cold reps and the reps, or why it failed. The
+/// screen skips the check: reading back and checking `rows · k` indices per
+/// shape cost more than its few reps.
 fn time_shape(
     kernel: &mut FloorKernel,
     timer: &mut dyn Timer,
     batch: &Batch,
     shape: FloorShape,
     protocol: &Protocol,
+    check: bool,
 ) -> (Option<f64>, Option<ShapeReps>, Option<String>) {
     let measured = kernel
         .set_shape(shape)
-        .and_then(|_| kernel.poison_output())
+        .and_then(|_| {
+            if check {
+                kernel.poison_output()
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|_| timer.measure(kernel, protocol))
         .and_then(|t| {
+            if !check {
+                return Ok(t);
+            }
             let output = kernel.read_output()?;
             check_output(batch, &output)
                 .map_err(|why| GvrError::Other(anyhow::anyhow!("floor output: {why}")))?;
