@@ -204,5 +204,5 @@
 // plain shared-memory loads instead of loads through the cluster window,
 // and the peers leave at barrier (C): the final cluster barrier (D) goes.
 #ifndef RC_LOCAL_REFINE
-#define RC_LOCAL_REFINE 0
+#define RC_LOCAL_REFINE 1
 #endif

@@ -211,7 +211,7 @@ pub static KNOBS: &[Knob] = &[
     kernel("CL_THRESHOLD_TRIM", Tune, Clus, 0, 1, "1", "exact 1/256 ladder width, one barrier fewer"),
     kernel("CL_SCAN_FORM", Tune, Clus, 0, 1, "1", "the 256-bin scan finds crossings by counting"),
     kernel("CL_MERGE_SPREAD", Tune, Clus, 0, 1, "0", "cross-rank merge reads spread over the CTA (the plan sets 1 for CS 8); a value replaces the plan's"),
-    kernel("RC_LOCAL_REFINE", Tune, RegClus, 0, 1, "0", "rank 0 refines candidates that all sit in its own shared memory with plain loads; the peers leave at (C), no final barrier"),
+    kernel("RC_LOCAL_REFINE", Tune, RegClus, 0, 1, "1", "rank 0 refines candidates that all sit in its own shared memory with plain loads; the peers leave at (C), no final barrier"),
     host("main.r", Tune, Main, Values::Int(1, 1024), "route", "CTAs per row of every main launch (above 1 only for <= 160 rows)"),
     host("main.blk", Tune, Main, Values::Words(&["256", "512"]), "route", "block of one-CTA-per-row U 8 main launches"),
     host("main.aim8", Tune, Main, Values::Int(8, 64), "route", "main survivor aim in eighths of k"),

@@ -21,8 +21,8 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !crate::support::nvrtc::nvrtc_or_skip() {
         return;
     }
-    // The default build and the RC_LOCAL_REFINE experiment.
-    for defines in [vec![], vec![("RC_LOCAL_REFINE", "1".to_string())]] {
+    // The default build (local refine on) and the RC_LOCAL_REFINE=0 build.
+    for defines in [vec![], vec![("RC_LOCAL_REFINE", "0".to_string())]] {
         let label = format!("ss_clus.cu {defines:?}");
         let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
         println!("{label}\n{}", report.log);
@@ -58,11 +58,12 @@ fn emulator() -> Option<&'static Path> {
     BUILT.get_or_init(|| build_emulator(&[])).as_deref()
 }
 
-/// The emulator of the `RC_LOCAL_REFINE=1` build.
-fn emulator_local_refine() -> Option<&'static Path> {
+/// The emulator of the `RC_LOCAL_REFINE=0` build (every crossing bin refined
+/// through the cluster window, final barrier kept).
+fn emulator_no_local_refine() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| build_emulator(&["-DRC_LOCAL_REFINE=1".to_string()]))
+        .get_or_init(|| build_emulator(&["-DRC_LOCAL_REFINE=0".to_string()]))
         .as_deref()
 }
 
@@ -189,10 +190,16 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
 
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
-    let Some(exe) = emulator() else { return };
+fn without_local_refine_small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
+    let Some(exe) = emulator_no_local_refine() else {
+        return;
+    };
     let seen = generator_suite(exe);
-    assert_eq!(seen & TR_LOCAL, 0, "the default build refined locally");
+    assert_eq!(
+        seen & TR_LOCAL,
+        0,
+        "the RC_LOCAL_REFINE=0 build refined locally"
+    );
 }
 
 /// Every generator × hint mode on small clusters of every CS and VPT, hinted
@@ -270,11 +277,10 @@ fn generator_suite(exe: &Path) -> u32 {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candidates_are_rank_0s() {
-    // RC_LOCAL_REFINE=1: the peers leave at (C) when the m candidates fit rank
-    // 0's slab (m ≤ 4·BLK); larger crossing bins keep the striped slabs and (D).
-    let Some(exe) = emulator_local_refine() else {
-        return;
-    };
+    // The default build (RC_LOCAL_REFINE=1): the peers leave at (C) when the m
+    // candidates fit rank 0's slab (m ≤ 4·BLK); larger crossing bins keep the
+    // striped slabs and (D).
+    let Some(exe) = emulator() else { return };
     let seen = generator_suite(exe);
     assert_ne!(
         seen & TR_LOCAL,
