@@ -24,7 +24,11 @@
 # adds the flashinfer peer (carry .whl from scripts/fetch_peer_wheels.sh: it is
 # installed into /tmp/site first). TIMING=graph|events times every arm and peer
 # that way instead of by CUPTI kernel time. FLUSH_MIB sets `--flush-mib` (the L2
-# eviction write before each cold rep, arms, floor and peers alike; default 512).
+# eviction write before each cold rep, arms, floor and peers alike): 128 by default
+# here, where the tool's own default is 512. The same-run A/B/A of 2026-12-07d
+# (scripts/flush_ab.py) put 128 MiB within 0.4 % of 512 for ss, radix and the floor
+# (A/A 0.1 %) at 40 % less time per rep; that is what fits the whole grid with both
+# peers and the floor in one session.
 #
 # Environment: OUT, BIN, CAPS, GRID, ARMS, AA_ARM, PEER, FLOOR, FLUSH_MIB, SHARD, SAMPLE (a spread
 # sample of that many cases instead of the whole grid), RUN_DIR, PYTHON,
@@ -41,6 +45,7 @@ ARMS="${ARMS:-ss,radix,radix-mcta,filtered,gvr1}"
 AA_ARM="${AA_ARM-radix}"
 PEER="${PEER-torch}"
 FLOOR="${FLOOR:-}"
+FLUSH_MIB="${FLUSH_MIB:-128}"
 SHARD="${SHARD:-}"
 DEVICES="${DEVICES:-}"
 TIMING="${TIMING:-}"
@@ -123,6 +128,13 @@ EXCLUDE=()
 [ -s "$RUN/results.jsonl" ] && [ -d "$RUN/shards" ] && EXCLUDE+=(--exclude "$NAME/shards/*/results.jsonl")
 tar czf "$OUT/campaign${TAG}.tgz" "${EXCLUDE[@]}" -C "$(dirname "$RUN")" "$NAME" \
   -C "$OUT" logs campaign.log && rm -rf "$LOGS"
+# The device returns files of at most 16 MiB: a bigger tarball (the whole grid with both
+# peers' raw records is ~34 MB) comes back in parts, campaign.tgz.part00, part01, …;
+# campaign_post.sh and campaign_calls.sh (RESTORE) join them.
+TGZ="$OUT/campaign${TAG}.tgz"
+if [ -f "$TGZ" ] && [ "$(stat -c %s "$TGZ")" -gt 16000000 ]; then
+  split -b 16000000 -d "$TGZ" "$TGZ.part" && rm "$TGZ"
+fi
 ls -l "$OUT" | tee -a "$LOG"
 echo "done $(date -u +%FT%TZ)" | tee -a "$LOG"
 exit "$GRID_RC"

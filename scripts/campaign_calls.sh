@@ -36,6 +36,11 @@ for s in 0 1; do
   d=/tmp/gvr-campaign/run-${s}of2
   [ -f "$d.done" ] && continue
   saved="${RESTORE:-}/s$s/campaign-${s}of2.tgz"
+  # A tarball over 16 MiB came back in parts (campaign.sh): join them first.
+  if [ -n "${RESTORE:-}" ] && [ ! -f "$saved" ] && [ -f "$saved.part00" ]; then
+    mkdir -p /tmp/gvr-campaign && cat "$saved".part* > "/tmp/gvr-campaign/restore-s$s.tgz" \
+      && saved="/tmp/gvr-campaign/restore-s$s.tgz"
+  fi
   if [ ! -d "$d" ] && [ -n "${RESTORE:-}" ] && [ -f "$saved" ]; then
     mkdir -p /tmp/gvr-campaign/restore && tar xzf "$saved" -C /tmp/gvr-campaign/restore \
       && mv "/tmp/gvr-campaign/restore/$(basename "$d")" "$d" \

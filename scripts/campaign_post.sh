@@ -30,23 +30,31 @@ FILES_AT=$1 DEST=$2 BASE_GZ=${3:-} BASE_LABEL=${4:-}
 BIN="${BIN:-target/release/gvr-bench}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 if [ -e "$DEST" ]; then echo "$DEST exists: pick a new directory" >&2; exit 2; fi
-SHARDS=()
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+# A tarball over the device's 16 MiB per file came back in parts (campaign.sh splits it):
+# join them here (FILES_AT may be read-only). Prints the tarball's path, or nothing.
+tarball() {
+  local path=$1 joined="$T/joined-$(basename "$(dirname "$1")")-$(basename "$1")"
+  if [ -f "$path" ]; then echo "$path"
+  elif [ -f "$path.part00" ]; then cat "$path".part* > "$joined" && echo "$joined"; fi
+}
+SHARDS=() SHARD_TGZ=()
 for s in 0 1; do
-  [ -f "$FILES_AT/s$s/campaign-${s}of2.tgz" ] && SHARDS+=("$s")
+  t=$(tarball "$FILES_AT/s$s/campaign-${s}of2.tgz")
+  [ -n "$t" ] && SHARDS+=("$s") && SHARD_TGZ[$s]=$t
 done
 WHOLE=""
-[ "${#SHARDS[@]}" -eq 0 ] && [ -f "$FILES_AT/campaign.tgz" ] && WHOLE=1
+[ "${#SHARDS[@]}" -eq 0 ] && WHOLE=$(tarball "$FILES_AT/campaign.tgz")
 if [ "${#SHARDS[@]}" -eq 0 ] && [ -z "$WHOLE" ]; then
   echo "no campaign tarball under $FILES_AT (s0/campaign-0of2.tgz, s1/campaign-1of2.tgz, or campaign.tgz): see the call's output" >&2
   exit 1
 fi
 [ "${#SHARDS[@]}" -eq 1 ] && echo "only shard ${SHARDS[0]} of 2: the campaign is that half of the grid" >&2
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 mkdir -p "$DEST/logs" "$DEST/report"
 if [ -n "$WHOLE" ]; then
   # One unsharded run: its directory is the tarball's only top-level folder besides logs.
-  mkdir -p "$T/w" && tar xzf "$FILES_AT/campaign.tgz" -C "$T/w"
+  mkdir -p "$T/w" && tar xzf "$WHOLE" -C "$T/w"
   RUN_SRC=$(find "$T/w" -mindepth 2 -maxdepth 2 -name manifest.json -printf '%h\n' | head -1)
   [ -n "$RUN_SRC" ] || { echo "$FILES_AT/campaign.tgz holds no run directory (manifest.json)" >&2; exit 1; }
   cp -r "$RUN_SRC" "$T/run"
@@ -54,7 +62,7 @@ if [ -n "$WHOLE" ]; then
 else
   for s in "${SHARDS[@]}"; do
     mkdir -p "$T/s$s"
-    tar xzf "$FILES_AT/s$s/campaign-${s}of2.tgz" -C "$T/s$s"
+    tar xzf "${SHARD_TGZ[$s]}" -C "$T/s$s"
     cp "$FILES_AT/s$s/campaign.log" "$DEST/logs/shard$s.log"
   done
   if [ "${#SHARDS[@]}" -eq 2 ]; then
