@@ -206,3 +206,11 @@
 #ifndef RC_LOCAL_REFINE
 #define RC_LOCAL_REFINE 1
 #endif
+
+// tuning: the cluster's crossing from two small DSMEM rounds (the count above
+// each 32-bin group, then the 32 bins of the crossing group) instead of every
+// rank reading every bin of every rank; winners are placed by rank (each
+// rank's local cursor form plus the lower ranks' winner count).
+#ifndef RC_COARSE_MERGE
+#define RC_COARSE_MERGE 0
+#endif

@@ -182,13 +182,13 @@ __device__ __forceinline__ void rc_refine(const Src& src, u32 m, u32 need, u32 a
     }
 }
 
-// Block scan of a 1024-bin histogram for target t ≥ 1 (each thread owns
+// Block scan of a 1024-bin histogram `in` for target t ≥ 1 (each thread owns
 // RC_BINS/BLK contiguous bins): writes the crossing (bin, above, m) and the
-// total to res[0..4), and overwrites the histogram with after(j) (cursor
-// form). A total < t pins bin 0 (fake crossing; callers treat bin 0 as
-// untrusted). Ends with a barrier.
+// total to res[0..4), and after(j), the count in bins above j (cursor form), to
+// `h` (which may be `in`). A total < t pins bin 0 (fake crossing; callers treat
+// bin 0 as untrusted). Ends with a barrier.
 template <int BLK>
-__device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* res) {
+__device__ __forceinline__ void rc_cross_cursor(const u32* in, u32* h, u32 t, u32* wsum, u32* res) {
     constexpr u32 NPT = RC_BINS / (u32)BLK;
     constexpr u32 NW = (u32)BLK / 32u;
     static_assert(RC_BINS % BLK == 0 && NPT >= 1, "bins per thread");
@@ -197,7 +197,7 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
     u32 span = 0;
 #pragma unroll
     for (u32 j = 0; j < NPT; ++j) {
-        v[j] = h[base + j];
+        v[j] = in[base + j];
         span += v[j];
     }
     const u32 incl = warp_incl_scan(span);
@@ -230,6 +230,81 @@ __device__ __forceinline__ void rc_cross_cursor(u32* h, u32 t, u32* wsum, u32* r
             res[0] = 0u;
             res[1] = total - v[0];
             res[2] = v[0];
+        }
+    }
+    __syncthreads();
+}
+
+// RC_COARSE_MERGE: the cluster's crossing from two small DSMEM rounds instead of
+// every rank reading every bin of every rank (cs·1024 remote words per CTA).
+// Before (A) every rank wrote its local cursor form (mrg[b]: its values in bins
+// above b) and gsuf[g] = mrg[32g + 31], its values above group g (bins
+// 32g .. 32g + 31). Round 1 reads gsuf of every rank: U(32g), the cluster's
+// count in bins ≥ 32g, is the count above group g − 1, and the crossing group
+// G is the last g ≥ 1 with U(32g) ≥ k (else 0). Round 2 reads the 32 counts of
+// group G from every rank's histogram (untouched until barrier (B) or (C)).
+// From those, warp 0 finds what the full merge's scan finds: the crossing bin
+// c = the last bin ≥ 1 with U(c) ≥ k, above = U(c) − m, m = the cluster's
+// count in c (none: the fake crossing, bin 0, above = the count in bins ≥ 1,
+// m = 0), and this rank's offsets: res[4] = winners (bins above c) of the lower
+// ranks, res[5] = their candidates in c, res[7] = this rank's own winners
+// (mrg[c]). tab: 512 words of this CTA (P, then F). Ends with a barrier.
+#define RC_GROUPS 32u
+template <int BLK>
+__device__ __forceinline__ void rc_coarse_crossing(u32* hist, const u32* mrg, u32* gsuf, u32* tab, u32 k, u32 rank,
+                                                   u32 cs, u32* res) {
+    const u32 ncs = cs < 8u ? cs : 8u;
+    u32* const P = tab;          // P[r·32 + g]: rank r's count above group g
+    u32* const F = tab + 256u;   // F[r·32 + j]: rank r's count in bin 32·G + j
+    for (u32 t = threadIdx.x; t < RC_GROUPS * ncs; t += BLK) P[t] = *cluster_map_ptr(gsuf + (t & 31u), t >> 5);
+    __syncthreads();
+    if (threadIdx.x < 32u) {
+        const u32 g = threadIdx.x;
+        u32 a = 0;  // the cluster's count above group g
+        for (u32 r = 0; r < ncs; ++r) a += P[r * 32u + g];
+        const u32 at_least = __shfl_up_sync(GVR_FULL_MASK, a, 1u);  // count in bins ≥ 32g (g ≥ 1)
+        const u32 hit = __ballot_sync(GVR_FULL_MASK, g >= 1u && at_least >= k);
+        if (g == 0u) res[6] = hit != 0u ? 31u - (u32)__clz((int)hit) : 0u;
+    }
+    __syncthreads();
+    const u32 G = res[6];
+    for (u32 t = threadIdx.x; t < RC_GROUPS * ncs; t += BLK)
+        F[t] = *cluster_map_ptr(hist + G * RC_GROUPS + (t & 31u), t >> 5);
+    __syncthreads();
+    if (threadIdx.x < 32u) {
+        const u32 j = threadIdx.x;
+        u32 tot = 0, lower = 0, above_g = 0, above_g_lower = 0;
+        for (u32 r = 0; r < ncs; ++r) {
+            const u32 f = F[r * 32u + j], pa = P[r * 32u + G];
+            tot += f;
+            above_g += pa;
+            lower += r < rank ? f : 0u;
+            above_g_lower += r < rank ? pa : 0u;
+        }
+        u32 suf = tot;  // inclusive suffix sum over lanes ≥ j
+        for (u32 d = 1u; d < 32u; d <<= 1) {
+            const u32 o = __shfl_sync(GVR_FULL_MASK, suf, (int)((j + d) & 31u));
+            suf += j + d < 32u ? o : 0u;
+        }
+        const u32 u = above_g + suf;  // U(32·G + j)
+        // Bin 0 is never counted, so U(0) = U(1): lane 0 of group 0 never
+        // adds a hit of its own, and no hit at all is the fake crossing.
+        const u32 hit = __ballot_sync(GVR_FULL_MASK, u >= k);
+        const u32 js = hit != 0u ? 31u - (u32)__clz((int)hit) : 0u;
+        const u32 m = __shfl_sync(GVR_FULL_MASK, tot, (int)js);
+        const u32 uc = __shfl_sync(GVR_FULL_MASK, u, (int)js);
+        const u32 u1 = __shfl_sync(GVR_FULL_MASK, u, 1);
+        const u32 cbase = __shfl_sync(GVR_FULL_MASK, lower, (int)js);
+        const u32 wbase = warp_sum(j > js ? lower : 0u) + above_g_lower;
+        if (j == 0u) {
+            const u32 c = hit != 0u ? G * RC_GROUPS + js : 0u;
+            res[0] = c;
+            res[1] = hit != 0u ? uc - m : u1;
+            res[2] = hit != 0u ? m : 0u;
+            res[3] = u1;  // the cluster's count in bins ≥ 1 (bin 0 is never counted)
+            res[4] = wbase;
+            res[5] = cbase;
+            res[7] = mrg[c];
         }
     }
     __syncthreads();
@@ -377,9 +452,19 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     __syncthreads();
     SS_PROBE_PASS();
     SS_PROBE(SS_MARK_PASS);
+#if RC_COARSE_MERGE
+    // This rank's cursor form (mrg) and its counts above each group (gsuf),
+    // published at (A) for rc_coarse_crossing; hoff holds gsuf and the tables.
+    u32* const gsuf = hoff + 512u;
+    rc_cross_cursor<BLK>(hist, mrg, k, sm + RC_WSUM, res + 8);  // its crossing is unused
+    for (u32 g = threadIdx.x; g < RC_GROUPS; g += BLK) gsuf[g] = mrg[g * RC_GROUPS + RC_GROUPS - 1u];
+#endif
     cluster_sync();  // (A) every rank's histogram is complete
     SS_PROBE(SS_MARK_HANDOFF);
 
+#if RC_COARSE_MERGE
+    rc_coarse_crossing<BLK>(hist, mrg, gsuf, hoff, k, rank, cs, res);
+#else
     // Merge over DSMEM: cluster total and the sum over lower ranks, per bin.
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) {
         u32 total = 0, lower = 0;
@@ -392,7 +477,8 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         hoff[b] = lower;
     }
     __syncthreads();
-    rc_cross_cursor<BLK>(mrg, k, sm + RC_WSUM, res);
+    rc_cross_cursor<BLK>(mrg, mrg, k, sm + RC_WSUM, res);
+#endif
     SS_PROBE(SS_MARK_VERIFY);
     const u32 cbin = res[0], above = res[1], m = res[2];
     const u32 need = k - above;  // 1 ≤ need ≤ m for a real crossing
@@ -415,8 +501,14 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         return;
     }
 
+#if RC_COARSE_MERGE
+    // Winners of bin b > c go to wbase + (this rank's cursor); crossing-bin
+    // candidates to above + cbase + (their slot among this rank's).
+    const u32 wbase = res[4], cbase = res[5], wown = res[7];
+#else
     for (u32 b = threadIdx.x; b < RC_BINS; b += BLK) mrg[b] += hoff[b];
     __syncthreads();
+#endif
 
     // Emit: winners to the output, crossing candidates striped over the ranks.
     const u32 lim = whole ? k : above;
@@ -441,7 +533,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
             }
             const u32 b = rc_bin(x, sc, cq);
             if (b >= cbin) {  // cbin ≥ 1: fill and tail-less slots (bin 0) never pass
-                const u32 pos = atomicAdd(mrg + b, 1u);
+                u32 pos = atomicAdd(mrg + b, 1u);
+#if RC_COARSE_MERGE
+                pos = b > cbin ? wbase + pos : above + cbase + (pos - wown);
+#endif
                 if (pos < lim) {
                     out_emit[pos] = (i32)idx;
                 } else {

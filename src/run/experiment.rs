@@ -221,6 +221,22 @@ mod tests {
     }
 
     #[test]
+    fn every_committed_experiment_file_reads() {
+        // A knob renamed or a default changed must not leave a worked example
+        // that no longer parses or sets a knob that no longer exists.
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Experiment::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                read += 1;
+            }
+        }
+        assert!(read >= 4, "{read} experiment files in {}", dir.display());
+    }
+
+    #[test]
     fn a_file_names_arm_variants_and_their_knobs() {
         let e = parse(
             "base = \"route\"\narms = [\"ss-main\"]\nalso = [\"radix\"]\nby = [\"b\"]\n\

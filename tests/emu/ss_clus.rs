@@ -21,8 +21,13 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !crate::support::nvrtc::nvrtc_or_skip() {
         return;
     }
-    // The default build (local refine on) and the RC_LOCAL_REFINE=0 build.
-    for defines in [vec![], vec![("RC_LOCAL_REFINE", "0".to_string())]] {
+    // The default build (local refine on), the RC_LOCAL_REFINE=0 build and the
+    // RC_COARSE_MERGE experiment.
+    for defines in [
+        vec![],
+        vec![("RC_LOCAL_REFINE", "0".to_string())],
+        vec![("RC_COARSE_MERGE", "1".to_string())],
+    ] {
         let label = format!("ss_clus.cu {defines:?}");
         let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
         println!("{label}\n{}", report.log);
@@ -64,6 +69,14 @@ fn emulator_no_local_refine() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| build_emulator(&["-DRC_LOCAL_REFINE=0".to_string()]))
+        .as_deref()
+}
+
+/// The emulator of the `RC_COARSE_MERGE=1` build.
+fn emulator_coarse_merge() -> Option<&'static Path> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| build_emulator(&["-DRC_COARSE_MERGE=1".to_string()]))
         .as_deref()
 }
 
@@ -185,9 +198,6 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
     }
 }
 
-/// One launch over rows drawn from every generator × hint mode, row lengths
-/// cycling through `lengths`.
-
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn without_local_refine_small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
@@ -299,6 +309,28 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
     // The two-valued row's 600 candidates exceed rank 0's 256 slots.
     assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
     soak_rounds(exe, 2, 0x50A4_0007);
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn coarse_merge_is_exact_on_every_path() {
+    // RC_COARSE_MERGE=1: the crossing from the group counts and the crossing
+    // group's bins, winners placed by rank. Every path of the default build
+    // (generator suite), the constructed rows' expected traces, soak rounds.
+    let Some(exe) = emulator_coarse_merge() else {
+        return;
+    };
+    let seen = generator_suite(exe);
+    assert_ne!(seen & TR_LOCAL, 0, "no row was refined locally ({seen:#x})");
+    let trace = constructed_trace(exe, "constructed, coarse merge");
+    assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
+    assert_eq!(trace[5], TR_ESCAPE, "fewer than k values in the bracket");
+    assert_eq!(
+        trace[4],
+        TR_FIRSTK | TR_ESCAPE | TR_GUARD,
+        "degenerate hints, flat head"
+    );
+    soak_rounds(exe, 2, 0x50A4_0009);
 }
 
 /// The path-trace bits of the constructed rows, each row checked exact.
