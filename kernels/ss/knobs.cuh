@@ -214,3 +214,11 @@
 #ifndef RC_COARSE_MERGE
 #define RC_COARSE_MERGE 0
 #endif
+
+// tuning: the first 2·BLK hint indices load before the row length arrives,
+// so the bracket's chain is (length ∥ hint index) → value instead of
+// length → hint index → value; the values still load after the length
+// (nothing past n is read).
+#ifndef RC_HINTS_AHEAD
+#define RC_HINTS_AHEAD 0
+#endif

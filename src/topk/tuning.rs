@@ -213,6 +213,7 @@ pub static KNOBS: &[Knob] = &[
     kernel("CL_MERGE_SPREAD", Tune, Clus, 0, 1, "0", "cross-rank merge reads spread over the CTA (the plan sets 1 for CS 8); a value replaces the plan's"),
     kernel("RC_LOCAL_REFINE", Tune, RegClus, 0, 1, "1", "rank 0 refines candidates that all sit in its own shared memory with plain loads; the peers leave at (C), no final barrier"),
     kernel("RC_COARSE_MERGE", Tune, RegClus, 0, 1, "0", "the crossing from two small DSMEM rounds (group counts, then the crossing group's bins) instead of merging every bin; winners placed by rank"),
+    kernel("RC_HINTS_AHEAD", Tune, RegClus, 0, 1, "0", "the first 2 BLK hint indices load before the row length (the bracket's index load overlaps the length's)"),
     host("main.r", Tune, Main, Values::Int(1, 1024), "route", "CTAs per row of every main launch (above 1 only for <= 160 rows)"),
     host("main.blk", Tune, Main, Values::Words(&["256", "512"]), "route", "block of one-CTA-per-row U 8 main launches"),
     host("main.aim8", Tune, Main, Values::Int(8, 64), "route", "main survivor aim in eighths of k"),

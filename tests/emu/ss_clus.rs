@@ -22,11 +22,14 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
         return;
     }
     // The default build (local refine on), the RC_LOCAL_REFINE=0 build and the
-    // RC_COARSE_MERGE experiment.
+    // RC_COARSE_MERGE / RC_HINTS_AHEAD experiments, alone and together.
+    let on = || "1".to_string();
     for defines in [
         vec![],
         vec![("RC_LOCAL_REFINE", "0".to_string())],
-        vec![("RC_COARSE_MERGE", "1".to_string())],
+        vec![("RC_COARSE_MERGE", on())],
+        vec![("RC_HINTS_AHEAD", on())],
+        vec![("RC_COARSE_MERGE", on()), ("RC_HINTS_AHEAD", on())],
     ] {
         let label = format!("ss_clus.cu {defines:?}");
         let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
@@ -37,8 +40,9 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     }
 }
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -57,35 +61,26 @@ const TR_GUARD: u32 = 16;
 const TR_FIRSTK: u32 = 32;
 const TR_LOCAL: u32 = 64;
 
-/// Build the cluster emulator once per source version; `None` without g++.
+/// The emulator of kernels/ss/reg_clus.cu built with `defines` (`NAME=VALUE`),
+/// once per set of defines for the whole test binary; `None` without g++.
+fn emulator_with(defines: &[&str]) -> Option<&'static Path> {
+    type Builds = Mutex<HashMap<Vec<String>, &'static OnceLock<Option<PathBuf>>>>;
+    static BUILDS: OnceLock<Builds> = OnceLock::new();
+    let flags: Vec<String> = defines.iter().map(|d| format!("-D{d}")).collect();
+    // The map's lock is held only to find the set's cell: builds of different
+    // sets run in parallel, a second caller of one set waits for its build.
+    let cell: &'static OnceLock<Option<PathBuf>> = BUILDS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(flags.clone())
+        .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    cell.get_or_init(|| build_emulator(&flags)).as_deref()
+}
+
+/// The default build.
 fn emulator() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(|| build_emulator(&[])).as_deref()
-}
-
-/// The emulator of the `RC_LOCAL_REFINE=0` build (every crossing bin refined
-/// through the cluster window, final barrier kept).
-fn emulator_no_local_refine() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_emulator(&["-DRC_LOCAL_REFINE=0".to_string()]))
-        .as_deref()
-}
-
-/// The emulator of the `RC_COARSE_MERGE=1` build.
-fn emulator_coarse_merge() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_emulator(&["-DRC_COARSE_MERGE=1".to_string()]))
-        .as_deref()
-}
-
-/// The emulator of the phase-probe build (`gvr-bench phases`).
-fn emulator_probed() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| build_emulator(&["-DSS_PHASE_PROBE=1".to_string()]))
-        .as_deref()
+    emulator_with(&[])
 }
 
 fn build_emulator(extra: &[String]) -> Option<PathBuf> {
@@ -201,7 +196,7 @@ fn check_rows(b: &Batch, out: &[i32], label: &str) {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn without_local_refine_small_clusters_are_exact_for_every_generator_hint_mode_cs_and_vpt() {
-    let Some(exe) = emulator_no_local_refine() else {
+    let Some(exe) = emulator_with(&["RC_LOCAL_REFINE=0"]) else {
         return;
     };
     let seen = generator_suite(exe);
@@ -317,7 +312,7 @@ fn coarse_merge_is_exact_on_every_path() {
     // RC_COARSE_MERGE=1: the crossing from the group counts and the crossing
     // group's bins, winners placed by rank. Every path of the default build
     // (generator suite), the constructed rows' expected traces, soak rounds.
-    let Some(exe) = emulator_coarse_merge() else {
+    let Some(exe) = emulator_with(&["RC_COARSE_MERGE=1"]) else {
         return;
     };
     let seen = generator_suite(exe);
@@ -331,6 +326,63 @@ fn coarse_merge_is_exact_on_every_path() {
         "degenerate hints, flat head"
     );
     soak_rounds(exe, 2, 0x50A4_0009);
+}
+
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn hints_ahead_is_exact_on_every_path() {
+    // RC_HINTS_AHEAD=1: the first 2·BLK hint indices load before the row
+    // length (the small CTAs here also take the loop past them); the
+    // emulator aborts on any read past n.
+    let Some(exe) = emulator_with(&["RC_HINTS_AHEAD=1"]) else {
+        return;
+    };
+    let seen = generator_suite(exe);
+    assert_ne!(
+        seen & TR_FIRSTK,
+        0,
+        "no row fell back to the first k ({seen:#x})"
+    );
+    let trace = constructed_trace(exe, "constructed, hints ahead");
+    assert_eq!(
+        trace[0] & (TR_ESCAPE | TR_FIRSTK),
+        0,
+        "perfect hints: {:#x}",
+        trace[0]
+    );
+    assert_eq!(
+        trace[1] & TR_FIRSTK,
+        TR_FIRSTK,
+        "degenerate hints: {:#x}",
+        trace[1]
+    );
+    assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
+    // k = 200 > 2·64: the hints past the early slots come from the loop. The
+    // smallest hinted value sits in slot 150, so a loop that skipped it
+    // would bracket above the k-th value and escape.
+    let n = 2000usize;
+    let k = 200usize;
+    let spread: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32).collect();
+    let mut perfect = reference_topk(&spread, k);
+    perfect.sort_by(|&a, &b| spread[b as usize].total_cmp(&spread[a as usize]));
+    perfect.swap(150, k - 1);
+    let b = batch(&[spread], &[perfect], k);
+    let trace = emu_check(
+        exe,
+        &b,
+        small_entry(64, 2),
+        4,
+        64,
+        false,
+        "hints past 2·BLK",
+    );
+    assert_eq!(
+        trace[0] & (TR_ESCAPE | TR_FIRSTK),
+        0,
+        "perfect hints, k 200: {:#x}",
+        trace[0]
+    );
+    soak_rounds(exe, 2, 0x50A4_000B);
 }
 
 /// The path-trace bits of the constructed rows, each row checked exact.
@@ -437,7 +489,9 @@ fn the_phase_probe_marks_every_path_in_order() {
     // The probe build of the constructed rows: exact (emu_check); every
     // rank passes one histogram pass and the cluster merge; rows that escape
     // leave from the verify mark, the others pass the emit rendezvous.
-    let Some(exe) = emulator_probed() else { return };
+    let Some(exe) = emulator_with(&["SS_PHASE_PROBE=1"]) else {
+        return;
+    };
     let (b, blk, cs, vpt) = constructed_path_rows();
     let trace = emu_check(
         exe,
