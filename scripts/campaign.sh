@@ -87,13 +87,12 @@ if [ ! -f "$CAPS/manifest.json" ]; then
   step synth 600 "$BIN" capture synth --out "$CAPS" --steps 4 --seed 0
   du -sh "$CAPS" | tee -a "$LOG"
 fi
-# The device facts (`gpu info`: flush, launch overhead, read bandwidth) once per run;
-# a resumed run has them in its first call's log.
-[ -f "$RUN/manifest.json" ] || step info 120 "$BIN" gpu info
-
 if [ -f "$RUN/manifest.json" ]; then
+  # A resumed run: its options are its own, and the device facts (`gpu info`: flush,
+  # launch overhead, read bandwidth) are in its first call's log.
   GRID_CMD=("$BIN" grid --resume "$RUN" --no-report)
 else
+  step info 120 "$BIN" gpu info
   GRID_CMD=("$BIN" grid --captures "$CAPS" --grid "$GRID" --arms "$ARMS" ${AA_ARM:+--aa "$AA_ARM"}
             ${PEER:+--peer "$PEER"} ${PYTHON:+--python "$PYTHON"} ${TIMING:+--timing "$TIMING"} ${FLUSH_MIB:+--flush-mib "$FLUSH_MIB"} ${FLOOR:+--floor} --out "$RUN" --no-report ${SHARD:+--shard "$SHARD"}
             ${DEVICES:+--devices "$DEVICES"} ${SAMPLE:+--sample "$SAMPLE"})

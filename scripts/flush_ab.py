@@ -3,7 +3,9 @@
 Per (case, arm) mean cold us (floor.jsonl as arm 'floor'); ratios X/a; picks the smallest
 flush whose every arm stays within 1 % of the A/A (d/a) geomean, overall and on the
 small-footprint cases (<= 8 MiB of rows), where a partial eviction would show first."""
-import json, math, os, sys
+import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_compare import geomean  # noqa: E402  (the A/B scripts' one geomean)
 root = sys.argv[1]
 runs = {"a": 512, "b": 128, "c": 256, "d": 512}
 def load(t):
@@ -22,7 +24,7 @@ def load(t):
     return out
 data = {t: load(t) for t in runs}
 def gm(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+    return geomean(xs) if xs else float("nan")
 def pct(xs, q):
     xs = sorted(xs); return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 arms = sorted({a for (_, a) in data["a"]})

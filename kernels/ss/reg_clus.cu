@@ -109,6 +109,12 @@ __device__ __forceinline__ float rc_lane(const float4& v, u32 c) {
     return c == 0u ? v.x : (c == 1u ? v.y : (c == 2u ? v.z : v.w));
 }
 
+// Widen the bracket's key range [kmin, kmax] by one key.
+__device__ __forceinline__ void rc_fold(u32 key, u32& kmin, u32& kmax) {
+    kmin = kmin < key ? kmin : key;
+    kmax = kmax > key ? kmax : key;
+}
+
 // Guard: Tv < GMAX and a finite width
 // above 1e-30. An infinite (or NaN) width would collapse every value into
 // one bin. False for an empty fold (kmin > kmax) and for NaN ends.
@@ -302,7 +308,6 @@ __device__ __forceinline__ void rc_coarse_crossing(u32* hist, const u32* mrg, u3
             res[0] = c;
             res[1] = hit != 0u ? uc - m : u1;
             res[2] = hit != 0u ? m : 0u;
-            res[3] = u1;  // the cluster's count in bins ≥ 1 (bin 0 is never counted)
             res[4] = wbase;
             res[5] = cbase;
             res[7] = mrg[c];
@@ -413,21 +418,14 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
 #if RC_HINTS_AHEAD
 #pragma unroll
         for (u32 i = 0; i < RC_AHEAD_N; ++i) {
-            if (ah[i] < n) {  // also j < k: a slot past k holds no hint (0xffffffff)
-                const u32 key = fkey(ldg_nc_f(X + ah[i]));
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
-            }
+            // (also j < k: a slot past k holds no hint, 0xffffffff)
+            if (ah[i] < n) rc_fold(fkey(ldg_nc_f(X + ah[i])), kmin, kmax);
         }
         j0 += RC_AHEAD_N * (u32)BLK;
 #endif
         for (u32 j = j0; j < k; j += BLK) {
             const u32 h = (u32)hint_row[j];
-            if (h < n) {
-                const u32 key = fkey(ldg_nc_f(X + h));
-                kmin = kmin < key ? kmin : key;
-                kmax = kmax > key ? kmax : key;
-            }
+            if (h < n) rc_fold(fkey(ldg_nc_f(X + h)), kmin, kmax);
         }
         ss_block_minmax_once<BLK>(&kmin, &kmax, sm + RC_RED);  // one barrier, not three
         first_k = !rc_bracket_ok(kmin, kmax);
@@ -437,11 +435,7 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
         RC_TRACE(RC_TR_FIRSTK);
         kmin = 0xffffffffu;
         kmax = 0u;
-        for (u32 j = threadIdx.x; j < k; j += BLK) {
-            const u32 key = fkey(ldg_nc_f(X + j));
-            kmin = kmin < key ? kmin : key;
-            kmax = kmax > key ? kmax : key;
-        }
+        for (u32 j = threadIdx.x; j < k; j += BLK) rc_fold(fkey(ldg_nc_f(X + j)), kmin, kmax);
         ss_block_minmax<BLK>(&kmin, &kmax, sm + RC_RED);
     }
     const bool bracket_ok = rc_bracket_ok(kmin, kmax);

@@ -264,8 +264,9 @@ impl Arm for FloorKernel {
     }
 
     /// Its output is checked after each fully timed shape's reps
-    /// (`check_output` on the last launch), not by the top-K checker: the timer skips the first
-    /// launch's copy, a synchronisation and `rows · k` indices per shape.
+    /// (`check_output` on the last launch), not by the top-K checker: the
+    /// timer skips the first launch's copy, a synchronisation and `rows · k`
+    /// indices per shape.
     fn reads_first_output(&self) -> bool {
         false
     }
@@ -375,25 +376,19 @@ fn time_shape(
     protocol: &Protocol,
     check: bool,
 ) -> (Option<f64>, Option<ShapeReps>, Option<String>) {
-    let measured = kernel
-        .set_shape(shape)
-        .and_then(|_| {
-            if check {
-                kernel.poison_output()
-            } else {
-                Ok(())
-            }
-        })
-        .and_then(|_| timer.measure(kernel, protocol))
-        .and_then(|t| {
-            if !check {
-                return Ok(t);
-            }
-            let output = kernel.read_output()?;
-            check_output(batch, &output)
+    let mut measure = || -> Result<crate::timing::Timings> {
+        kernel.set_shape(shape)?;
+        if check {
+            kernel.poison_output()?;
+        }
+        let t = timer.measure(kernel, protocol)?;
+        if check {
+            check_output(batch, &kernel.read_output()?)
                 .map_err(|why| GvrError::Other(anyhow::anyhow!("floor output: {why}")))?;
-            Ok(t)
-        });
+        }
+        Ok(t)
+    };
+    let measured = measure();
     match measured {
         Ok(t) => {
             let mean = crate::stats::ColdStats::of(&t.cold_us).map(|c| c.mean_us);

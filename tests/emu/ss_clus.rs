@@ -286,13 +286,12 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
     // candidates fit rank 0's slab (m ≤ 4·BLK); larger crossing bins keep the
     // striped slabs and (D).
     let Some(exe) = emulator() else { return };
-    let seen = generator_suite(exe);
+    let (seen, trace) = every_path_exact(exe, "local refine", 0x50A4_0007);
     assert_ne!(
         seen & TR_LOCAL,
         0,
         "no row was refined locally (bits {seen:#x})"
     );
-    let trace = constructed_trace(exe, "constructed, local refine");
     if trace[0] & TR_RANK != 0 {
         assert_ne!(
             trace[0] & TR_LOCAL,
@@ -303,7 +302,6 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
     }
     // The two-valued row's 600 candidates exceed rank 0's 256 slots.
     assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
-    soak_rounds(exe, 2, 0x50A4_0007);
 }
 
 #[test]
@@ -315,17 +313,8 @@ fn coarse_merge_is_exact_on_every_path() {
     let Some(exe) = emulator_with(&["RC_COARSE_MERGE=1"]) else {
         return;
     };
-    let seen = generator_suite(exe);
+    let (seen, _) = every_path_exact(exe, "coarse merge", 0x50A4_0009);
     assert_ne!(seen & TR_LOCAL, 0, "no row was refined locally ({seen:#x})");
-    let trace = constructed_trace(exe, "constructed, coarse merge");
-    assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
-    assert_eq!(trace[5], TR_ESCAPE, "fewer than k values in the bracket");
-    assert_eq!(
-        trace[4],
-        TR_FIRSTK | TR_ESCAPE | TR_GUARD,
-        "degenerate hints, flat head"
-    );
-    soak_rounds(exe, 2, 0x50A4_0009);
 }
 
 #[test]
@@ -337,26 +326,13 @@ fn hints_ahead_is_exact_on_every_path() {
     let Some(exe) = emulator_with(&["RC_HINTS_AHEAD=1"]) else {
         return;
     };
-    let seen = generator_suite(exe);
+    let (seen, trace) = every_path_exact(exe, "hints ahead", 0x50A4_000B);
     assert_ne!(
         seen & TR_FIRSTK,
         0,
         "no row fell back to the first k ({seen:#x})"
     );
-    let trace = constructed_trace(exe, "constructed, hints ahead");
-    assert_eq!(
-        trace[0] & (TR_ESCAPE | TR_FIRSTK),
-        0,
-        "perfect hints: {:#x}",
-        trace[0]
-    );
-    assert_eq!(
-        trace[1] & TR_FIRSTK,
-        TR_FIRSTK,
-        "degenerate hints: {:#x}",
-        trace[1]
-    );
-    assert_eq!(trace[2], TR_NARROW, "two-valued row: {:#x}", trace[2]);
+    assert_eq!(trace[0] & TR_FIRSTK, 0, "perfect hints: {:#x}", trace[0]);
     // k = 200 > 2·64: the hints past the early slots come from the loop. The
     // smallest hinted value sits in slot 150, so a loop that skipped it
     // would bracket above the k-th value and escape.
@@ -382,7 +358,54 @@ fn hints_ahead_is_exact_on_every_path() {
         "perfect hints, k 200: {:#x}",
         trace[0]
     );
-    soak_rounds(exe, 2, 0x50A4_000B);
+}
+
+/// A build of reg_clus through the generator suite, the constructed rows and
+/// two soak rounds (seed `soak_seed`), every launch checked exact: the union
+/// of the suite's path bits and the constructed rows' traces.
+fn every_path_exact(exe: &Path, label: &str, soak_seed: u64) -> (u32, Vec<u32>) {
+    let seen = generator_suite(exe);
+    let trace = constructed_paths_as_expected(exe, &format!("constructed, {label}"));
+    soak_rounds(exe, 2, soak_seed);
+    (seen, trace)
+}
+
+/// The constructed rows, each checked exact, took the paths they were built
+/// for (every build of reg_clus: its knobs change how a path runs, not which
+/// path a row takes); their trace bits.
+fn constructed_paths_as_expected(exe: &Path, label: &str) -> Vec<u32> {
+    let trace = constructed_trace(exe, label);
+    assert_eq!(
+        trace[0] & (TR_ESCAPE | TR_NARROW),
+        0,
+        "perfect hints: {:#x}",
+        trace[0]
+    );
+    assert_ne!(
+        trace[0] & (TR_WHOLE | TR_RANK),
+        0,
+        "perfect hints: {:#x}",
+        trace[0]
+    );
+    assert_eq!(
+        trace[1] & (TR_ESCAPE | TR_FIRSTK),
+        TR_FIRSTK,
+        "degenerate hints: {:#x}",
+        trace[1]
+    );
+    assert_eq!(
+        trace[4],
+        TR_FIRSTK | TR_ESCAPE | TR_GUARD,
+        "degenerate hints, flat head"
+    );
+    assert_eq!(trace[5], TR_ESCAPE, "fewer than k values in the bracket");
+    assert_eq!(trace[2], TR_NARROW, "two-valued row");
+    assert_eq!(
+        trace[3] & TR_ESCAPE,
+        TR_ESCAPE,
+        "row longer than the cluster"
+    );
+    trace
 }
 
 /// The path-trace bits of the constructed rows, each row checked exact.
@@ -392,7 +415,7 @@ fn constructed_trace(exe: &Path, label: &str) -> Vec<u32> {
 }
 
 /// Rows built to take each reg_clus path on a small cluster (64 threads,
-/// VPT 2, CS 4, k 100), in the order `constructed_paths_report_the_expected_trace`
+/// VPT 2, CS 4, k 100), in the order `constructed_paths_as_expected`
 /// checks: (batch, BLK, CS, VPT).
 fn constructed_path_rows() -> (Batch, u32, u32, u32) {
     let (blk, cs, vpt) = (64u32, 4u32, 2u32);
@@ -450,37 +473,7 @@ fn constructed_path_rows() -> (Batch, u32, u32, u32) {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn constructed_paths_report_the_expected_trace() {
     let Some(exe) = emulator() else { return };
-    let trace = constructed_trace(exe, "constructed");
-    assert_eq!(
-        trace[0] & (TR_ESCAPE | TR_NARROW),
-        0,
-        "perfect hints: {:#x}",
-        trace[0]
-    );
-    assert_ne!(
-        trace[0] & (TR_WHOLE | TR_RANK),
-        0,
-        "perfect hints: {:#x}",
-        trace[0]
-    );
-    assert_eq!(
-        trace[1] & (TR_ESCAPE | TR_FIRSTK),
-        TR_FIRSTK,
-        "degenerate hints: {:#x}",
-        trace[1]
-    );
-    assert_eq!(
-        trace[4],
-        TR_FIRSTK | TR_ESCAPE | TR_GUARD,
-        "degenerate hints, flat head"
-    );
-    assert_eq!(trace[5], TR_ESCAPE, "fewer than k values in the bracket");
-    assert_eq!(trace[2], TR_NARROW, "two-valued row");
-    assert_eq!(
-        trace[3] & TR_ESCAPE,
-        TR_ESCAPE,
-        "row longer than the cluster"
-    );
+    constructed_paths_as_expected(exe, "constructed");
 }
 
 #[test]
