@@ -8,6 +8,7 @@
 //! arms = ["ss-main"]             # each runs once per variant, as ARM@VARIANT
 //! also = ["radix"]               # arms run once, without variants (optional)
 //! by = ["b", "k"]                # split the table by record fields (optional)
+//! floor = true                   # also time each case's latency floor (optional)
 //!
 //! [selection]                    # the grid's selection flags, by name
 //! segment = ["v32"]
@@ -61,6 +62,10 @@ pub struct ExperimentFile {
     pub also: Vec<String>,
     #[serde(default)]
     pub by: Vec<String>,
+    /// Also time each case's latency floor in the same run (`grid --floor`),
+    /// so `gvr-bench report RUN` sets every variant against it.
+    #[serde(default)]
+    pub floor: bool,
     #[serde(default)]
     pub selection: SelectionSpec,
     pub variants: BTreeMap<String, toml::Table>,
@@ -77,6 +82,7 @@ pub struct Experiment {
     pub arms: Vec<String>,
     pub tunings: Tunings,
     pub by: Vec<String>,
+    pub floor: bool,
 }
 
 fn bad(path: &Path, message: String) -> GvrError {
@@ -166,6 +172,7 @@ impl Experiment {
                 variants,
             },
             by: file.by,
+            floor: file.floor,
         })
     }
 
@@ -191,7 +198,7 @@ impl Experiment {
             cpu_only,
             aa: None,
             bandwidth: false,
-            floor: false,
+            floor: self.floor,
             tunings: self.tunings.clone(),
             timing: crate::timing::gpu::TimingChoice::Auto,
         };
@@ -249,6 +256,9 @@ mod tests {
         assert!(e.tunings.variants["route"].is_empty());
         assert_eq!(e.selection.batches.as_deref(), Some("1,2"));
         assert_eq!(e.captures, PathBuf::from("captures/sample"));
+        assert!(!e.floor, "the floor is timed only when asked");
+        let f = parse("floor = true\narms = [\"ss\"]\n[variants.a]\n").unwrap();
+        assert!(f.floor);
     }
 
     #[test]
