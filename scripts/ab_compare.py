@@ -17,6 +17,7 @@ Cases that are not exact in either run are left out and listed as INEXACT
 fields (e.g. `--by model,n,b` or `--by variant`), one line per group.
 ARM may be BASE_ARM/CAND_ARM: the base run's BASE_ARM against each candidate
 run's CAND_ARM (a forced family against the routed `ss`, in the same run or not).
+Two arms of one run (BASE = CAND) need no radix: their times are compared directly.
 """
 import gzip
 import json
@@ -34,7 +35,7 @@ def records(root, label):
     return gzip.open(os.path.join(root, label + ".jsonl.gz"), "rt")
 
 
-def speedups(root, label, arm, groups=None):
+def speedups(root, label, arm, groups=None, norm=True):
     times = {}
     for line in records(root, label):
         r = json.loads(line)
@@ -47,6 +48,8 @@ def speedups(root, label, arm, groups=None):
         times[(r["case"], r["arm"])] = statistics.median(r["cold_us"])
         if groups is not None and r["arm"] == arm:
             groups[r["case"]] = r
+    if not norm:  # two arms of one run: the same inputs and clocks, nothing to cancel
+        return {c: 1.0 / t for (c, a), t in times.items() if a == arm}
     return {c: times[(c, "radix")] / t for (c, a), t in times.items() if a == arm and (c, "radix") in times}
 
 
@@ -68,10 +71,12 @@ def main(argv):
         arm, _, cand_arm = arms.partition("/")
         cand_arm = cand_arm or arm
         base_records = {}
-        b = speedups(root, base, arm, base_records)
-        print(f"{base}: {len(b)} cases, geomean radix/{arm} {geomean(b.values()):.3f}")
+        norm = any(cand != base for cand in cands.split(","))
+        b = speedups(root, base, arm, base_records, norm)
+        unit = f"radix/{arm}" if norm else f"1/{arm} (1/us)"
+        print(f"{base}: {len(b)} cases, geomean {unit} {geomean(b.values()):.3f}")
         for cand in cands.split(","):
-            c = speedups(root, cand, cand_arm)
+            c = speedups(root, cand, cand_arm, None, norm)
             common = [k for k in b if k in c]
             rel = [c[k] / b[k] for k in common]
             print(f"   {cand} {cand_arm}: {geomean(c[k] for k in common):.3f} on {len(common)};"

@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ab_compare;
 mod import;
 mod peer_dry;
 mod phase_table;
