@@ -210,15 +210,8 @@
 // tuning: the cluster's crossing from two small DSMEM rounds (the count above
 // each 32-bin group, then the 32 bins of the crossing group) instead of every
 // rank reading every bin of every rank; winners are placed by rank (each
-// rank's local cursor form plus the lower ranks' winner count).
+// rank's local cursor form plus the lower ranks' winner count). The host
+// builds 1 for clusters of 8 (src/topk/families/reg_clus.rs), 0 below.
 #ifndef RC_COARSE_MERGE
 #define RC_COARSE_MERGE 0
-#endif
-
-// tuning: the first 2·BLK hint indices load before the row length arrives,
-// so the bracket's chain is (length ∥ hint index) → value instead of
-// length → hint index → value; the values still load after the length
-// (nothing past n is read).
-#ifndef RC_HINTS_AHEAD
-#define RC_HINTS_AHEAD 0
 #endif

@@ -57,7 +57,6 @@ struct RcParams {
 #define RC_REFINE_LEVELS 6
 #define RC_FALLBACK_LEVELS 8
 #define RC_BRL_BIAS 1e-6f
-#define RC_AHEAD_N 2u  // hint slots per thread loaded before the length (RC_HINTS_AHEAD)
 
 // Shared memory (u32 words), identical in every CTA of the cluster:
 // prelude[128] | hist[1024] | mrg[1024] | hoff[1024] | ck[CK] | ci[CK].
@@ -372,17 +371,6 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     const u32 k = p.k;
     SsRowLenEarly len;
     len.issue(lens, row, p.next_n, false);
-#if RC_HINTS_AHEAD
-    const i32* hint_row = p.hint_free != 0u ? nullptr : ss_hint_row(hints, row, p.next_n, k);
-    // The first RC_AHEAD_N·BLK hint indices load before the length (their
-    // values only after it: nothing past n is ever read).
-    u32 ah[RC_AHEAD_N];
-#pragma unroll
-    for (u32 i = 0; i < RC_AHEAD_N; ++i) {
-        const u32 j = threadIdx.x + i * (u32)BLK;
-        ah[i] = hint_row != nullptr && j < k ? (u32)hint_row[j] : 0xffffffffu;
-    }
-#endif
     float4 v[VPT];
     float tail;
     const u32 n = len.wait(lens, row, p.next_n, p.cr_shift, p.npad);
@@ -409,21 +397,10 @@ __device__ __forceinline__ void ss_regclus_body(const float* __restrict__ logits
     // NaN among them) or in hint-free mode, the first k row values (k < n,
     // so at least k values lie at or above their minimum).
     u32 kmin = 0xffffffffu, kmax = 0u;
-#if !RC_HINTS_AHEAD
     const i32* hint_row = p.hint_free != 0u ? nullptr : ss_hint_row(hints, row, p.next_n, k);
-#endif
     bool first_k = hint_row == nullptr;
     if (!first_k) {
-        u32 j0 = threadIdx.x;
-#if RC_HINTS_AHEAD
-#pragma unroll
-        for (u32 i = 0; i < RC_AHEAD_N; ++i) {
-            // (also j < k: a slot past k holds no hint, 0xffffffff)
-            if (ah[i] < n) rc_fold(fkey(ldg_nc_f(X + ah[i])), kmin, kmax);
-        }
-        j0 += RC_AHEAD_N * (u32)BLK;
-#endif
-        for (u32 j = j0; j < k; j += BLK) {
+        for (u32 j = threadIdx.x; j < k; j += BLK) {
             const u32 h = (u32)hint_row[j];
             if (h < n) rc_fold(fkey(ldg_nc_f(X + h)), kmin, kmax);
         }

@@ -112,6 +112,7 @@ pub fn variants() -> Vec<(KernelSource, Defines)> {
     // Specialisations go here, one push per define list an arm compiles, e.g.
     // `table.push((RADIX, vec![("RADIX_BLK", "256".into())]));`
     table.push((SS_CLUS_STREAM, vec![("CL_MERGE_SPREAD", "1".into())])); // clusters of 8
+    table.push((SS_CLUS, vec![("RC_COARSE_MERGE", "1".into())])); // reg_clus clusters of 8
     table
 }
 

@@ -21,15 +21,15 @@ fn ss_clus_entries_compile_without_spills_or_stack() {
     if !crate::support::nvrtc::nvrtc_or_skip() {
         return;
     }
-    // The default build (local refine on), the RC_LOCAL_REFINE=0 build and the
-    // RC_COARSE_MERGE / RC_HINTS_AHEAD experiments, alone and together.
+    // The default build (local refine on), the coarse merge the plan builds
+    // for clusters of 8, and the RC_LOCAL_REFINE=0 builds.
     let on = || "1".to_string();
+    let off = || "0".to_string();
     for defines in [
         vec![],
-        vec![("RC_LOCAL_REFINE", "0".to_string())],
         vec![("RC_COARSE_MERGE", on())],
-        vec![("RC_HINTS_AHEAD", on())],
-        vec![("RC_COARSE_MERGE", on()), ("RC_HINTS_AHEAD", on())],
+        vec![("RC_LOCAL_REFINE", off())],
+        vec![("RC_COARSE_MERGE", on()), ("RC_LOCAL_REFINE", off())],
     ] {
         let label = format!("ss_clus.cu {defines:?}");
         let report = compile_report(&SS_CLUS, &defines, DEFAULT_ARCH).expect(&label);
@@ -307,57 +307,15 @@ fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candida
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn coarse_merge_is_exact_on_every_path() {
-    // RC_COARSE_MERGE=1: the crossing from the group counts and the crossing
-    // group's bins, winners placed by rank. Every path of the default build
-    // (generator suite), the constructed rows' expected traces, soak rounds.
+    // RC_COARSE_MERGE=1 (the plan's build for clusters of 8): the crossing
+    // from the group counts and the crossing group's bins, winners placed by
+    // rank. Every path of the default build (generator suite, here on every
+    // CS), the constructed rows' expected traces, soak rounds.
     let Some(exe) = emulator_with(&["RC_COARSE_MERGE=1"]) else {
         return;
     };
     let (seen, _) = every_path_exact(exe, "coarse merge", 0x50A4_0009);
     assert_ne!(seen & TR_LOCAL, 0, "no row was refined locally ({seen:#x})");
-}
-
-#[test]
-#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn hints_ahead_is_exact_on_every_path() {
-    // RC_HINTS_AHEAD=1: the first 2·BLK hint indices load before the row
-    // length (the small CTAs here also take the loop past them); the
-    // emulator aborts on any read past n.
-    let Some(exe) = emulator_with(&["RC_HINTS_AHEAD=1"]) else {
-        return;
-    };
-    let (seen, trace) = every_path_exact(exe, "hints ahead", 0x50A4_000B);
-    assert_ne!(
-        seen & TR_FIRSTK,
-        0,
-        "no row fell back to the first k ({seen:#x})"
-    );
-    assert_eq!(trace[0] & TR_FIRSTK, 0, "perfect hints: {:#x}", trace[0]);
-    // k = 200 > 2·64: the hints past the early slots come from the loop. The
-    // smallest hinted value sits in slot 150, so a loop that skipped it
-    // would bracket above the k-th value and escape.
-    let n = 2000usize;
-    let k = 200usize;
-    let spread: Vec<f32> = (0..n).map(|i| ((i * 7919) % n) as f32).collect();
-    let mut perfect = reference_topk(&spread, k);
-    perfect.sort_by(|&a, &b| spread[b as usize].total_cmp(&spread[a as usize]));
-    perfect.swap(150, k - 1);
-    let b = batch(&[spread], &[perfect], k);
-    let trace = emu_check(
-        exe,
-        &b,
-        small_entry(64, 2),
-        4,
-        64,
-        false,
-        "hints past 2·BLK",
-    );
-    assert_eq!(
-        trace[0] & (TR_ESCAPE | TR_FIRSTK),
-        0,
-        "perfect hints, k 200: {:#x}",
-        trace[0]
-    );
 }
 
 /// A build of reg_clus through the generator suite, the constructed rows and

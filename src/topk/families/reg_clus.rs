@@ -9,7 +9,7 @@
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 use crate::error::Result;
-use crate::gpu::sources::SS_CLUS;
+use crate::gpu::sources::{Defines, SS_CLUS};
 use crate::gpu::{DeviceBatch, KernelBuild};
 use crate::topk::launcher::Launcher;
 use crate::topk::route::{reg_clus_float4s, DeviceProfile, Family, RouteDecision};
@@ -67,12 +67,36 @@ pub struct ClusLaunch {
     pub args: RegClusArgs,
 }
 
+/// Clusters of at least this many CTAs find the crossing with the coarse
+/// merge (kernels/ss/reg_clus.cu `RC_COARSE_MERGE`: two small DSMEM rounds
+/// instead of reading every bin of every rank). H100, three runs of
+/// 2026-12-07e: rc8x1 +2.1 to +2.8 %, rc8x2 +1.3 to +2.1 %, rc8x4 −0.3 to
+/// +0.3 %, rc4x2 / rc4x4 −3.3 to −4.9 %, rc2x4 −5.7 to −6.0 %: the full merge's
+/// DSMEM traffic grows with the cluster, the coarse merge's extra round trip
+/// does not (likely reason; not profiled). A build-time define, so each
+/// launch's module has one form.
+const COARSE_MERGE_FROM_CS: u32 = 8;
+
+/// The kernel define that picks the coarse merge.
+const COARSE_MERGE_DEFINE: &str = "RC_COARSE_MERGE";
+
 impl ClusLaunch {
-    /// The build of this launch: the tuning's macros for kernels/ss/reg_clus.cu.
+    /// The defines the plan builds this launch with: the merge form for its
+    /// cluster size.
+    pub fn build_defines(&self) -> Defines {
+        let mut defines = Defines::new();
+        if self.cluster >= COARSE_MERGE_FROM_CS {
+            defines.push((COARSE_MERGE_DEFINE, "1".to_string()));
+        }
+        defines
+    }
+
+    /// The build of this launch, the tuning's macros for kernels/ss/reg_clus.cu
+    /// on top (an `RC_COARSE_MERGE` knob replaces the cluster size's form).
     pub fn build(&self, tuning: &Tuning) -> KernelBuild {
         KernelBuild {
             source: SS_CLUS,
-            defines: tuning.over(&SS_CLUS, Vec::new()),
+            defines: tuning.over(&SS_CLUS, self.build_defines()),
         }
     }
 }
@@ -305,6 +329,37 @@ mod tests {
         assert!(plan_regclus(&shape(1, 50_000, 2048), &dev).is_ok());
         assert!(plan_regclus(&shape(1, 50_000, 4096), &dev).is_err());
         assert!(plan_regclus(&shape(1, 50_000, 100), &dev).is_err()); // k not supported by ss
+    }
+
+    #[test]
+    fn clusters_of_eight_build_the_coarse_merge_unless_a_knob_says_otherwise() {
+        let dev = DeviceProfile::h200();
+        let eight = plan_regclus(&shape(1, 32_768, 512), &dev).unwrap();
+        let four = plan_regclus(&shape(16, 32_768, 512), &dev).unwrap();
+        let two = plan_regclus(&shape(32, 32_768, 512), &dev).unwrap();
+        assert_eq!((eight.cluster, four.cluster, two.cluster), (8, 4, 2));
+        let tuned = |knobs: &[&str]| {
+            let knobs: Vec<String> = knobs.iter().map(|s| s.to_string()).collect();
+            Tuning::from_args(None, &knobs).unwrap()
+        };
+        let coarse = vec![("RC_COARSE_MERGE", "1".to_string())];
+        assert_eq!(eight.build(&Tuning::default()).defines, coarse);
+        assert_eq!(four.build(&Tuning::default()).defines, vec![]);
+        assert_eq!(two.build(&Tuning::default()).defines, vec![]);
+        // A knob replaces the cluster size's choice, in both directions.
+        let off = vec![("RC_COARSE_MERGE", "0".to_string())];
+        assert_eq!(eight.build(&tuned(&["RC_COARSE_MERGE=0"])).defines, off);
+        assert_eq!(two.build(&tuned(&["RC_COARSE_MERGE=1"])).defines, coarse);
+        // Other knobs keep it.
+        let local = ("RC_LOCAL_REFINE", "0".to_string());
+        assert_eq!(
+            eight.build(&tuned(&["RC_LOCAL_REFINE=0"])).defines,
+            vec![coarse[0].clone(), local.clone()]
+        );
+        assert_eq!(
+            two.build(&tuned(&["RC_LOCAL_REFINE=0"])).defines,
+            vec![local]
+        );
     }
 
     #[test]
