@@ -571,7 +571,8 @@ fn run_grid_in(cfg: &GridConfig, created: &mut bool) -> Result<RunOutcome> {
     let (gpu, no_gpu_reason) = open_device_for(cfg.cpu_only, cfg.device, cfg.timing);
     if cfg.floor && gpu.is_none() {
         return Err(GvrError::Usage(format!(
-            "--floor needs a GPU ({}); drop --floor or run on the GPU host",
+            "the latency floor (`grid --floor`, `floor = true` in an experiment file) needs a \
+             GPU ({}); drop it or run on the GPU host",
             no_gpu_reason.as_deref().unwrap_or("none opened")
         )));
     }

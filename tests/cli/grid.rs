@@ -77,7 +77,12 @@ fn floor_without_a_gpu_is_a_usage_error() {
     let run_dir = root.path().join("run");
     let out = grid(&captures, &run_dir, &["--floor"]);
     assert_eq!(out.code, 2, "stderr: {}", out.stderr);
-    assert!(out.stderr.contains("--floor needs a GPU"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("(`grid --floor`, `floor = true` in an experiment file) needs a GPU"),
+        "{}",
+        out.stderr
+    );
     assert!(!run_dir.exists(), "a refused run left its directory");
 }
 

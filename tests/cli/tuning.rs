@@ -66,4 +66,23 @@ fn an_experiment_runs_its_variants_and_prints_the_table() {
     let out = run(&["experiment", path_str(&bad), "--cpu"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("bad.toml"), "{}", out.stderr);
+
+    // The floor needs a GPU: refused before any case, no run directory left.
+    let floor = dir.path().join("floor.toml");
+    let smoke = std::fs::read_to_string(file).unwrap();
+    std::fs::write(&floor, format!("floor = true\n{smoke}")).unwrap();
+    let floor_run = dir.path().join("floor-run");
+    let out = run(&[
+        "experiment",
+        path_str(&floor),
+        "--cpu",
+        "--out",
+        path_str(&floor_run),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("`floor = true`"), "{}", out.stderr);
+    assert!(
+        !floor_run.exists(),
+        "a refused experiment left its directory"
+    );
 }
