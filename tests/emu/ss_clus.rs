@@ -284,7 +284,8 @@ fn generator_suite(exe: &Path) -> u32 {
 fn local_refine_is_exact_on_every_path_and_refines_locally_only_when_all_candidates_are_rank_0s() {
     // The default build (RC_LOCAL_REFINE=1): the peers leave at (C) when the m
     // candidates fit rank 0's slab (m ≤ 4·BLK); larger crossing bins keep the
-    // striped slabs and (D).
+    // striped slabs and (D). every_path_exact also holds the default build's
+    // constructed rows to their expected traces.
     let Some(exe) = emulator() else { return };
     let (seen, trace) = every_path_exact(exe, "local refine", 0x50A4_0007);
     assert_ne!(
@@ -425,13 +426,6 @@ fn constructed_path_rows() -> (Batch, u32, u32, u32) {
         k,
     );
     (b, blk, cs, vpt)
-}
-
-#[test]
-#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn constructed_paths_report_the_expected_trace() {
-    let Some(exe) = emulator() else { return };
-    constructed_paths_as_expected(exe, "constructed");
 }
 
 #[test]

@@ -93,11 +93,7 @@ impl ClusStreamLaunch {
     /// The defines the plan builds this launch with: the merge form for its
     /// cluster size.
     pub fn build_defines(&self) -> Defines {
-        let mut defines = Defines::new();
-        if self.cluster >= MERGE_SPREAD_FROM_CS {
-            defines.push((MERGE_SPREAD_DEFINE, "1".to_string()));
-        }
-        defines
+        super::cluster_size_define(self.cluster, MERGE_SPREAD_FROM_CS, MERGE_SPREAD_DEFINE)
     }
 
     /// The build of this launch, the tuning's macros for kernels/ss/clus.cu

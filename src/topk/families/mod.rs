@@ -11,10 +11,23 @@ pub mod reg_clus;
 use cudarc::driver::LaunchConfig;
 
 use crate::error::Result;
+use crate::gpu::sources::Defines;
 use crate::gpu::{DeviceBatch, KernelBuild, Workspace};
 
 use super::launcher::Launcher;
 use super::tuning::{Scope, Tuning};
+
+/// The build define a clustered launch takes from its cluster size: `name=1`
+/// for clusters of at least `from` CTAs, nothing below (the kernel's own
+/// default, 0). A build-time choice, so each launch's module has one form;
+/// a knob of the same name replaces it (`Tuning::over`).
+pub(crate) fn cluster_size_define(cluster: u32, from: u32, name: &'static str) -> Defines {
+    if cluster >= from {
+        vec![(name, "1".to_string())]
+    } else {
+        Defines::new()
+    }
+}
 
 /// One planned launch of a family.
 pub trait FamilyLaunch {

@@ -69,9 +69,10 @@ pub struct ClusLaunch {
 
 /// Clusters of at least this many CTAs find the crossing with the coarse
 /// merge (kernels/ss/reg_clus.cu `RC_COARSE_MERGE`: two small DSMEM rounds
-/// instead of reading every bin of every rank). H100, three runs of
-/// 2026-12-07e: rc8x1 +2.1 to +2.8 %, rc8x2 +1.3 to +2.1 %, rc8x4 −0.3 to
-/// +0.3 %, rc4x2 / rc4x4 −3.3 to −4.9 %, rc2x4 −5.7 to −6.0 %: the full merge's
+/// instead of reading every bin of every rank). H100, 2026-12-07e (per-form
+/// geomeans of three runs and per-B groups of the 400-case one): rc8x1 +2.1 to
+/// +2.8 %, rc8x2 +1.3 to +2.1 %, rc8x4 −0.2 to +0.5 %, rc4x2 / rc4x4 −3.3 to
+/// −4.9 %, rc2x4 −5.7 to −6.3 %: the full merge's
 /// DSMEM traffic grows with the cluster, the coarse merge's extra round trip
 /// does not (likely reason; not profiled). A build-time define, so each
 /// launch's module has one form.
@@ -84,11 +85,7 @@ impl ClusLaunch {
     /// The defines the plan builds this launch with: the merge form for its
     /// cluster size.
     pub fn build_defines(&self) -> Defines {
-        let mut defines = Defines::new();
-        if self.cluster >= COARSE_MERGE_FROM_CS {
-            defines.push((COARSE_MERGE_DEFINE, "1".to_string()));
-        }
-        defines
+        super::cluster_size_define(self.cluster, COARSE_MERGE_FROM_CS, COARSE_MERGE_DEFINE)
     }
 
     /// The build of this launch, the tuning's macros for kernels/ss/reg_clus.cu
