@@ -518,7 +518,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                                             const SsRegParams p) {
     __shared__ __align__(16) SsRegShared s;
     SS_PROBE_SCOPE();
-    constexpr bool LONE_CTA = MINB == 1;  // nothing else on the SM covers a barrier's wait
+    // The one-barrier crossing scan: where nothing else on the SM covers a
+    // barrier's wait (SS_REG_SCAN_ONE_BARRIER -1), or as the knob says.
+    constexpr bool ONE_BARRIER_SCAN = SS_REG_SCAN_ONE_BARRIER < 0 ? MINB == 1 : SS_REG_SCAN_ONE_BARRIER != 0;
     const u32 row = blockIdx.y;
     const u32 t = threadIdx.x;
     const u32 k = p.k;
@@ -694,7 +696,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
+    // SS_REG_HIST_SKIP_TRASH: bin 0 stays 0. Only the scan reads the counts,
+    // and only whether the crossing lies in bin 0 (then the escape), which
+    // holds exactly when the bins above hold fewer than k either way.
+    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
+        const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+        if (SS_REG_HIST_SKIP_TRASH == 0 || b != 0u) red_shared_add(hist + b, 1u);
+    });
     __syncthreads();
     SS_PROBE_PASS();
     SS_PROBE(SS_MARK_PASS);
@@ -704,7 +712,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
                                next_len);
 #endif
-    ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s);
+    ss_reg_scan_cursor<NBH, BLK, ONE_BARRIER_SCAN>(hist, k, s);
     SS_PROBE(SS_MARK_VERIFY);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;

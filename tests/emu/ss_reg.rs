@@ -428,6 +428,13 @@ fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
+    adversarial_rows_in_every_entry(exe);
+}
+
+/// Every compiled entry on adversarial batches at full capacity, past the
+/// float4 registers, at the DEG boundary; every bracket, escape and refine
+/// path must be taken.
+fn adversarial_rows_in_every_entry(exe: &Path) {
     let mut seen = 0u32;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
         let cap = e.capacity();
@@ -683,6 +690,10 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
     // k: crossing bins above CMP, rank vs narrowing, rows longer than the
     // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };
+    tiny_capacities(exe);
+}
+
+fn tiny_capacities(exe: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
@@ -725,6 +736,31 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
         (WHOLE, "whole bin"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
+}
+
+/// The crossing-scan and trash-bin knobs of issue 48 (`SS_REG_SCAN_ONE_BARRIER`,
+/// `SS_REG_HIST_SKIP_TRASH`): the one-barrier scan in every entry with the trash
+/// bin uncounted, and the two-barrier scan in every entry (the one-CTA-per-SM
+/// entries too), each on the adversarial rows of every entry and the tiny
+/// capacities that force every escape. The model's path bits must not move.
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn the_scan_and_trash_knobs_are_exact_on_every_path() {
+    for knobs in [
+        ["SS_REG_SCAN_ONE_BARRIER=1", "SS_REG_HIST_SKIP_TRASH=1"],
+        ["SS_REG_SCAN_ONE_BARRIER=0", "SS_REG_HIST_SKIP_TRASH=0"],
+    ] {
+        let mut defines = vec![
+            format!("-D{HINTS_FIRST_DEFINE}=1"),
+            format!("-D{ROW_AHEAD_DEFINE}=1"),
+        ];
+        defines.extend(reg_macros(&knobs).iter().map(|(n, v)| format!("-D{n}={v}")));
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        adversarial_rows_in_every_entry(&exe);
+        tiny_capacities(&exe);
     }
 }
 
@@ -917,6 +953,7 @@ fn ss_reg_entries_compile_without_spills() {
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
+    let scan_trash = reg_macros(&["SS_REG_SCAN_ONE_BARRIER=1", "SS_REG_HIST_SKIP_TRASH=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -934,6 +971,8 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
+            (1, 2, (1, 1), 0, Some(&scan_trash)),
+            (0, 0, (0, 1), 1, Some(&scan_trash)),
         ])
     {
         let mut defines = vec![
