@@ -162,17 +162,11 @@
 #define SS_REG_DROP_MAX 4u
 #endif
 
-// tuning (issue 48): the crossing scan's form. -1 per entry (one barrier in
-// the entries of one CTA per SM), 0 two barriers and warp 0's serial step
-// everywhere, 1 one barrier everywhere (every warp scans the per-warp totals).
-#ifndef SS_REG_SCAN_ONE_BARRIER
-#define SS_REG_SCAN_ONE_BARRIER -1
-#endif
-
-// tuning (issue 48): the histogram leaves the trash bin (bin 0: below the
-// bracket, -inf) uncounted; a crossing there still escapes (exact).
-#ifndef SS_REG_HIST_SKIP_TRASH
-#define SS_REG_HIST_SKIP_TRASH 0
+// tuning (issue 48): the slots emits classify each value against two float
+// thresholds (the least values of bins cb and cb + 1, found once by the
+// crossing's owner) instead of computing its bin again; cursors unchanged.
+#ifndef SS_REG_EMIT_FCMP
+#define SS_REG_EMIT_FCMP 0
 #endif
 
 // ---------------------------------------------------------------- clus (clus.cu)

@@ -739,28 +739,95 @@ fn tiny_capacities(exe: &Path) {
     }
 }
 
-/// The crossing-scan and trash-bin knobs of issue 48 (`SS_REG_SCAN_ONE_BARRIER`,
-/// `SS_REG_HIST_SKIP_TRASH`): the one-barrier scan in every entry with the trash
-/// bin uncounted, and the two-barrier scan in every entry (the one-CTA-per-SM
-/// entries too), each on the adversarial rows of every entry and the tiny
-/// capacities that force every escape. The model's path bits must not move.
+/// `SS_REG_EMIT_FCMP` (issue 48): the slots emits classify each value by two
+/// float thresholds that the crossing's owner searches for, not by its bin.
+/// The build with both emit forms (hints and row ahead, as [`emulator`]) on
+/// the adversarial rows of every entry, the tiny capacities that force every
+/// escape and rows whose brackets make the threshold search gallop (a few
+/// ulps wide, 1e-29 wide, values from -1e30 to 1e30, a crossing in the top
+/// bin); then slots-only builds in each staging and mask setting on every
+/// entry's shape. The model's path bits must not move.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn the_scan_and_trash_knobs_are_exact_on_every_path() {
-    for knobs in [
-        ["SS_REG_SCAN_ONE_BARRIER=1", "SS_REG_HIST_SKIP_TRASH=1"],
-        ["SS_REG_SCAN_ONE_BARRIER=0", "SS_REG_HIST_SKIP_TRASH=0"],
-    ] {
-        let mut defines = vec![
-            format!("-D{HINTS_FIRST_DEFINE}=1"),
-            format!("-D{ROW_AHEAD_DEFINE}=1"),
-        ];
-        defines.extend(reg_macros(&knobs).iter().map(|(n, v)| format!("-D{n}={v}")));
-        let Some(exe) = build_emulator(&defines) else {
+fn the_float_threshold_emit_is_exact_on_every_path() {
+    let fcmp = "-DSS_REG_EMIT_FCMP=1".to_string();
+    let Some(exe) = build_emulator(&[
+        fcmp.clone(),
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+        format!("-D{ROW_AHEAD_DEFINE}=1"),
+    ]) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe);
+    tiny_capacities(&exe);
+    let mut rng = ChaCha8Rng::seed_from_u64(4848);
+    let (id, blk, vpt, _) = SMALL[0];
+    let cap = reg_capacity(blk, vpt);
+    let k = 37;
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    // A few ulps wide around 1e6, around -3.5, and 1e-29 wide around 0.
+    for (base, spread) in [(1.0e6f32, 8u32), (-3.5, 40), (0.0, 0)] {
+        rows.push(
+            (0..cap)
+                .map(|_| {
+                    if spread == 0 {
+                        rng.random_range(-1.0e-29f32..1.0e-29)
+                    } else {
+                        f32::from_bits(base.to_bits() + rng.random_range(0..spread))
+                    }
+                })
+                .collect(),
+        );
+    }
+    // Magnitudes from 1e-30 to 1e30 of either sign, and a top bin holding
+    // more than k values (NaNs and +inf above a spread).
+    rows.push(
+        (0..cap)
+            .map(|_| {
+                let e = rng.random_range(-30i32..=30);
+                let sign = if rng.random_bool(0.5) { 1.0f32 } else { -1.0 };
+                sign * 10f32.powi(e) * rng.random_range(1.0f32..9.0)
+            })
+            .collect(),
+    );
+    rows.push(
+        (0..cap)
+            .map(|i| match i % 5 {
+                0 => f32::NAN,
+                1 => f32::INFINITY,
+                _ => rng.random_range(-1.0f32..1.0),
+            })
+            .collect(),
+    );
+    let hints = cycled_hints(&rows, k, 1, &mut rng);
+    let b = batch(&rows, &hints, k);
+    for use_hints in [0u32, 1] {
+        let mut launch = RegEmu::forced(id, &b, b.rows);
+        launch.args.use_hints = use_hints;
+        emu_check(
+            &exe,
+            &b,
+            &launch,
+            &format!("fcmp brackets hints {use_hints}"),
+        );
+    }
+    for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
+        let Some(exe) = build_emulator(&[
+            fcmp.clone(),
+            format!("-D{EMIT_MASK_DEFINE}={mask}"),
+            format!("-D{EMIT_FORM_DEFINE}=0"),
+            format!("-D{STAGE_OUT_DEFINE}={staged}"),
+        ]) else {
             return;
         };
-        adversarial_rows_in_every_entry(&exe);
-        tiny_capacities(&exe);
+        let label = format!("fcmp slots mask {mask} staged {staged}");
+        check_forced_shapes(
+            &exe,
+            &EVERY_ENTRY_SHAPES,
+            staged == 2,
+            &label,
+            6060 + mask as u64,
+        );
     }
 }
 
@@ -953,7 +1020,7 @@ fn ss_reg_entries_compile_without_spills() {
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
-    let scan_trash = reg_macros(&["SS_REG_SCAN_ONE_BARRIER=1", "SS_REG_HIST_SKIP_TRASH=1"]);
+    let fcmp = reg_macros(&["SS_REG_EMIT_FCMP=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -971,8 +1038,9 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
-            (1, 2, (1, 1), 0, Some(&scan_trash)),
-            (0, 0, (0, 1), 1, Some(&scan_trash)),
+            (1, 2, (1, 1), 0, Some(&fcmp)),
+            (0, 0, (0, 1), 1, Some(&fcmp)),
+            (1, 0, (1, 0), 2, Some(&fcmp)),
         ])
     {
         let mut defines = vec![
