@@ -162,13 +162,6 @@
 #define SS_REG_DROP_MAX 4u
 #endif
 
-// tuning (issue 48): the slots emits classify each value against two float
-// thresholds (the least values of bins cb and cb + 1, found once by the
-// crossing's owner) instead of computing its bin again; cursors unchanged.
-#ifndef SS_REG_EMIT_FCMP
-#define SS_REG_EMIT_FCMP 0
-#endif
-
 // ---------------------------------------------------------------- clus (clus.cu)
 
 // tuning: lane 0 of each warp prefetches its share of the rank's next chunk

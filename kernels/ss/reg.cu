@@ -140,11 +140,6 @@ struct SsRegShared {
     u32 cr_above;
     u32 cr_m;
     SsCross cross[3];  // ss_narrow_emit scratch
-#if SS_REG_EMIT_FCMP
-    float cr_tlo;  // least value of bin cr_bin (SS_REG_EMIT_FCMP)
-    float cr_thi;  // least value of bin cr_bin + 1, if cr_hashi
-    u32 cr_hashi;  // cr_bin < NBH - 1
-#endif
 };
 
 extern __shared__ __align__(16) u32 ss_reg_dyn[];
@@ -187,62 +182,6 @@ __device__ __forceinline__ u32 ss_reg_block_count(u32 mine, u32 step, SsRegShare
     return *c;
 }
 
-#if SS_REG_EMIT_FCMP
-// The key (fkey order) of the least non-NaN value whose bin is at least c,
-// for 1 <= c <= NBH - 1 (then +inf qualifies: its bin is NBH - 1). The bin is
-// monotone non-decreasing in the value (a correctly rounded fma with sc > 0,
-// fminf and a truncation), so {x : bin(x) >= c} is every value from the key
-// returned up; bin(-0) == bin(+0), so that key is never +0's and a float
-// compare x >= invkey(key) agrees with the key order. Starts from the
-// linear estimate (c - cq) / sc, gallops to bracket the answer, then bisects:
-// exact for any estimate, a few bin evaluations for a close one.
-template <int NBH>
-__device__ __forceinline__ u32 ss_reg_bin_start_key(u32 c, float sc, float cq) {
-    constexpr u32 KLO = 0x007fffffu, KHI = 0xff800000u;  // fkey(-inf), fkey(+inf)
-    const auto at_least = [&](u32 key) { return ss_reg_bin<NBH>(invkey(key), sc, cq) >= c; };
-    u32 k = fkey(__fdiv_rn(__fsub_rn((float)c, cq), sc));  // finite c, cq and sc > 0: never NaN
-    k = k < KLO ? KLO : (k > KHI ? KHI : k);
-    u32 lo, hi;  // the answer lies in (lo, hi]: at_least(hi), and !at_least(lo)
-    if (at_least(k)) {
-        hi = k;
-        for (u32 step = 1u;; step <<= 1) {
-            if (hi - KLO < step) {
-                if (at_least(KLO)) return KLO;
-                lo = KLO;
-                break;
-            }
-            if (!at_least(hi - step)) {
-                lo = hi - step;
-                break;
-            }
-            hi -= step;
-        }
-    } else {
-        lo = k;
-        for (u32 step = 1u;; step <<= 1) {
-            if (KHI - lo <= step) {
-                hi = KHI;
-                break;
-            }
-            if (at_least(lo + step)) {
-                hi = lo + step;
-                break;
-            }
-            lo += step;
-        }
-    }
-    while (hi - lo > 1u) {
-        const u32 mid = lo + ((hi - lo) >> 1);
-        if (at_least(mid)) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    return hi;
-}
-#endif
-
 // Crossing of `k` over NBH bins and cursor rewrite: each thread owns
 // NBH/BLK contiguous bins; one block scan of the span sums. Writes s.cr_*
 // (ends with a barrier). The total is the number of counted elements.
@@ -253,8 +192,7 @@ __device__ __forceinline__ u32 ss_reg_bin_start_key(u32 c, float sc, float cq) {
 // share an SM the 31 extra warp scans compete for issue and a co-resident CTA
 // covers the wait anyway.
 template <int NBH, int BLK, bool ONE_BARRIER>
-__device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s, bool thresholds, float sc,
-                                                   float cq) {
+__device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared& s) {
     static_assert(NBH % BLK == 0, "every thread owns whole bins");
     const int SPAN = NBH / BLK;
     const int NW = BLK / 32;
@@ -310,13 +248,6 @@ __device__ __forceinline__ void ss_reg_scan_cursor(u32* hist, u32 k, SsRegShared
         s.cr_bin = bin;
         s.cr_above = above;
         s.cr_m = m;
-#if SS_REG_EMIT_FCMP
-        if (thresholds && bin != 0u) {  // bin 0 escapes
-            s.cr_tlo = invkey(ss_reg_bin_start_key<NBH>(bin, sc, cq));
-            s.cr_hashi = bin < (u32)(NBH - 1) ? 1u : 0u;
-            if (bin < (u32)(NBH - 1)) s.cr_thi = invkey(ss_reg_bin_start_key<NBH>(bin + 1u, sc, cq));
-        }
-#endif
     }
     u32 run = after_mine;
 #pragma unroll
@@ -773,14 +704,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
                                next_len);
 #endif
-#if SS_REG_EMIT_FCMP  // the slots forms' thresholds (the emit below picks the same form)
-    // Only the 64-register entries: the search spills the 32-register ones.
-    constexpr bool FCMP = BLK * MINB <= 1024;
-    const bool thresholds = FCMP && !(SS_REG_EMIT_FORM == 2 ? p.cur != 0u : SS_REG_EMIT_FORM == 1);
-#else
-    constexpr bool thresholds = false;
-#endif
-    ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s, thresholds, sc, cq);
+    ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s);
     SS_PROBE(SS_MARK_VERIFY);
     const u32 cb = s.cr_bin, above = s.cr_above, m = s.cr_m;
     const u32 need = k - above;
@@ -803,14 +727,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         }
     };
     const bool cursors = SS_REG_EMIT_FORM == 2 ? p.cur != 0u : SS_REG_EMIT_FORM == 1;
-    // The slots forms classify by bins, or (SS_REG_EMIT_FCMP) by the two float
-    // thresholds of the scan: bin(x) > cb iff x >= thi, bin(x) >= cb iff x >= tlo
-    // for every non-NaN x, and a NaN (top bin) passes both `!(x < t)` tests
-    // unless cb is the top bin (no winners then).
-#if SS_REG_EMIT_FCMP
-#define SS_REG_WINS(x) (s.cr_hashi != 0u && !((x) < s.cr_thi))
-#define SS_REG_REACHES(x) (!((x) < s.cr_tlo))
-#endif
     // The slots forms' staged indices (SS_REG_STAGE_OUT): in the histogram
     // (dead in these forms after the scan; k <= NBH words hold [0, above + m)
     // of a whole bin) or in the host's extra k words, copied out coalesced.
@@ -840,14 +756,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
-#if SS_REG_EMIT_FCMP
-            if (FCMP) {
-                const bool w = SS_REG_WINS(x);
-                wmask |= (w ? 1u : 0u) << bit;
-                xmask |= (!w && SS_REG_REACHES(x) ? 1u : 0u) << bit;
-                return;
-            }
-#endif
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             wmask |= (b > cb ? 1u : 0u) << bit;
             xmask |= (b == cb ? 1u : 0u) << bit;
@@ -890,12 +798,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-#if SS_REG_EMIT_FCMP
-            if (FCMP) {
-                mine += SS_REG_WINS(x) ? 1u : (SS_REG_REACHES(x) ? SS_EMIT_CROSS : 0u);
-                return;
-            }
-#endif
             const u32 b = ss_reg_bin<NBH>(x, sc, cq);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
@@ -909,16 +811,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             // runtime choice would sit on every element.
             u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-#if SS_REG_EMIT_FCMP
-                const bool reaches = FCMP ? SS_REG_REACHES(x) : ss_reg_bin<NBH>(x, sc, cq) >= cb;
-                const bool wins = FCMP ? SS_REG_WINS(x) : ss_reg_bin<NBH>(x, sc, cq) > cb;
-                if (reaches) {
-                    if (wins) {
-#else
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
                 if (b >= cb) {
                     if (b > cb) {
-#endif
                         so[win_slot++] = idx;
                     } else if (whole) {
                         so[above + cross_slot++] = idx;
@@ -930,16 +825,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             copy_out_staged(so);
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-#if SS_REG_EMIT_FCMP
-                const bool reaches = FCMP ? SS_REG_REACHES(x) : ss_reg_bin<NBH>(x, sc, cq) >= cb;
-                const bool wins = FCMP ? SS_REG_WINS(x) : ss_reg_bin<NBH>(x, sc, cq) > cb;
-                if (reaches) {
-                    if (wins) {
-#else
                 const u32 b = ss_reg_bin<NBH>(x, sc, cq);
                 if (b >= cb) {
                     if (b > cb) {
-#endif
                         OE[win_slot++] = (i32)idx;
                     } else {
                         put_cross(x, idx, cross_slot++);
@@ -948,10 +836,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             });
         }
     }
-#if SS_REG_EMIT_FCMP
-#undef SS_REG_WINS
-#undef SS_REG_REACHES
-#endif
     SS_PROBE(SS_MARK_EMIT);  // thread 0's share of the emit (a whole crossing bin leaves without a barrier)
     if (whole) {
         SS_RTRACE(SS_RTR_WHOLE);

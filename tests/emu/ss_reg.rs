@@ -428,13 +428,6 @@ fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
-    adversarial_rows_in_every_entry(exe);
-}
-
-/// Every compiled entry on adversarial batches at full capacity, past the
-/// float4 registers, at the DEG boundary; every bracket, escape and refine
-/// path must be taken.
-fn adversarial_rows_in_every_entry(exe: &Path) {
     let mut seen = 0u32;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
         let cap = e.capacity();
@@ -690,10 +683,6 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
     // k: crossing bins above CMP, rank vs narrowing, rows longer than the
     // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };
-    tiny_capacities(exe);
-}
-
-fn tiny_capacities(exe: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
@@ -736,98 +725,6 @@ fn tiny_capacities(exe: &Path) {
         (WHOLE, "whole bin"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
-    }
-}
-
-/// `SS_REG_EMIT_FCMP` (issue 48): the slots emits classify each value by two
-/// float thresholds that the crossing's owner searches for, not by its bin.
-/// The build with both emit forms (hints and row ahead, as [`emulator`]) on
-/// the adversarial rows of every entry, the tiny capacities that force every
-/// escape and rows whose brackets make the threshold search gallop (a few
-/// ulps wide, 1e-29 wide, values from -1e30 to 1e30, a crossing in the top
-/// bin); then slots-only builds in each staging and mask setting on every
-/// entry's shape. The model's path bits must not move.
-#[test]
-#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn the_float_threshold_emit_is_exact_on_every_path() {
-    let fcmp = "-DSS_REG_EMIT_FCMP=1".to_string();
-    let Some(exe) = build_emulator(&[
-        fcmp.clone(),
-        format!("-D{HINTS_FIRST_DEFINE}=1"),
-        format!("-D{ROW_AHEAD_DEFINE}=1"),
-    ]) else {
-        return;
-    };
-    adversarial_rows_in_every_entry(&exe);
-    tiny_capacities(&exe);
-    let mut rng = ChaCha8Rng::seed_from_u64(4848);
-    let (id, blk, vpt, _) = SMALL[0];
-    let cap = reg_capacity(blk, vpt);
-    let k = 37;
-    let mut rows: Vec<Vec<f32>> = Vec::new();
-    // A few ulps wide around 1e6, around -3.5, and 1e-29 wide around 0.
-    for (base, spread) in [(1.0e6f32, 8u32), (-3.5, 40), (0.0, 0)] {
-        rows.push(
-            (0..cap)
-                .map(|_| {
-                    if spread == 0 {
-                        rng.random_range(-1.0e-29f32..1.0e-29)
-                    } else {
-                        f32::from_bits(base.to_bits() + rng.random_range(0..spread))
-                    }
-                })
-                .collect(),
-        );
-    }
-    // Magnitudes from 1e-30 to 1e30 of either sign, and a top bin holding
-    // more than k values (NaNs and +inf above a spread).
-    rows.push(
-        (0..cap)
-            .map(|_| {
-                let e = rng.random_range(-30i32..=30);
-                let sign = if rng.random_bool(0.5) { 1.0f32 } else { -1.0 };
-                sign * 10f32.powi(e) * rng.random_range(1.0f32..9.0)
-            })
-            .collect(),
-    );
-    rows.push(
-        (0..cap)
-            .map(|i| match i % 5 {
-                0 => f32::NAN,
-                1 => f32::INFINITY,
-                _ => rng.random_range(-1.0f32..1.0),
-            })
-            .collect(),
-    );
-    let hints = cycled_hints(&rows, k, 1, &mut rng);
-    let b = batch(&rows, &hints, k);
-    for use_hints in [0u32, 1] {
-        let mut launch = RegEmu::forced(id, &b, b.rows);
-        launch.args.use_hints = use_hints;
-        emu_check(
-            &exe,
-            &b,
-            &launch,
-            &format!("fcmp brackets hints {use_hints}"),
-        );
-    }
-    for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
-        let Some(exe) = build_emulator(&[
-            fcmp.clone(),
-            format!("-D{EMIT_MASK_DEFINE}={mask}"),
-            format!("-D{EMIT_FORM_DEFINE}=0"),
-            format!("-D{STAGE_OUT_DEFINE}={staged}"),
-        ]) else {
-            return;
-        };
-        let label = format!("fcmp slots mask {mask} staged {staged}");
-        check_forced_shapes(
-            &exe,
-            &EVERY_ENTRY_SHAPES,
-            staged == 2,
-            &label,
-            6060 + mask as u64,
-        );
     }
 }
 
@@ -1020,7 +917,6 @@ fn ss_reg_entries_compile_without_spills() {
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
-    let fcmp = reg_macros(&["SS_REG_EMIT_FCMP=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1038,9 +934,6 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
-            (1, 2, (1, 1), 0, Some(&fcmp)),
-            (0, 0, (0, 1), 1, Some(&fcmp)),
-            (1, 0, (1, 0), 2, Some(&fcmp)),
         ])
     {
         let mut defines = vec![
