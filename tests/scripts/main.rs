@@ -5,6 +5,7 @@ mod support;
 
 mod ab_compare;
 mod import;
+mod ncu_sass_regions;
 mod peer_dry;
 mod phase_table;
 mod ptx_entries_diff;
