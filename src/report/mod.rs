@@ -186,8 +186,7 @@ pub fn load_run(run: &Path) -> Result<LoadedRun> {
         ));
     }
     let dir = results.parent().map(Path::to_path_buf).unwrap_or_default();
-    let environment = read_environment(&dir.join(MANIFEST_FILE));
-    let manifest = crate::env_manifest::EnvManifest::read(&dir).ok();
+    let (environment, manifest) = read_manifest(&dir.join(MANIFEST_FILE));
     Ok(LoadedRun {
         dir,
         results,
@@ -197,23 +196,36 @@ pub fn load_run(run: &Path) -> Result<LoadedRun> {
     })
 }
 
-/// Scalar fields of the manifest's `environment` object (or of the manifest
-/// itself when it has none, as `env_manifest::EnvManifest` writes it), one
-/// level of nesting flattened as `a.b`; arrays and kernel hashes are left out. The
-/// manifest is optional context: a missing or unreadable one is skipped with
-/// a warning rather than failing the report.
-fn read_environment(manifest: &Path) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(manifest) else {
-        return Vec::new();
+/// The run's manifest.json, read and parsed once: the scalar fields echoed in
+/// report headers ([`environment_of`]) and the typed manifest (`None` when it
+/// does not have that form). The manifest is optional context: a missing or
+/// unreadable one is skipped (with a warning when unreadable) rather than
+/// failing the report.
+fn read_manifest(
+    path: &Path,
+) -> (
+    Vec<(String, String)>,
+    Option<crate::env_manifest::EnvManifest>,
+) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (Vec::new(), None);
     };
     let value: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            tracing::warn!("{}: not echoed in the report: {e}", manifest.display());
-            return Vec::new();
+            tracing::warn!("{}: not echoed in the report: {e}", path.display());
+            return (Vec::new(), None);
         }
     };
-    let env = value.get("environment").unwrap_or(&value);
+    let environment = environment_of(&value);
+    (environment, serde_json::from_value(value).ok())
+}
+
+/// Scalar fields of the manifest's `environment` object (or of the manifest
+/// itself when it has none, as `env_manifest::EnvManifest` writes it), one
+/// level of nesting flattened as `a.b`; arrays and kernel hashes are left out.
+fn environment_of(value: &serde_json::Value) -> Vec<(String, String)> {
+    let env = value.get("environment").unwrap_or(value);
     let mut out = Vec::new();
     if let Some(map) = env.as_object() {
         for (key, v) in map {
@@ -725,7 +737,11 @@ pub fn aa(opts: &AaOptions) -> Result<NoiseFloor> {
     if let Some(run_b) = &opts.run_b {
         check_comparable(&opts.run_a, run_b)?;
         if opts.arm.is_none() {
-            let (arms_a, arms_b) = (arms_in_order(&cases_a), arms_in_order(&cases_b));
+            // As sets: the records' order of arms is the order cases finished in,
+            // which two runs of one command need not share (parallel CPU engines).
+            let (mut arms_a, mut arms_b) = (arms_in_order(&cases_a), arms_in_order(&cases_b));
+            arms_a.sort();
+            arms_b.sort();
             if arms_a != arms_b {
                 return Err(GvrError::Usage(format!(
                     "cannot pool the A/A of {} and {}: arm lists differ ({} vs {}); name one with --arm",
