@@ -162,6 +162,13 @@
 #define SS_REG_DROP_MAX 4u
 #endif
 
+// tuning (issue 48): the histogram visit keeps each value's bin in its
+// register and the row's values in a shared-memory image, so the emit reads
+// bins instead of computing them again (the host adds the image's words).
+#ifndef SS_REG_KEEP_BIN
+#define SS_REG_KEEP_BIN 0
+#endif
+
 // ---------------------------------------------------------------- clus (clus.cu)
 
 // tuning: lane 0 of each warp prefetches its share of the rank's next chunk

@@ -326,6 +326,65 @@ __device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 
     f(r.tail, et, et < n);
 }
 
+// SS_REG_KEEP_BIN: the histogram visit keeps each value's bin in the value's
+// register (its bits: bins are < NBH <= 2048) and writes the row's values to
+// the image in shared memory first, in the layout of the registers (float4 i4
+// at 4·i4, the tail scalar at 4·n4 + tid), so later phases read a bin without
+// computing it again and a value (a crossing candidate's key, the late
+// escape's row) from the image.
+template <int BLK, int VPT, int NBH>
+__device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, u32 n, float sc, float cq, u32* hist,
+                                                      float* img) {
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = threadIdx.x + (u32)u * BLK;
+        if (i4 < n4) {
+            reinterpret_cast<float4*>(img)[i4] = r.v[u];
+            const u32 bx = ss_reg_bin<NBH>(r.v[u].x, sc, cq);
+            const u32 by = ss_reg_bin<NBH>(r.v[u].y, sc, cq);
+            const u32 bz = ss_reg_bin<NBH>(r.v[u].z, sc, cq);
+            const u32 bw = ss_reg_bin<NBH>(r.v[u].w, sc, cq);
+            red_shared_add(hist + bx, 1u);
+            red_shared_add(hist + by, 1u);
+            red_shared_add(hist + bz, 1u);
+            red_shared_add(hist + bw, 1u);
+            r.v[u].x = __uint_as_float(bx);
+            r.v[u].y = __uint_as_float(by);
+            r.v[u].z = __uint_as_float(bz);
+            r.v[u].w = __uint_as_float(bw);
+        }
+    }
+    const u32 et = 4u * n4 + threadIdx.x;
+    if (et < n) {
+        img[et] = r.tail;
+        const u32 bt = ss_reg_bin<NBH>(r.tail, sc, cq);
+        red_shared_add(hist + bt, 1u);
+        r.tail = __uint_as_float(bt);
+    }
+}
+
+// SS_REG_KEEP_BIN: the registers again from the image (the values of every
+// valid element, −inf elsewhere), for the escape after the histogram. The
+// caller has a barrier between the image's writes and this.
+template <int BLK, int VPT>
+__device__ __forceinline__ void ss_reg_row_from_image(SsRegRow<VPT>& r, u32 n4, u32 n, const float* img) {
+    const float NEG_INF = ss_neg_inf();
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+        const u32 i4 = threadIdx.x + (u32)u * BLK;
+        if (i4 < n4) {
+            r.v[u] = reinterpret_cast<const float4*>(img)[i4];
+        } else {
+            r.v[u].x = NEG_INF;
+            r.v[u].y = NEG_INF;
+            r.v[u].z = NEG_INF;
+            r.v[u].w = NEG_INF;
+        }
+    }
+    const u32 et = 4u * n4 + threadIdx.x;
+    r.tail = et < n ? img[et] : NEG_INF;
+}
+
 // SS_REG_EMIT_MASK: element bit i of the thread's registers (see
 // ss_reg_each: 4u + lane for float4 u, 4·VPT for the tail scalar), its
 // index in the row, and its value.
@@ -694,7 +753,17 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
-    ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
+    // KEEP: the image after ck | ci (and the k staging words of SS_REG_STAGE_OUT 2),
+    // from the next multiple of 4 words (float4 stores); the host adds
+    // capacity + 3 words (src/topk/families/reg.rs `RegLaunch::image_words`).
+    constexpr bool KEEP = SS_REG_KEEP_BIN != 0 && !IMG;
+    float* const kimg = reinterpret_cast<float*>(
+        ss_reg_dyn + ((NBH + 2u * p.cmp + (SS_REG_STAGE_OUT == 2 ? k : 0u) + 3u) & ~3u));
+    if (KEEP) {
+        ss_reg_hist_keep_bins<BLK, VPT, NBH>(r, n4, n, sc, cq, hist, kimg);
+    } else {
+        ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
+    }
     __syncthreads();
     SS_PROBE_PASS();
     SS_PROBE(SS_MARK_PASS);
@@ -711,9 +780,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const bool whole = need >= m;
     if (cb == 0u || (!whole && m > p.cmp)) {
         SS_RTRACE(cb == 0u ? SS_RTR_ESC_TRASH : SS_RTR_ESC_CMP);
+        if (KEEP) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // the scan's barriers ordered the image
         ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
         return;
     }
+    // The bin of a valid element's register, and its value (KEEP: bin bits
+    // in the register, the value in the image).
+    const auto bin_of = [&](float x) { return KEEP ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq); };
+    const auto value_of = [&](float x, u32 idx) { return KEEP ? kimg[idx] : x; };
 
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
     i32* const OE = opaque_global_ptr(O);  // one IMAD.WIDE per emitted index (see opaque_global_ptr)
@@ -742,13 +816,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            const u32 b = bin_of(x);
             if (b >= cb) {
                 const u32 slot = atomicAdd(hist + b, 1u);
                 if (b > cb) {
                     OE[slot] = (i32)idx;
                 } else {
-                    put_cross(x, idx, slot - above);
+                    put_cross(value_of(x, idx), idx, slot - above);
                 }
             }
         });
@@ -756,7 +830,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            const u32 b = bin_of(x);
             wmask |= (b > cb ? 1u : 0u) << bit;
             xmask |= (b == cb ? 1u : 0u) << bit;
         };
@@ -791,14 +865,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (stage_out && whole) {
                 so[above + cross_slot++] = idx;
             } else {
-                put_cross(ss_reg_bit_value<VPT>(r, bit), idx, cross_slot++);
+                put_cross(KEEP ? kimg[idx] : ss_reg_bit_value<VPT>(r, bit), idx, cross_slot++);
             }
         }
         if (stage_out) copy_out_staged(so);
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-            const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+            const u32 b = bin_of(x);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
         __syncwarp();  // the counting visit leaves the lanes split
@@ -811,26 +885,26 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             // runtime choice would sit on every element.
             u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+                const u32 b = bin_of(x);
                 if (b >= cb) {
                     if (b > cb) {
                         so[win_slot++] = idx;
                     } else if (whole) {
                         so[above + cross_slot++] = idx;
                     } else {
-                        put_cross(x, idx, cross_slot++);
+                        put_cross(value_of(x, idx), idx, cross_slot++);
                     }
                 }
             });
             copy_out_staged(so);
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = ss_reg_bin<NBH>(x, sc, cq);
+                const u32 b = bin_of(x);
                 if (b >= cb) {
                     if (b > cb) {
                         OE[win_slot++] = (i32)idx;
                     } else {
-                        put_cross(x, idx, cross_slot++);
+                        put_cross(value_of(x, idx), idx, cross_slot++);
                     }
                 }
             });

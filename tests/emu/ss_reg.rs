@@ -158,6 +158,9 @@ struct RegEmu {
     /// Dynamic shared memory words beyond the entry's (the staging words of
     /// `SS_REG_STAGE_OUT=2`).
     extra_words: usize,
+    /// The build keeps bins (`SS_REG_KEEP_BIN=1`): the row image's capacity + 3
+    /// words follow everything else, as `RegLaunch::image_words`.
+    image: bool,
 }
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
@@ -175,6 +178,7 @@ impl RegEmu {
             args: p.args,
             rows,
             extra_words: 0,
+            image: false,
         }
     }
 
@@ -207,6 +211,7 @@ impl RegEmu {
             },
             rows,
             extra_words: 0,
+            image: false,
         }
     }
 
@@ -218,7 +223,8 @@ impl RegEmu {
             None if self.entry == 17 => (self.nbh as usize + (2 * cmp).max(self.capacity())) * 4,
             None => (self.nbh as usize + 2 * cmp) * 4,
         };
-        (bytes + 4 * self.extra_words) as u32
+        let image = if self.image { self.capacity() + 3 } else { 0 };
+        (bytes + 4 * (self.extra_words + image)) as u32
     }
 
     fn capacity(&self) -> usize {
@@ -428,6 +434,12 @@ fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
+    adversarial_rows_in_every_entry(exe, false);
+}
+
+/// Every entry of REG_ENTRIES on adversarial rows of several lengths and k;
+/// every path of the chain must be taken. `image`: the build keeps bins.
+fn adversarial_rows_in_every_entry(exe: &Path, image: bool) {
     let mut seen = 0u32;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
         let cap = e.capacity();
@@ -444,7 +456,8 @@ fn every_compiled_entry_is_exact_on_adversarial_rows() {
             }
             for (i, n) in ns.into_iter().enumerate() {
                 let b = adversarial_batch(n, k, i + j, 1000 + id as u64 * 31 + i as u64);
-                let launch = RegEmu::forced(id as u32, &b, b.rows);
+                let mut launch = RegEmu::forced(id as u32, &b, b.rows);
+                launch.image = image;
                 let label = format!("{} n={n} k={k}", e.name());
                 for bits in emu_check(exe, &b, &launch, &label) {
                     seen |= bits;
@@ -476,12 +489,26 @@ fn check_forced_shapes(
     label: &str,
     seed: u64,
 ) -> u32 {
+    check_forced_shapes_image(exe, shapes, extra_words, false, label, seed)
+}
+
+/// [`check_forced_shapes`], the launches sized for a build that keeps bins
+/// where `image` holds.
+fn check_forced_shapes_image(
+    exe: &Path,
+    shapes: &[(u32, usize, usize)],
+    extra_words: bool,
+    image: bool,
+    label: &str,
+    seed: u64,
+) -> u32 {
     let mut seen = 0u32;
     for &(id, n, k) in shapes {
         let e = REG_ENTRIES[id as usize];
         let n = n.min(e.capacity());
         let b = adversarial_batch(n, k, id as usize, seed + id as u64);
         let mut launch = RegEmu::forced(id, &b, b.rows);
+        launch.image = image;
         if extra_words {
             launch.extra_words = k;
         }
@@ -679,10 +706,15 @@ fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng)
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
-    // Small CTAs (64/128 threads), CMP and QC far below upstream's, random
-    // k: crossing bins above CMP, rank vs narrowing, rows longer than the
-    // register capacity (through a per-row n the plan never makes).
     let Some(exe) = emulator() else { return };
+    tiny_capacities(exe, false);
+}
+
+/// Small CTAs (64/128 threads), CMP and QC far below upstream's, random
+/// k: crossing bins above CMP, rank vs narrowing, rows longer than the
+/// register capacity (through a per-row n the plan never makes). `image`:
+/// the build keeps bins.
+fn tiny_capacities(exe: &Path, image: bool) {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
@@ -697,6 +729,7 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
             let b = batch(&rows, &hints, k);
             for (cmp, qc) in [(4u32, 0u32), (40, 8), (4096, 4096), (2, 1000)] {
                 let mut launch = RegEmu::forced(id, &b, b.rows);
+                launch.image = image;
                 launch.args.cmp = cmp;
                 launch.args.qc = qc;
                 launch.args.use_hints = (round % 2) as u32;
@@ -713,7 +746,8 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
         .map(|i| long(&mut rng as &mut dyn RngCore, 900 + i * 333))
         .collect();
     let b = batch(&rows, &[], 50);
-    let launch = RegEmu::forced(16, &b, b.rows);
+    let mut launch = RegEmu::forced(16, &b, b.rows);
+    launch.image = image;
     assert!(b.n_max() > launch.capacity());
     for bits in emu_check(exe, &b, &launch, "oversize rows") {
         assert_eq!(bits, OVERSIZE, "{bits:#x}");
@@ -725,6 +759,47 @@ fn tiny_capacities_force_every_escape_and_stay_exact() {
         (WHOLE, "whole bin"),
     ] {
         assert!(seen & bit != 0, "no row took the {name} path ({seen:#x})");
+    }
+}
+
+/// `SS_REG_KEEP_BIN` (issue 48): the histogram keeps each value's bin in its
+/// register and the row in a shared-memory image; the emit reads bins, a
+/// crossing candidate's key and the late escape's row come from the image.
+/// The build with both emit forms (hints and row ahead, as [`emulator`]) on
+/// the adversarial rows of every entry and the tiny capacities that force
+/// every escape; then slots-only builds in each staging and mask setting on
+/// every entry's shape. The model's path bits must not move.
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn the_kept_bins_are_exact_on_every_path() {
+    let keep = "-DSS_REG_KEEP_BIN=1".to_string();
+    let Some(exe) = build_emulator(&[
+        keep.clone(),
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+        format!("-D{ROW_AHEAD_DEFINE}=1"),
+    ]) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe, true);
+    tiny_capacities(&exe, true);
+    for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
+        let Some(exe) = build_emulator(&[
+            keep.clone(),
+            format!("-D{EMIT_MASK_DEFINE}={mask}"),
+            format!("-D{EMIT_FORM_DEFINE}=0"),
+            format!("-D{STAGE_OUT_DEFINE}={staged}"),
+        ]) else {
+            return;
+        };
+        let label = format!("keep slots mask {mask} staged {staged}");
+        check_forced_shapes_image(
+            &exe,
+            &EVERY_ENTRY_SHAPES,
+            staged == 2,
+            true,
+            &label,
+            7070 + mask as u64,
+        );
     }
 }
 
@@ -912,11 +987,13 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // nine add register knobs (the two-visit slots, then the mask
+    // twelve add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
-    // the host builds 512/2's slots launches so, `reg_mask_slots_32`).
+    // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
+    // the kept bins of issue 48 in three builds).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
+    let keep = reg_macros(&["SS_REG_KEEP_BIN=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -934,6 +1011,9 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
+            (1, 2, (1, 1), 0, Some(&keep)),
+            (0, 0, (0, 1), 1, Some(&keep)),
+            (1, 0, (1, 0), 2, Some(&keep)),
         ])
     {
         let mut defines = vec![

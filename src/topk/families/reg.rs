@@ -313,6 +313,9 @@ pub struct RegLaunch {
     pub stage_extra_fits: bool,
     /// [`reg_drop_few`] holds for the batch on the planned device.
     pub drop_few_fits: bool,
+    /// Words of the `SS_REG_KEEP_BIN` row image (the entry's capacity + 3 for
+    /// its float4 alignment) after everything else; 0 without the knob.
+    pub image_words: u32,
 }
 
 impl RegLaunch {
@@ -377,7 +380,7 @@ impl RegLaunch {
     }
 
     /// Dynamic shared memory of the launch: the entry's, plus the k staging
-    /// words of [`Self::stage_extra`].
+    /// words of [`Self::stage_extra`] and the row image's words.
     pub fn launch_smem_bytes(&self) -> u32 {
         self.dyn_smem_bytes
             + if self.stage_extra() {
@@ -385,6 +388,7 @@ impl RegLaunch {
             } else {
                 0
             }
+            + 4 * self.image_words
     }
 
     /// The defines the plan builds this launch with: the next-wave prefetch
@@ -548,10 +552,16 @@ pub fn plan(
             entry.capacity()
         ));
     }
+    let image_words = if tuning.int("SS_REG_KEEP_BIN").unwrap_or(0) != 0 && !entry.img {
+        entry.capacity() + 3
+    } else {
+        0
+    };
     let dyn_smem = entry.dyn_smem_bytes(plan.cmp);
-    if dyn_smem + STATIC_SMEM_BYTES as usize > dev.smem_optin as usize {
+    if dyn_smem + 4 * image_words + STATIC_SMEM_BYTES as usize > dev.smem_optin as usize {
         return Err(format!(
-            "{dyn_smem} B of shared memory (+{STATIC_SMEM_BYTES} static) exceed the device's {}",
+            "{dyn_smem} B of shared memory (+{} of row image, +{STATIC_SMEM_BYTES} static) exceed the device's {}",
+            4 * image_words,
             dev.smem_optin
         ));
     }
@@ -588,8 +598,12 @@ pub fn plan(
         drop_few_fits: reg_drop_few(b, n, shape.k, (entry.blk, entry.vpt, entry.img), dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
-                * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
+                * (dyn_smem
+                    + 4 * (shape.k + image_words)
+                    + STATIC_SMEM_BYTES as usize
+                    + DRIVER_SMEM_PER_CTA)
                 <= SMEM_PER_SM,
+        image_words: to_u32(image_words, "image words")?,
     })
 }
 
