@@ -756,12 +756,16 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // KEEP: the image after ck | ci (and the k staging words of SS_REG_STAGE_OUT 2),
     // from the next multiple of 4 words (float4 stores); the host adds
     // capacity + 3 words (src/topk/families/reg.rs `RegLaunch::image_words`).
-    constexpr bool KEEP = SS_REG_KEEP_BIN != 0 && !IMG;
+    // (Compiled out of the default build, whose code it would otherwise move.)
+#if SS_REG_KEEP_BIN
+    constexpr bool KEEP = !IMG;
     float* const kimg = reinterpret_cast<float*>(
         ss_reg_dyn + ((NBH + 2u * p.cmp + (SS_REG_STAGE_OUT == 2 ? k : 0u) + 3u) & ~3u));
     if (KEEP) {
         ss_reg_hist_keep_bins<BLK, VPT, NBH>(r, n4, n, sc, cq, hist, kimg);
-    } else {
+    } else
+#endif
+    {
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) { red_shared_add(hist + ss_reg_bin<NBH>(x, sc, cq), 1u); });
     }
     __syncthreads();
@@ -780,14 +784,21 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const bool whole = need >= m;
     if (cb == 0u || (!whole && m > p.cmp)) {
         SS_RTRACE(cb == 0u ? SS_RTR_ESC_TRASH : SS_RTR_ESC_CMP);
-        if (KEEP) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // the scan's barriers ordered the image
+#if SS_REG_KEEP_BIN
+        if (KEEP) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // each thread reads back what it wrote
+#endif
         ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
         return;
     }
     // The bin of a valid element's register, and its value (KEEP: bin bits
     // in the register, the value in the image).
-    const auto bin_of = [&](float x) { return KEEP ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq); };
-    const auto value_of = [&](float x, u32 idx) { return KEEP ? kimg[idx] : x; };
+#if SS_REG_KEEP_BIN
+#define SS_REG_BIN_OF(x) (KEEP ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq))
+#define SS_REG_VALUE_OF(x, idx) (KEEP ? kimg[idx] : (x))
+#else
+#define SS_REG_BIN_OF(x) ss_reg_bin<NBH>(x, sc, cq)
+#define SS_REG_VALUE_OF(x, idx) (x)
+#endif
 
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
     i32* const OE = opaque_global_ptr(O);  // one IMAD.WIDE per emitted index (see opaque_global_ptr)
@@ -816,13 +827,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = bin_of(x);
+            const u32 b = SS_REG_BIN_OF(x);
             if (b >= cb) {
                 const u32 slot = atomicAdd(hist + b, 1u);
                 if (b > cb) {
                     OE[slot] = (i32)idx;
                 } else {
-                    put_cross(value_of(x, idx), idx, slot - above);
+                    put_cross(SS_REG_VALUE_OF(x, idx), idx, slot - above);
                 }
             }
         });
@@ -830,7 +841,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
-            const u32 b = bin_of(x);
+            const u32 b = SS_REG_BIN_OF(x);
             wmask |= (b > cb ? 1u : 0u) << bit;
             xmask |= (b == cb ? 1u : 0u) << bit;
         };
@@ -865,14 +876,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (stage_out && whole) {
                 so[above + cross_slot++] = idx;
             } else {
-                put_cross(KEEP ? kimg[idx] : ss_reg_bit_value<VPT>(r, bit), idx, cross_slot++);
+                put_cross(SS_REG_VALUE_OF(ss_reg_bit_value<VPT>(r, bit), idx), idx, cross_slot++);
             }
         }
         if (stage_out) copy_out_staged(so);
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-            const u32 b = bin_of(x);
+            const u32 b = SS_REG_BIN_OF(x);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
         __syncwarp();  // the counting visit leaves the lanes split
@@ -885,26 +896,26 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             // runtime choice would sit on every element.
             u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = bin_of(x);
+                const u32 b = SS_REG_BIN_OF(x);
                 if (b >= cb) {
                     if (b > cb) {
                         so[win_slot++] = idx;
                     } else if (whole) {
                         so[above + cross_slot++] = idx;
                     } else {
-                        put_cross(value_of(x, idx), idx, cross_slot++);
+                        put_cross(SS_REG_VALUE_OF(x, idx), idx, cross_slot++);
                     }
                 }
             });
             copy_out_staged(so);
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = bin_of(x);
+                const u32 b = SS_REG_BIN_OF(x);
                 if (b >= cb) {
                     if (b > cb) {
                         OE[win_slot++] = (i32)idx;
                     } else {
-                        put_cross(value_of(x, idx), idx, cross_slot++);
+                        put_cross(SS_REG_VALUE_OF(x, idx), idx, cross_slot++);
                     }
                 }
             });
@@ -952,6 +963,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     src.idx = ci;
     ss_narrow_emit<BLK>(src, m, s.kmin, s.kmax, need, m, SS_REG_REFINE_LEVELS, O, above, nsh);
 }
+
+#undef SS_REG_BIN_OF
+#undef SS_REG_VALUE_OF
 
 // Entry points, written out (not macro-generated) so the host-side text scan
 // of kernel declarations (gpu::sources::declared_entries) sees every name.
