@@ -163,8 +163,9 @@
 #endif
 
 // tuning (issue 48): the histogram visit keeps each value's bin in its
-// register and the row's values in a shared-memory image, so the emit reads
-// bins instead of computing them again (the host adds the image's words).
+// register, so the emit reads bins instead of computing them again; a value
+// needed later comes from a shared-memory image of the row (1; the host adds
+// its words) or from the row in global memory (2).
 #ifndef SS_REG_KEEP_BIN
 #define SS_REG_KEEP_BIN 0
 #endif

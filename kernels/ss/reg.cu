@@ -327,19 +327,20 @@ __device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 
 }
 
 // SS_REG_KEEP_BIN: the histogram visit keeps each value's bin in the value's
-// register (its bits: bins are < NBH <= 2048) and writes the row's values to
-// the image in shared memory first, in the layout of the registers (float4 i4
-// at 4·i4, the tail scalar at 4·n4 + tid), so later phases read a bin without
-// computing it again and a value (a crossing candidate's key, the late
-// escape's row) from the image.
-template <int BLK, int VPT, int NBH>
+// register (its bits: bins are < NBH <= 2048), so later phases read a bin
+// without computing it again. IMAGE (knob 1): it writes the row's values to
+// an image in shared memory first, in the layout of the registers (float4 i4
+// at 4·i4, the tail scalar at 4·n4 + tid), where a value (a crossing
+// candidate's key, the late escape's row) is read again; knob 2 reads them
+// from the row in global memory instead.
+template <int BLK, int VPT, int NBH, bool IMAGE>
 __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, u32 n, float sc, float cq, u32* hist,
                                                       float* img) {
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 i4 = threadIdx.x + (u32)u * BLK;
         if (i4 < n4) {
-            reinterpret_cast<float4*>(img)[i4] = r.v[u];
+            if (IMAGE) reinterpret_cast<float4*>(img)[i4] = r.v[u];
             const u32 bx = ss_reg_bin<NBH>(r.v[u].x, sc, cq);
             const u32 by = ss_reg_bin<NBH>(r.v[u].y, sc, cq);
             const u32 bz = ss_reg_bin<NBH>(r.v[u].z, sc, cq);
@@ -356,7 +357,7 @@ __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, 
     }
     const u32 et = 4u * n4 + threadIdx.x;
     if (et < n) {
-        img[et] = r.tail;
+        if (IMAGE) img[et] = r.tail;
         const u32 bt = ss_reg_bin<NBH>(r.tail, sc, cq);
         red_shared_add(hist + bt, 1u);
         r.tail = __uint_as_float(bt);
@@ -757,12 +758,15 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // from the next multiple of 4 words (float4 stores); the host adds
     // capacity + 3 words (src/topk/families/reg.rs `RegLaunch::image_words`).
     // (Compiled out of the default build, whose code it would otherwise move.)
+    // KEEP_BIN 2: no image; a value is read again from the row in global
+    // memory (the row's own loads left it in L1 or L2).
 #if SS_REG_KEEP_BIN
     constexpr bool KEEP = !IMG;
+    constexpr bool KIMG = SS_REG_KEEP_BIN == 1;
     float* const kimg = reinterpret_cast<float*>(
         ss_reg_dyn + ((NBH + 2u * p.cmp + (SS_REG_STAGE_OUT == 2 ? k : 0u) + 3u) & ~3u));
     if (KEEP) {
-        ss_reg_hist_keep_bins<BLK, VPT, NBH>(r, n4, n, sc, cq, hist, kimg);
+        ss_reg_hist_keep_bins<BLK, VPT, NBH, KIMG>(r, n4, n, sc, cq, hist, kimg);
     } else
 #endif
     {
@@ -785,7 +789,8 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cb == 0u || (!whole && m > p.cmp)) {
         SS_RTRACE(cb == 0u ? SS_RTR_ESC_TRASH : SS_RTR_ESC_CMP);
 #if SS_REG_KEEP_BIN
-        if (KEEP) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // each thread reads back what it wrote
+        if (KEEP && KIMG) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // each thread reads back what it wrote
+        if (KEEP && !KIMG) ss_reg_load_row<BLK, VPT, false>(r, X, n);
 #endif
         ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
         return;
@@ -794,7 +799,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // in the register, the value in the image).
 #if SS_REG_KEEP_BIN
 #define SS_REG_BIN_OF(x) (KEEP ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq))
-#define SS_REG_VALUE_OF(x, idx) (KEEP ? kimg[idx] : (x))
+#define SS_REG_VALUE_OF(x, idx) (KEEP ? (KIMG ? kimg[idx] : ldg_nc_f(X + (idx))) : (x))
 #else
 #define SS_REG_BIN_OF(x) ss_reg_bin<NBH>(x, sc, cq)
 #define SS_REG_VALUE_OF(x, idx) (x)

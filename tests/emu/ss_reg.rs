@@ -763,8 +763,9 @@ fn tiny_capacities(exe: &Path, image: bool) {
 }
 
 /// `SS_REG_KEEP_BIN` (issue 48): the histogram keeps each value's bin in its
-/// register and the row in a shared-memory image; the emit reads bins, a
-/// crossing candidate's key and the late escape's row come from the image.
+/// register and the emit reads bins; a crossing candidate's key and the late
+/// escape's row come from a shared-memory image of the row (1) or from the
+/// row in global memory (2).
 /// The build with both emit forms (hints and row ahead, as [`emulator`]) on
 /// the adversarial rows of every entry and the tiny capacities that force
 /// every escape; then slots-only builds in each staging and mask setting on
@@ -772,34 +773,37 @@ fn tiny_capacities(exe: &Path, image: bool) {
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_kept_bins_are_exact_on_every_path() {
-    let keep = "-DSS_REG_KEEP_BIN=1".to_string();
-    let Some(exe) = build_emulator(&[
-        keep.clone(),
-        format!("-D{HINTS_FIRST_DEFINE}=1"),
-        format!("-D{ROW_AHEAD_DEFINE}=1"),
-    ]) else {
-        return;
-    };
-    adversarial_rows_in_every_entry(&exe, true);
-    tiny_capacities(&exe, true);
-    for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
+    for mode in [1u32, 2] {
+        let image = mode == 1;
+        let keep = format!("-DSS_REG_KEEP_BIN={mode}");
         let Some(exe) = build_emulator(&[
             keep.clone(),
-            format!("-D{EMIT_MASK_DEFINE}={mask}"),
-            format!("-D{EMIT_FORM_DEFINE}=0"),
-            format!("-D{STAGE_OUT_DEFINE}={staged}"),
+            format!("-D{HINTS_FIRST_DEFINE}=1"),
+            format!("-D{ROW_AHEAD_DEFINE}=1"),
         ]) else {
             return;
         };
-        let label = format!("keep slots mask {mask} staged {staged}");
-        check_forced_shapes_image(
-            &exe,
-            &EVERY_ENTRY_SHAPES,
-            staged == 2,
-            true,
-            &label,
-            7070 + mask as u64,
-        );
+        adversarial_rows_in_every_entry(&exe, image);
+        tiny_capacities(&exe, image);
+        for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
+            let Some(exe) = build_emulator(&[
+                keep.clone(),
+                format!("-D{EMIT_MASK_DEFINE}={mask}"),
+                format!("-D{EMIT_FORM_DEFINE}=0"),
+                format!("-D{STAGE_OUT_DEFINE}={staged}"),
+            ]) else {
+                return;
+            };
+            let label = format!("keep {mode} slots mask {mask} staged {staged}");
+            check_forced_shapes_image(
+                &exe,
+                &EVERY_ENTRY_SHAPES,
+                staged == 2,
+                image,
+                &label,
+                7070 + mask as u64,
+            );
+        }
     }
 }
 
@@ -990,10 +994,11 @@ fn ss_reg_entries_compile_without_spills() {
     // twelve add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
-    // the kept bins of issue 48 in three builds).
+    // the kept bins of issue 48 in five builds).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep = reg_macros(&["SS_REG_KEEP_BIN=1"]);
+    let keep2 = reg_macros(&["SS_REG_KEEP_BIN=2"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1014,6 +1019,8 @@ fn ss_reg_entries_compile_without_spills() {
             (1, 2, (1, 1), 0, Some(&keep)),
             (0, 0, (0, 1), 1, Some(&keep)),
             (1, 0, (1, 0), 2, Some(&keep)),
+            (1, 2, (1, 1), 0, Some(&keep2)),
+            (0, 0, (0, 1), 2, Some(&keep2)),
         ])
     {
         let mut defines = vec![

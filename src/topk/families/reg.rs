@@ -552,7 +552,7 @@ pub fn plan(
             entry.capacity()
         ));
     }
-    let image_words = if tuning.int("SS_REG_KEEP_BIN").unwrap_or(0) != 0 && !entry.img {
+    let image_words = if tuning.int("SS_REG_KEEP_BIN") == Some(1) && !entry.img {
         entry.capacity() + 3
     } else {
         0
