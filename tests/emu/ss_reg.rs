@@ -27,8 +27,8 @@ use gvr_bench::gpu::sources::{declared_entries, SS_REG};
 use gvr_bench::grid::Batch;
 use gvr_bench::topk::cpu::{select_row_reg, RegCounts, RegModel};
 use gvr_bench::topk::families::reg::{
-    plan_reg, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE, NEXT_WAVE_DEFINE,
-    REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
+    plan_reg, SsRegArgs, EMIT_FORM_DEFINE, EMIT_MASK_DEFINE, HINTS_FIRST_DEFINE, KEEP_BIN_DEFINE,
+    NEXT_WAVE_DEFINE, REG_ENTRIES, ROW_AHEAD_DEFINE, STAGE_OUT_DEFINE, STATIC_SMEM_BYTES,
 };
 use gvr_bench::topk::route::dispatch::REG_DROP_MAX;
 use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
@@ -55,6 +55,8 @@ const DROP: u32 = 2048;
 /// length (`SS_REG_ROW_AHEAD=1`, as the host builds batch-uniform launches
 /// of the 1-float4 entries; [`emu_check`] sets the guess for every entry): every test on this build covers
 /// that load order; the build without them is the slots-only one below.
+/// Also with the bins kept (`SS_REG_KEEP_BIN=2`, as the host builds every
+/// launch but 512/1's at B ≤ SMs); the other modes: [`the_kept_bin_modes_are_exact_on_every_path`].
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
@@ -62,6 +64,7 @@ fn emulator() -> Option<&'static Path> {
             build_emulator(&[
                 format!("-D{HINTS_FIRST_DEFINE}=1"),
                 format!("-D{ROW_AHEAD_DEFINE}=1"),
+                format!("-D{KEEP_BIN_DEFINE}=2"),
             ])
         })
         .as_deref()
@@ -76,6 +79,7 @@ fn emulator_probed() -> Option<&'static Path> {
             build_emulator(&[
                 format!("-D{HINTS_FIRST_DEFINE}=1"),
                 format!("-D{ROW_AHEAD_DEFINE}=1"),
+                format!("-D{KEEP_BIN_DEFINE}=2"),
                 "-DSS_PHASE_PROBE=1".to_string(),
             ])
         })
@@ -765,26 +769,29 @@ fn tiny_capacities(exe: &Path, image: bool) {
 /// `SS_REG_KEEP_BIN` (issue 48): the histogram keeps each value's bin in its
 /// register and the emit reads bins; a crossing candidate's key and the late
 /// escape's row come from a shared-memory image of the row (1) or from the
-/// row in global memory (2).
-/// The build with both emit forms (hints and row ahead, as [`emulator`]) on
+/// row in global memory (2, production); 0 computes bins again (512/1's
+/// launches at B ≤ SMs). Each mode with the load order of [`emulator`] on
 /// the adversarial rows of every entry and the tiny capacities that force
 /// every escape; then slots-only builds in each staging and mask setting on
 /// every entry's shape. The model's path bits must not move.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn the_kept_bins_are_exact_on_every_path() {
-    for mode in [1u32, 2] {
+fn the_kept_bin_modes_are_exact_on_every_path() {
+    for mode in [0u32, 1, 2] {
         let image = mode == 1;
-        let keep = format!("-DSS_REG_KEEP_BIN={mode}");
-        let Some(exe) = build_emulator(&[
-            keep.clone(),
-            format!("-D{HINTS_FIRST_DEFINE}=1"),
-            format!("-D{ROW_AHEAD_DEFINE}=1"),
-        ]) else {
-            return;
-        };
-        adversarial_rows_in_every_entry(&exe, image);
-        tiny_capacities(&exe, image);
+        let keep = format!("-D{KEEP_BIN_DEFINE}={mode}");
+        if mode != 2 {
+            // Mode 2 with this load order is [`emulator`], which every test uses.
+            let Some(exe) = build_emulator(&[
+                keep.clone(),
+                format!("-D{HINTS_FIRST_DEFINE}=1"),
+                format!("-D{ROW_AHEAD_DEFINE}=1"),
+            ]) else {
+                return;
+            };
+            adversarial_rows_in_every_entry(&exe, image);
+            tiny_capacities(&exe, image);
+        }
         for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
             let Some(exe) = build_emulator(&[
                 keep.clone(),
@@ -991,14 +998,16 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // twelve add register knobs (the two-visit slots, then the mask
+    // fourteen add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
-    // the kept bins of issue 48 in five builds).
+    // the bins kept through an image in two builds and not kept in three:
+    // 512/1's launches at B <= SMs). Every other build keeps the bins as the
+    // plan does (`SS_REG_KEEP_BIN` 2).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
-    let keep = reg_macros(&["SS_REG_KEEP_BIN=1"]);
-    let keep2 = reg_macros(&["SS_REG_KEEP_BIN=2"]);
+    let keep1 = reg_macros(&["SS_REG_KEEP_BIN=1"]);
+    let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1016,11 +1025,11 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
-            (1, 2, (1, 1), 0, Some(&keep)),
-            (0, 0, (0, 1), 1, Some(&keep)),
-            (1, 0, (1, 0), 2, Some(&keep)),
-            (1, 2, (1, 1), 0, Some(&keep2)),
-            (0, 0, (0, 1), 2, Some(&keep2)),
+            (1, 2, (1, 1), 0, Some(&keep1)),
+            (0, 0, (0, 1), 1, Some(&keep1)),
+            (0, 2, (0, 1), 0, Some(&keep0)),
+            (0, 1, (0, 1), 0, Some(&keep0)),
+            (0, 0, (0, 1), 0, Some(&keep0)),
         ])
     {
         let mut defines = vec![
@@ -1030,6 +1039,10 @@ fn ss_reg_entries_compile_without_spills() {
             (ROW_AHEAD_DEFINE, row_ahead.to_string()),
             (STAGE_OUT_DEFINE, staged.to_string()),
         ];
+        // The plan keeps bins (mode 2) unless the build's knobs say otherwise.
+        if !tuned.is_some_and(|knobs| knobs.iter().any(|(n, _)| *n == KEEP_BIN_DEFINE)) {
+            defines.push((KEEP_BIN_DEFINE, "2".to_string()));
+        }
         if let Some(knobs) = tuned {
             defines.extend(knobs.iter().cloned());
         }

@@ -17,7 +17,7 @@ use crate::gpu::sources::{Defines, SS_REG};
 use crate::gpu::{DeviceBatch, KernelBuild};
 use crate::topk::launcher::Launcher;
 use crate::topk::route::dispatch::{
-    reg_drop_few, reg_hints_first, reg_mask_slots_32, reg_row_ahead, reg_stage_out,
+    reg_drop_few, reg_hints_first, reg_keep_bins, reg_mask_slots_32, reg_row_ahead, reg_stage_out,
     reg_stage_out_extra,
 };
 use crate::topk::route::params::{DRIVER_SMEM_PER_CTA, SMEM_PER_SM};
@@ -266,6 +266,9 @@ pub const ROW_AHEAD_DEFINE: &str = "SS_REG_ROW_AHEAD";
 /// 1: the slots emit gathers its indices in shared memory (the source's
 /// default is 0).
 pub const STAGE_OUT_DEFINE: &str = "SS_REG_STAGE_OUT";
+/// Bins kept in the registers after the histogram (2: values read again from
+/// global memory; the plan's per-launch setting, [`RegLaunch::keep_bins`]).
+pub const KEEP_BIN_DEFINE: &str = "SS_REG_KEEP_BIN";
 
 /// The emit form called `name` (its kernel code).
 pub fn emit_form_named(name: &str) -> std::result::Result<u32, String> {
@@ -313,6 +316,8 @@ pub struct RegLaunch {
     pub stage_extra_fits: bool,
     /// [`reg_drop_few`] holds for the batch on the planned device.
     pub drop_few_fits: bool,
+    /// [`reg_keep_bins`] holds for the batch and entry on the planned device.
+    pub keep_bins: bool,
     /// Words of the `SS_REG_KEEP_BIN` row image (the entry's capacity + 3 for
     /// its float4 alignment) after everything else; 0 without the knob.
     pub image_words: u32,
@@ -394,7 +399,7 @@ impl RegLaunch {
     /// The defines the plan builds this launch with: the next-wave prefetch
     /// compiled in (`prefetch`) or out, only the emit form of `args.cur`,
     /// [`Self::hints_first`], the staging mode, the row-ahead loads, the mask
-    /// slots and the drop-few bound.
+    /// slots, the drop-few bound and the kept bins.
     pub fn build_defines(&self, prefetch: bool) -> Defines {
         let mut defines = vec![
             (NEXT_WAVE_DEFINE, u32::from(prefetch).to_string()),
@@ -414,6 +419,9 @@ impl RegLaunch {
         }
         if !self.drop_few() {
             defines.push((DROP_MAX_DEFINE, "0".to_string()));
+        }
+        if self.keep_bins {
+            defines.push((KEEP_BIN_DEFINE, "2".to_string()));
         }
         defines
     }
@@ -603,6 +611,7 @@ pub fn plan(
                     + STATIC_SMEM_BYTES as usize
                     + DRIVER_SMEM_PER_CTA)
                 <= SMEM_PER_SM,
+        keep_bins: reg_keep_bins(b, entry.blk, entry.vpt, entry.img, dev),
         image_words: to_u32(image_words, "image words")?,
     })
 }
@@ -770,7 +779,8 @@ mod tests {
                     (HINTS_FIRST_DEFINE, "1".to_string()),
                     (STAGE_OUT_DEFINE, "0".to_string()),
                     (ROW_AHEAD_DEFINE, "0".to_string()),
-                    (DROP_MAX_DEFINE, "0".to_string())
+                    (DROP_MAX_DEFINE, "0".to_string()),
+                    (KEEP_BIN_DEFINE, "2".to_string())
                 ]
             );
         }
@@ -785,7 +795,8 @@ mod tests {
                 (HINTS_FIRST_DEFINE, "0".to_string()),
                 (STAGE_OUT_DEFINE, "0".to_string()),
                 (ROW_AHEAD_DEFINE, "0".to_string()),
-                (DROP_MAX_DEFINE, "0".to_string())
+                (DROP_MAX_DEFINE, "0".to_string()),
+                (KEEP_BIN_DEFINE, "2".to_string())
             ]
         );
         // A row length to load ahead builds the kernel that does.
@@ -800,6 +811,7 @@ mod tests {
             HINTS_FIRST_DEFINE,
             STAGE_OUT_DEFINE,
             ROW_AHEAD_DEFINE,
+            KEEP_BIN_DEFINE,
         ] {
             assert!(
                 crate::gpu::sources::SS_KNOBS.contains(&format!("#ifndef {define}\n")),
@@ -811,6 +823,50 @@ mod tests {
             crate::gpu::sources::SS_KNOBS.contains(&format!("#define {HINTS_FIRST_DEFINE} 0\n"))
         );
         assert!(crate::gpu::sources::SS_KNOBS.contains(&format!("#define {STAGE_OUT_DEFINE} 0\n")));
+        assert!(crate::gpu::sources::SS_KNOBS.contains(&format!("#define {KEEP_BIN_DEFINE} 0\n")));
+    }
+
+    #[test]
+    fn bins_are_kept_where_the_rule_says_and_a_knob_replaces_the_plan() {
+        let dev = DeviceProfile::h200();
+        let keep = |l: &RegLaunch, tuning: &Tuning| {
+            l.build(false, tuning)
+                .defines
+                .into_iter()
+                .filter(|(name, _)| *name == KEEP_BIN_DEFINE)
+                .collect::<Vec<_>>()
+        };
+        let two = (KEEP_BIN_DEFINE, "2".to_string());
+        // 512/1 keeps them only beyond one row per SM.
+        let small = plan_reg(&shape(8, 2052, 2048), &dev).unwrap();
+        assert_eq!((small.entry.blk, small.entry.vpt), (512, 1));
+        assert!(!small.keep_bins && keep(&small, &Tuning::default()).is_empty());
+        let big = plan_reg(&shape(512, 2052, 2048), &dev).unwrap();
+        assert_eq!((big.entry.blk, big.entry.vpt), (512, 1));
+        assert!(big.keep_bins);
+        assert_eq!(keep(&big, &Tuning::default()), std::slice::from_ref(&two));
+        // Every other register entry at every batch size.
+        let one = plan_reg(&shape(1, 16_387, 2048), &dev).unwrap();
+        assert_eq!((one.entry.blk, one.entry.vpt), (1024, 4));
+        assert_eq!(keep(&one, &Tuning::default()), std::slice::from_ref(&two));
+        assert_eq!(one.image_words, 0, "mode 2 needs no image");
+        // A knob replaces the plan's value, once; mode 1 adds the image's words.
+        let off = tuned(&["SS_REG_KEEP_BIN=0"]);
+        assert_eq!(keep(&one, &off), [(KEEP_BIN_DEFINE, "0".to_string())]);
+        let image = plan(
+            &shape(1, 16_387, 2048),
+            &dev,
+            &route(1, 16_387, 16_448, 2048, &dev),
+            &tuned(&["SS_REG_KEEP_BIN=1"]),
+        )
+        .unwrap();
+        assert_eq!(image.image_words as usize, image.entry.capacity() + 3);
+        assert_eq!(
+            image.launch_smem_bytes(),
+            image.dyn_smem_bytes + 4 * image.image_words
+        );
+        // The image entry never: its own image fills that role.
+        assert!(!reg_keep_bins(1, 1024, 1, true, &dev));
     }
 
     #[test]

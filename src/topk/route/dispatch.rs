@@ -241,6 +241,19 @@ pub fn reg_drop_few(
     (near_k || layout_gain) && b <= 2 * dev.sms as usize
 }
 
+/// Whether a reg launch keeps each value's bin in its register after the
+/// histogram and reads a value needed later again from the row in global
+/// memory (`SS_REG_KEEP_BIN` 2 of kernels/ss/reg.cu): every entry but the
+/// image entry (whose own image fills that role) and 512/1 at B ≤ SMs. The
+/// emit then compares bins instead of computing them again (−17 % of its
+/// instructions on 16K × K 2,048); on 512/1 with a row or less per SM the
+/// gain is nil and the crossing values' second read sits on the row's chain
+/// (0.978 at B = 1; reason not profiled).
+/// Evidence: docs/decisions.md (`reg_keep_bins` rule, `SS_REG_KEEP_BIN`).
+pub fn reg_keep_bins(b: usize, blk: u32, vpt: u32, img: bool, dev: &DeviceProfile) -> bool {
+    !img && !(blk == 512 && vpt == 1 && b <= dev.sms as usize)
+}
+
 /// Whether a slots-form reg launch gathers its emitted indices in shared
 /// memory and copies them out coalesced (`SS_REG_STAGE_OUT` of
 /// kernels/ss/reg.cu): where each thread emits about four or more (k ≥ 4 ×
