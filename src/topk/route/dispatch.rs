@@ -251,7 +251,8 @@ pub fn reg_drop_few(
 /// (0.978 at B = 1; reason not profiled).
 /// Evidence: docs/decisions.md (`reg_keep_bins` rule, `SS_REG_KEEP_BIN`).
 pub fn reg_keep_bins(b: usize, blk: u32, vpt: u32, img: bool, dev: &DeviceProfile) -> bool {
-    !img && !(blk == 512 && vpt == 1 && b <= dev.sms as usize)
+    let small_512_1 = blk == 512 && vpt == 1 && b <= dev.sms as usize;
+    !img && !small_512_1
 }
 
 /// Whether a slots-form reg launch gathers its emitted indices in shared
