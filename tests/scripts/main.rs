@@ -1,9 +1,10 @@
-//! The Python tools under scripts/ (each test says SKIPPED where python3 or a package is missing).
+//! The tools under scripts/ (each test says SKIPPED where python3, bash or a package is missing).
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod ab_compare;
+mod device_lib;
 mod import;
 mod ncu_sass_regions;
 mod peer_dry;

@@ -1,0 +1,62 @@
+# Shared prologue and helpers of the ad-hoc device call scripts (scripts/.callN.sh, archived
+# as reports/*/callN.*.sh): source it, then call `device_setup`. Sourcing runs nothing.
+# (campaign.sh and device_check.sh keep their own setup: changing them needs a GPU run.)
+#
+#   source scripts/device_lib.sh
+#   device_setup                       # paths, card line, H200 / FLUSH, synth captures
+#   step NAME LIMIT_S CMD...           # CMD under timeout, output to /tmp/logs/NAME.log
+#   pack NAME PATH...                  # tar of PATHs (relative to /tmp) to $OUT/NAME.tgz
+#
+# A call returns at most eight files under $OUT: pack logs, records and profiles.
+
+# The L2 flush for a card named $1: 512 MiB on an H200 (its flush A/B has not run), 128 MiB on
+# an H100 (within 0.4 % of 512 MiB there, reports/h100/2026-12-07d).
+gvr_flush_mib() {
+    case "$1" in
+        *H200*) echo 512 ;;
+        *) echo 128 ;;
+    esac
+}
+
+# CUDA and CUPTI libraries, the kernel cache, B (the binary), L (the call log), the card line,
+# SECONDS from 0, H200 (0/1), FLUSH (MiB), the synth captures in /tmp/gvr-caps.
+device_setup() {
+    export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}
+    export GVR_CACHE_DIR=/tmp/gvr-kernel-cache
+    B=$PWD/devbin/new/gvr-bench
+    L=$OUT/call.log
+    mkdir -p /tmp/x /tmp/logs /tmp/prof
+    local card
+    card=$(nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader)
+    echo "$card" | tee "$L"
+    SECONDS=0
+    H200=0
+    case "$card" in *H200*) H200=1 ;; esac
+    FLUSH=$(gvr_flush_mib "$card")
+    echo "flush $FLUSH MiB" | tee -a "$L"
+    "$B" capture synth --out /tmp/gvr-caps --steps 4 --seed 0 > /dev/null 2>&1
+    echo "synth rc=$? at $SECONDS s" | tee -a "$L"
+}
+
+# step NAME LIMIT_S CMD...: run CMD under `timeout -s INT`, its output to /tmp/logs/NAME.log;
+# the exit status and the time go to the call log. Never aborts the call.
+step() {
+    local name="$1" limit="$2"
+    shift 2
+    mkdir -p /tmp/logs
+    timeout -s INT "$limit" "$@" > "/tmp/logs/$name.log" 2>&1
+    local rc=$?
+    echo "$name rc=$rc at $SECONDS s" | tee -a "$L"
+    return 0
+}
+
+# pack NAME PATH...: the PATHs (relative to /tmp; missing ones skipped) as $OUT/NAME.tgz.
+pack() {
+    local name="$1" have=()
+    shift
+    for p in "$@"; do
+        [ -e "/tmp/$p" ] && have+=("$p")
+    done
+    [ ${#have[@]} -gt 0 ] && tar czf "$OUT/$name.tgz" -C /tmp "${have[@]}"
+    return 0
+}

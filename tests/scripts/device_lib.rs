@@ -1,0 +1,58 @@
+//! scripts/device_lib.sh, the sourced prologue of the device call scripts: the flush size by
+//! card, `step` (exit status and time to the call log, never aborting the call) and `pack`
+//! (missing paths skipped). Sourcing must run nothing. Needs bash; without it the test prints
+//! SKIPPED and returns.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bash(script: &str, out: &Path) -> Option<std::process::Output> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/device_lib.sh");
+    match Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && {script}", lib.display()))
+        .env("OUT", out)
+        .output()
+    {
+        Ok(o) => Some(o),
+        Err(e) => {
+            println!("SKIPPED: bash not runnable ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_lib_picks_the_flush_logs_each_step_and_packs_what_exists() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path();
+    // Sourcing alone writes nothing.
+    let Some(o) = bash("true", out) else { return };
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(std::fs::read_dir(out).unwrap().count(), 0);
+    let Some(o) = bash(
+        "gvr_flush_mib 'NVIDIA H200, GPU-1, 580'; gvr_flush_mib 'NVIDIA H100 80GB HBM3, GPU-2, 580'",
+        out,
+    ) else {
+        return;
+    };
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "512\n128\n");
+    // A failing step is logged with its status and the call goes on.
+    let script = format!(
+        "L=$OUT/call.log; step failing 5 false; step passing 5 true; mkdir -p /tmp/gvr-device-lib-test-{pid}; \
+         echo x > /tmp/gvr-device-lib-test-{pid}/a; pack bundle gvr-device-lib-test-{pid} gvr-device-lib-test-missing-{pid}; \
+         tar tzf $OUT/bundle.tgz; rm -rf /tmp/gvr-device-lib-test-{pid}",
+        pid = std::process::id()
+    );
+    let Some(o) = bash(&script, out) else { return };
+    assert!(o.status.success(), "{o:?}");
+    let log = std::fs::read_to_string(out.join("call.log")).expect("call log");
+    assert!(log.contains("failing rc=1 at "), "{log}");
+    assert!(log.contains("passing rc=0 at "), "{log}");
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        listed.contains(&format!("gvr-device-lib-test-{}/a", std::process::id())),
+        "{listed}"
+    );
+    assert!(!listed.contains("missing"), "{listed}");
+}
