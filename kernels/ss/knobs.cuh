@@ -164,9 +164,8 @@
 
 // production (issue 48): the histogram visit keeps each value's bin in its
 // register, so the emit reads bins instead of computing them again; a value
-// needed later comes from a shared-memory image of the row (1; the host adds
-// its words) or from the row in global memory (2: the plan builds it per
-// launch, src/topk/route/dispatch.rs `reg_keep_bins`).
+// needed later is read again from the row in global memory (the plan builds
+// it per launch, src/topk/route/dispatch.rs `reg_keep_bins`).
 #ifndef SS_REG_KEEP_BIN
 #define SS_REG_KEEP_BIN 0
 #endif

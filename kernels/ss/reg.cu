@@ -328,19 +328,15 @@ __device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 
 
 // SS_REG_KEEP_BIN: the histogram visit keeps each value's bin in the value's
 // register (its bits: bins are < NBH <= 2048), so later phases read a bin
-// without computing it again. IMAGE (knob 1): it writes the row's values to
-// an image in shared memory first, in the layout of the registers (float4 i4
-// at 4·i4, the tail scalar at 4·n4 + tid), where a value (a crossing
-// candidate's key, the late escape's row) is read again; knob 2 reads them
-// from the row in global memory instead.
-template <int BLK, int VPT, int NBH, bool IMAGE>
-__device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, u32 n, float sc, float cq, u32* hist,
-                                                      float* img) {
+// without computing it again; a value needed after it (a crossing
+// candidate's key, the row of an escape after the scan) is read again from
+// the row in global memory (the row's own loads left it in L1 or L2).
+template <int BLK, int VPT, int NBH>
+__device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, u32 n, float sc, float cq, u32* hist) {
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
         const u32 i4 = threadIdx.x + (u32)u * BLK;
         if (i4 < n4) {
-            if (IMAGE) reinterpret_cast<float4*>(img)[i4] = r.v[u];
             const u32 bx = ss_reg_bin<NBH>(r.v[u].x, sc, cq);
             const u32 by = ss_reg_bin<NBH>(r.v[u].y, sc, cq);
             const u32 bz = ss_reg_bin<NBH>(r.v[u].z, sc, cq);
@@ -357,33 +353,22 @@ __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, 
     }
     const u32 et = 4u * n4 + threadIdx.x;
     if (et < n) {
-        if (IMAGE) img[et] = r.tail;
         const u32 bt = ss_reg_bin<NBH>(r.tail, sc, cq);
         red_shared_add(hist + bt, 1u);
         r.tail = __uint_as_float(bt);
     }
 }
 
-// SS_REG_KEEP_BIN: the registers again from the image (the values of every
-// valid element, −inf elsewhere), for the escape after the histogram. The
-// caller has a barrier between the image's writes and this.
-template <int BLK, int VPT>
-__device__ __forceinline__ void ss_reg_row_from_image(SsRegRow<VPT>& r, u32 n4, u32 n, const float* img) {
-    const float NEG_INF = ss_neg_inf();
-#pragma unroll
-    for (int u = 0; u < VPT; ++u) {
-        const u32 i4 = threadIdx.x + (u32)u * BLK;
-        if (i4 < n4) {
-            r.v[u] = reinterpret_cast<const float4*>(img)[i4];
-        } else {
-            r.v[u].x = NEG_INF;
-            r.v[u].y = NEG_INF;
-            r.v[u].z = NEG_INF;
-            r.v[u].w = NEG_INF;
-        }
-    }
-    const u32 et = 4u * n4 + threadIdx.x;
-    r.tail = et < n ? img[et] : NEG_INF;
+// The bin of a valid element's register x, and its value: KEPT (the histogram
+// left bins in the registers), x's bits and the row's element idx; else the
+// bin of x and x.
+template <int NBH, bool KEPT>
+__device__ __forceinline__ u32 ss_reg_bin_of(float x, float sc, float cq) {
+    return KEPT ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq);
+}
+template <bool KEPT>
+__device__ __forceinline__ float ss_reg_value_of(float x, const float* X, u32 idx) {
+    return KEPT ? ldg_nc_f(X + idx) : x;
 }
 
 // SS_REG_EMIT_MASK: element bit i of the thread's registers (see
@@ -754,19 +739,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
 
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
-    // KEEP: the image after ck | ci (and the k staging words of SS_REG_STAGE_OUT 2),
-    // from the next multiple of 4 words (float4 stores); the host adds
-    // capacity + 3 words (src/topk/families/reg.rs `RegLaunch::image_words`).
-    // (Compiled out of the default build, whose code it would otherwise move.)
-    // KEEP_BIN 2: no image; a value is read again from the row in global
-    // memory (the row's own loads left it in L1 or L2).
-#if SS_REG_KEEP_BIN
-    constexpr bool KEEP = !IMG;
-    constexpr bool KIMG = SS_REG_KEEP_BIN == 1;
-    float* const kimg = reinterpret_cast<float*>(
-        ss_reg_dyn + ((NBH + 2u * p.cmp + (SS_REG_STAGE_OUT == 2 ? k : 0u) + 3u) & ~3u));
+    constexpr bool KEEP = SS_REG_KEEP_BIN != 0 && !IMG;  // not regimg (its own image)
+#if SS_REG_KEEP_BIN  // (compiled out of the default build, whose code it would otherwise move)
     if (KEEP) {
-        ss_reg_hist_keep_bins<BLK, VPT, NBH, KIMG>(r, n4, n, sc, cq, hist, kimg);
+        ss_reg_hist_keep_bins<BLK, VPT, NBH>(r, n4, n, sc, cq, hist);
     } else
 #endif
     {
@@ -788,23 +764,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const bool whole = need >= m;
     if (cb == 0u || (!whole && m > p.cmp)) {
         SS_RTRACE(cb == 0u ? SS_RTR_ESC_TRASH : SS_RTR_ESC_CMP);
-#if SS_REG_KEEP_BIN
-        if (KEEP && KIMG) ss_reg_row_from_image<BLK, VPT>(r, n4, n, kimg);  // each thread reads back what it wrote
-        if (KEEP && !KIMG) ss_reg_load_row<BLK, VPT, false>(r, X, n);
-#endif
+        if (KEEP) ss_reg_load_row<BLK, VPT, false>(r, X, n);  // the values again
         ss_reg_escape<BLK, VPT>(r, n4, n, k, O, s);
         return;
     }
-    // The bin of a valid element's register, and its value (KEEP: bin bits
-    // in the register, the value in the image).
-#if SS_REG_KEEP_BIN
-#define SS_REG_BIN_OF(x) (KEEP ? __float_as_uint(x) : ss_reg_bin<NBH>(x, sc, cq))
-#define SS_REG_VALUE_OF(x, idx) (KEEP ? (KIMG ? kimg[idx] : ldg_nc_f(X + (idx))) : (x))
-#else
-#define SS_REG_BIN_OF(x) ss_reg_bin<NBH>(x, sc, cq)
-#define SS_REG_VALUE_OF(x, idx) (x)
-#endif
-
     // ---- 5. emit: bins > B to [0, above), bin B to [above, above + m) or the candidates ----
     i32* const OE = opaque_global_ptr(O);  // one IMAD.WIDE per emitted index (see opaque_global_ptr)
     // Element `slot` of the crossing bin: to the output when the bin is needed whole, else a candidate.
@@ -832,13 +795,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (cursors) {  // CUR: one shared atomic per emitted element on its bin's cursor
         // One test on the path of the many elements below the crossing bin.
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-            const u32 b = SS_REG_BIN_OF(x);
+            const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
             if (b >= cb) {
                 const u32 slot = atomicAdd(hist + b, 1u);
                 if (b > cb) {
                     OE[slot] = (i32)idx;
                 } else {
-                    put_cross(SS_REG_VALUE_OF(x, idx), idx, slot - above);
+                    put_cross(ss_reg_value_of<KEEP>(x, X, idx), idx, slot - above);
                 }
             }
         });
@@ -846,7 +809,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
-            const u32 b = SS_REG_BIN_OF(x);
+            const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
             wmask |= (b > cb ? 1u : 0u) << bit;
             xmask |= (b == cb ? 1u : 0u) << bit;
         };
@@ -881,14 +844,14 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             if (stage_out && whole) {
                 so[above + cross_slot++] = idx;
             } else {
-                put_cross(SS_REG_VALUE_OF(ss_reg_bit_value<VPT>(r, bit), idx), idx, cross_slot++);
+                put_cross(ss_reg_value_of<KEEP>(ss_reg_bit_value<VPT>(r, bit), X, idx), idx, cross_slot++);
             }
         }
         if (stage_out) copy_out_staged(so);
     } else {  // slots: count, one warp-aggregated reservation (SS_EMIT_CROSS), write
         u32 mine = 0u;
         ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32) {
-            const u32 b = SS_REG_BIN_OF(x);
+            const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
             mine += b > cb ? 1u : (b == cb ? SS_EMIT_CROSS : 0u);
         });
         __syncwarp();  // the counting visit leaves the lanes split
@@ -901,26 +864,26 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
             // runtime choice would sit on every element.
             u32* const so = staging();
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = SS_REG_BIN_OF(x);
+                const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
                 if (b >= cb) {
                     if (b > cb) {
                         so[win_slot++] = idx;
                     } else if (whole) {
                         so[above + cross_slot++] = idx;
                     } else {
-                        put_cross(SS_REG_VALUE_OF(x, idx), idx, cross_slot++);
+                        put_cross(ss_reg_value_of<KEEP>(x, X, idx), idx, cross_slot++);
                     }
                 }
             });
             copy_out_staged(so);
         } else {
             ss_reg_each<BLK, VPT>(r, n4, n, [&](float x, u32 idx) {
-                const u32 b = SS_REG_BIN_OF(x);
+                const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
                 if (b >= cb) {
                     if (b > cb) {
                         OE[win_slot++] = (i32)idx;
                     } else {
-                        put_cross(SS_REG_VALUE_OF(x, idx), idx, cross_slot++);
+                        put_cross(ss_reg_value_of<KEEP>(x, X, idx), idx, cross_slot++);
                     }
                 }
             });
@@ -968,9 +931,6 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     src.idx = ci;
     ss_narrow_emit<BLK>(src, m, s.kmin, s.kmax, need, m, SS_REG_REFINE_LEVELS, O, above, nsh);
 }
-
-#undef SS_REG_BIN_OF
-#undef SS_REG_VALUE_OF
 
 // Entry points, written out (not macro-generated) so the host-side text scan
 // of kernel declarations (gpu::sources::declared_entries) sees every name.

@@ -55,7 +55,7 @@ const DROP: u32 = 2048;
 /// length (`SS_REG_ROW_AHEAD=1`, as the host builds batch-uniform launches
 /// of the 1-float4 entries; [`emu_check`] sets the guess for every entry): every test on this build covers
 /// that load order; the build without them is the slots-only one below.
-/// Also with the bins kept (`SS_REG_KEEP_BIN=2`, as the host builds every
+/// Also with the bins kept (`SS_REG_KEEP_BIN=1`, as the host builds every
 /// launch but 512/1's at B ≤ SMs); the other modes: [`the_kept_bin_modes_are_exact_on_every_path`].
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
@@ -64,7 +64,7 @@ fn emulator() -> Option<&'static Path> {
             build_emulator(&[
                 format!("-D{HINTS_FIRST_DEFINE}=1"),
                 format!("-D{ROW_AHEAD_DEFINE}=1"),
-                format!("-D{KEEP_BIN_DEFINE}=2"),
+                format!("-D{KEEP_BIN_DEFINE}=1"),
             ])
         })
         .as_deref()
@@ -79,7 +79,7 @@ fn emulator_probed() -> Option<&'static Path> {
             build_emulator(&[
                 format!("-D{HINTS_FIRST_DEFINE}=1"),
                 format!("-D{ROW_AHEAD_DEFINE}=1"),
-                format!("-D{KEEP_BIN_DEFINE}=2"),
+                format!("-D{KEEP_BIN_DEFINE}=1"),
                 "-DSS_PHASE_PROBE=1".to_string(),
             ])
         })
@@ -162,9 +162,6 @@ struct RegEmu {
     /// Dynamic shared memory words beyond the entry's (the staging words of
     /// `SS_REG_STAGE_OUT=2`).
     extra_words: usize,
-    /// The build keeps bins (`SS_REG_KEEP_BIN=1`): the row image's capacity + 3
-    /// words follow everything else, as `RegLaunch::image_words`.
-    image: bool,
 }
 
 /// Small stress CTAs of reg_main.cpp: (id, BLK, VPT, NBH).
@@ -182,7 +179,6 @@ impl RegEmu {
             args: p.args,
             rows,
             extra_words: 0,
-            image: false,
         }
     }
 
@@ -215,7 +211,6 @@ impl RegEmu {
             },
             rows,
             extra_words: 0,
-            image: false,
         }
     }
 
@@ -227,8 +222,7 @@ impl RegEmu {
             None if self.entry == 17 => (self.nbh as usize + (2 * cmp).max(self.capacity())) * 4,
             None => (self.nbh as usize + 2 * cmp) * 4,
         };
-        let image = if self.image { self.capacity() + 3 } else { 0 };
-        (bytes + 4 * (self.extra_words + image)) as u32
+        (bytes + 4 * self.extra_words) as u32
     }
 
     fn capacity(&self) -> usize {
@@ -438,12 +432,12 @@ fn adversarial_batch(n: usize, k: usize, shift: usize, seed: u64) -> Batch {
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn every_compiled_entry_is_exact_on_adversarial_rows() {
     let Some(exe) = emulator() else { return };
-    adversarial_rows_in_every_entry(exe, false);
+    adversarial_rows_in_every_entry(exe);
 }
 
 /// Every entry of REG_ENTRIES on adversarial rows of several lengths and k;
-/// every path of the chain must be taken. `image`: the build keeps bins.
-fn adversarial_rows_in_every_entry(exe: &Path, image: bool) {
+/// every path of the chain must be taken.
+fn adversarial_rows_in_every_entry(exe: &Path) {
     let mut seen = 0u32;
     for (id, e) in REG_ENTRIES.iter().enumerate() {
         let cap = e.capacity();
@@ -460,8 +454,7 @@ fn adversarial_rows_in_every_entry(exe: &Path, image: bool) {
             }
             for (i, n) in ns.into_iter().enumerate() {
                 let b = adversarial_batch(n, k, i + j, 1000 + id as u64 * 31 + i as u64);
-                let mut launch = RegEmu::forced(id as u32, &b, b.rows);
-                launch.image = image;
+                let launch = RegEmu::forced(id as u32, &b, b.rows);
                 let label = format!("{} n={n} k={k}", e.name());
                 for bits in emu_check(exe, &b, &launch, &label) {
                     seen |= bits;
@@ -493,26 +486,12 @@ fn check_forced_shapes(
     label: &str,
     seed: u64,
 ) -> u32 {
-    check_forced_shapes_image(exe, shapes, extra_words, false, label, seed)
-}
-
-/// [`check_forced_shapes`], the launches sized for a build that keeps bins
-/// where `image` holds.
-fn check_forced_shapes_image(
-    exe: &Path,
-    shapes: &[(u32, usize, usize)],
-    extra_words: bool,
-    image: bool,
-    label: &str,
-    seed: u64,
-) -> u32 {
     let mut seen = 0u32;
     for &(id, n, k) in shapes {
         let e = REG_ENTRIES[id as usize];
         let n = n.min(e.capacity());
         let b = adversarial_batch(n, k, id as usize, seed + id as u64);
         let mut launch = RegEmu::forced(id, &b, b.rows);
-        launch.image = image;
         if extra_words {
             launch.extra_words = k;
         }
@@ -711,14 +690,13 @@ fn cycled_hints(rows: &[Vec<f32>], k: usize, round: usize, rng: &mut ChaCha8Rng)
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn tiny_capacities_force_every_escape_and_stay_exact() {
     let Some(exe) = emulator() else { return };
-    tiny_capacities(exe, false);
+    tiny_capacities(exe);
 }
 
 /// Small CTAs (64/128 threads), CMP and QC far below upstream's, random
 /// k: crossing bins above CMP, rank vs narrowing, rows longer than the
-/// register capacity (through a per-row n the plan never makes). `image`:
-/// the build keeps bins.
-fn tiny_capacities(exe: &Path, image: bool) {
+/// register capacity (through a per-row n the plan never makes).
+fn tiny_capacities(exe: &Path) {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
     let mut seen = 0u32;
     for &(id, blk, vpt, _) in &SMALL {
@@ -733,7 +711,6 @@ fn tiny_capacities(exe: &Path, image: bool) {
             let b = batch(&rows, &hints, k);
             for (cmp, qc) in [(4u32, 0u32), (40, 8), (4096, 4096), (2, 1000)] {
                 let mut launch = RegEmu::forced(id, &b, b.rows);
-                launch.image = image;
                 launch.args.cmp = cmp;
                 launch.args.qc = qc;
                 launch.args.use_hints = (round % 2) as u32;
@@ -750,8 +727,7 @@ fn tiny_capacities(exe: &Path, image: bool) {
         .map(|i| long(&mut rng as &mut dyn RngCore, 900 + i * 333))
         .collect();
     let b = batch(&rows, &[], 50);
-    let mut launch = RegEmu::forced(16, &b, b.rows);
-    launch.image = image;
+    let launch = RegEmu::forced(16, &b, b.rows);
     assert!(b.n_max() > launch.capacity());
     for bits in emu_check(exe, &b, &launch, "oversize rows") {
         assert_eq!(bits, OVERSIZE, "{bits:#x}");
@@ -768,33 +744,28 @@ fn tiny_capacities(exe: &Path, image: bool) {
 
 /// `SS_REG_KEEP_BIN` (issue 48): the histogram keeps each value's bin in its
 /// register and the emit reads bins; a crossing candidate's key and the late
-/// escape's row come from a shared-memory image of the row (1) or from the
-/// row in global memory (2, production); 0 computes bins again (512/1's
-/// launches at B ≤ SMs). Each mode with the load order of [`emulator`] on
-/// the adversarial rows of every entry and the tiny capacities that force
-/// every escape; then slots-only builds in each staging and mask setting on
-/// every entry's shape. The model's path bits must not move.
+/// escape's row are read again from the row in global memory (1, production);
+/// 0 computes bins again (512/1's launches at B ≤ SMs). Mode 0 with the load
+/// order of [`emulator`] (which builds mode 1 for every other test) on the
+/// adversarial rows of every entry and the tiny capacities that force every
+/// escape; then both modes in slots-only builds in each staging and mask
+/// setting on every entry's shape. The model's path bits must not move.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_kept_bin_modes_are_exact_on_every_path() {
-    for mode in [0u32, 1, 2] {
-        let image = mode == 1;
-        let keep = format!("-D{KEEP_BIN_DEFINE}={mode}");
-        if mode != 2 {
-            // Mode 2 with this load order is [`emulator`], which every test uses.
-            let Some(exe) = build_emulator(&[
-                keep.clone(),
-                format!("-D{HINTS_FIRST_DEFINE}=1"),
-                format!("-D{ROW_AHEAD_DEFINE}=1"),
-            ]) else {
-                return;
-            };
-            adversarial_rows_in_every_entry(&exe, image);
-            tiny_capacities(&exe, image);
-        }
+    let Some(exe) = build_emulator(&[
+        format!("-D{KEEP_BIN_DEFINE}=0"),
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+        format!("-D{ROW_AHEAD_DEFINE}=1"),
+    ]) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe);
+    tiny_capacities(&exe);
+    for mode in [0u32, 1] {
         for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
             let Some(exe) = build_emulator(&[
-                keep.clone(),
+                format!("-D{KEEP_BIN_DEFINE}={mode}"),
                 format!("-D{EMIT_MASK_DEFINE}={mask}"),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
@@ -802,11 +773,10 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
                 return;
             };
             let label = format!("keep {mode} slots mask {mask} staged {staged}");
-            check_forced_shapes_image(
+            check_forced_shapes(
                 &exe,
                 &EVERY_ENTRY_SHAPES,
                 staged == 2,
-                image,
                 &label,
                 7070 + mask as u64,
             );
@@ -998,15 +968,13 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // fourteen add register knobs (the two-visit slots, then the mask
+    // twelve add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
-    // the bins kept through an image in two builds and not kept in three:
-    // 512/1's launches at B <= SMs). Every other build keeps the bins as the
-    // plan does (`SS_REG_KEEP_BIN` 2).
+    // the bins not kept in three builds: 512/1's launches at B <= SMs).
+    // Every other build keeps the bins as the plan does (`SS_REG_KEEP_BIN` 1).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
-    let keep1 = reg_macros(&["SS_REG_KEEP_BIN=1"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
@@ -1025,8 +993,6 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 2, Some(&wide_mask)),
             (1, 0, (1, 0), 0, Some(&wide_mask)),
             (0, 2, (0, 0), 0, Some(&wide_mask)),
-            (1, 2, (1, 1), 0, Some(&keep1)),
-            (0, 0, (0, 1), 1, Some(&keep1)),
             (0, 2, (0, 1), 0, Some(&keep0)),
             (0, 1, (0, 1), 0, Some(&keep0)),
             (0, 0, (0, 1), 0, Some(&keep0)),
@@ -1039,9 +1005,9 @@ fn ss_reg_entries_compile_without_spills() {
             (ROW_AHEAD_DEFINE, row_ahead.to_string()),
             (STAGE_OUT_DEFINE, staged.to_string()),
         ];
-        // The plan keeps bins (mode 2) unless the build's knobs say otherwise.
+        // The plan keeps bins unless the build's knobs say otherwise.
         if !tuned.is_some_and(|knobs| knobs.iter().any(|(n, _)| *n == KEEP_BIN_DEFINE)) {
-            defines.push((KEEP_BIN_DEFINE, "2".to_string()));
+            defines.push((KEEP_BIN_DEFINE, "1".to_string()));
         }
         if let Some(knobs) = tuned {
             defines.extend(knobs.iter().cloned());

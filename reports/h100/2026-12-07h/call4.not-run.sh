@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 48, production with the kept bins (SS_REG_KEEP_BIN 2 by the `reg_keep_bins` rule) on a
+# Issue 48, production with the kept bins (SS_REG_KEEP_BIN 1 by the `reg_keep_bins` rule) on a
 # second card: its A/B against mode 0 (experiments/reg_keep_bin.toml), whole-grid certify,
 # compute-sanitizer in both emit forms (512/1 with and without the kept bins through B 8 / 512),
 # the GPU tests of the ss families, the floor sample (route / off), then Nsight Compute of
@@ -31,7 +31,7 @@ pack records x/keep/results.jsonl x/keep/manifest.json x/floor/results.jsonl x/f
 pack logs logs
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for b in 1024 1; do
-  for v in 2 0; do
+  for v in 1 0; do
     [ $SECONDS -lt 460 ] || break 2
     step ncu-b$b-k$v 100 $NCU --clock-control none --set full --warp-sampling-interval 0 --kernel-name regex:'^ss_reg' \
       --launch-count 1 -f -o /tmp/prof/16kb$b-k$v $B certify --captures /tmp/gvr-caps --cells v32_16k_L00 --batches $b \

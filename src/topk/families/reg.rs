@@ -266,8 +266,8 @@ pub const ROW_AHEAD_DEFINE: &str = "SS_REG_ROW_AHEAD";
 /// 1: the slots emit gathers its indices in shared memory (the source's
 /// default is 0).
 pub const STAGE_OUT_DEFINE: &str = "SS_REG_STAGE_OUT";
-/// Bins kept in the registers after the histogram (2: values read again from
-/// global memory; the plan's per-launch setting, [`RegLaunch::keep_bins`]).
+/// Bins kept in the registers after the histogram (1; values needed later read
+/// again from global memory): the plan's per-launch setting, [`RegLaunch::keep_bins`].
 pub const KEEP_BIN_DEFINE: &str = "SS_REG_KEEP_BIN";
 
 /// The emit form called `name` (its kernel code).
@@ -318,9 +318,6 @@ pub struct RegLaunch {
     pub drop_few_fits: bool,
     /// [`reg_keep_bins`] holds for the batch and entry on the planned device.
     pub keep_bins: bool,
-    /// Words of the `SS_REG_KEEP_BIN` row image (the entry's capacity + 3 for
-    /// its float4 alignment) after everything else; 0 without the knob.
-    pub image_words: u32,
 }
 
 impl RegLaunch {
@@ -385,7 +382,7 @@ impl RegLaunch {
     }
 
     /// Dynamic shared memory of the launch: the entry's, plus the k staging
-    /// words of [`Self::stage_extra`] and the row image's words.
+    /// words of [`Self::stage_extra`].
     pub fn launch_smem_bytes(&self) -> u32 {
         self.dyn_smem_bytes
             + if self.stage_extra() {
@@ -393,7 +390,6 @@ impl RegLaunch {
             } else {
                 0
             }
-            + 4 * self.image_words
     }
 
     /// The defines the plan builds this launch with: the next-wave prefetch
@@ -421,7 +417,7 @@ impl RegLaunch {
             defines.push((DROP_MAX_DEFINE, "0".to_string()));
         }
         if self.keep_bins {
-            defines.push((KEEP_BIN_DEFINE, "2".to_string()));
+            defines.push((KEEP_BIN_DEFINE, "1".to_string()));
         }
         defines
     }
@@ -560,16 +556,10 @@ pub fn plan(
             entry.capacity()
         ));
     }
-    let image_words = if tuning.int("SS_REG_KEEP_BIN") == Some(1) && !entry.img {
-        entry.capacity() + 3
-    } else {
-        0
-    };
     let dyn_smem = entry.dyn_smem_bytes(plan.cmp);
-    if dyn_smem + 4 * image_words + STATIC_SMEM_BYTES as usize > dev.smem_optin as usize {
+    if dyn_smem + STATIC_SMEM_BYTES as usize > dev.smem_optin as usize {
         return Err(format!(
-            "{dyn_smem} B of shared memory (+{} of row image, +{STATIC_SMEM_BYTES} static) exceed the device's {}",
-            4 * image_words,
+            "{dyn_smem} B of shared memory (+{STATIC_SMEM_BYTES} static) exceed the device's {}",
             dev.smem_optin
         ));
     }
@@ -606,13 +596,9 @@ pub fn plan(
         drop_few_fits: reg_drop_few(b, n, shape.k, (entry.blk, entry.vpt, entry.img), dev),
         stage_extra_fits: reg_stage_out_extra(b, shape.k, entry.blk, entry.nbh, dev)
             && entry.minb as usize
-                * (dyn_smem
-                    + 4 * (shape.k + image_words)
-                    + STATIC_SMEM_BYTES as usize
-                    + DRIVER_SMEM_PER_CTA)
+                * (dyn_smem + 4 * shape.k + STATIC_SMEM_BYTES as usize + DRIVER_SMEM_PER_CTA)
                 <= SMEM_PER_SM,
         keep_bins: reg_keep_bins(b, entry.blk, entry.vpt, entry.img, dev),
-        image_words: to_u32(image_words, "image words")?,
     })
 }
 
@@ -780,7 +766,7 @@ mod tests {
                     (STAGE_OUT_DEFINE, "0".to_string()),
                     (ROW_AHEAD_DEFINE, "0".to_string()),
                     (DROP_MAX_DEFINE, "0".to_string()),
-                    (KEEP_BIN_DEFINE, "2".to_string())
+                    (KEEP_BIN_DEFINE, "1".to_string())
                 ]
             );
         }
@@ -796,7 +782,7 @@ mod tests {
                 (STAGE_OUT_DEFINE, "0".to_string()),
                 (ROW_AHEAD_DEFINE, "0".to_string()),
                 (DROP_MAX_DEFINE, "0".to_string()),
-                (KEEP_BIN_DEFINE, "2".to_string())
+                (KEEP_BIN_DEFINE, "1".to_string())
             ]
         );
         // A row length to load ahead builds the kernel that does.
@@ -836,7 +822,7 @@ mod tests {
                 .filter(|(name, _)| *name == KEEP_BIN_DEFINE)
                 .collect::<Vec<_>>()
         };
-        let two = (KEEP_BIN_DEFINE, "2".to_string());
+        let on = (KEEP_BIN_DEFINE, "1".to_string());
         // 512/1 keeps them only beyond one row per SM.
         let small = plan_reg(&shape(8, 2052, 2048), &dev).unwrap();
         assert_eq!((small.entry.blk, small.entry.vpt), (512, 1));
@@ -844,27 +830,14 @@ mod tests {
         let big = plan_reg(&shape(512, 2052, 2048), &dev).unwrap();
         assert_eq!((big.entry.blk, big.entry.vpt), (512, 1));
         assert!(big.keep_bins);
-        assert_eq!(keep(&big, &Tuning::default()), std::slice::from_ref(&two));
+        assert_eq!(keep(&big, &Tuning::default()), std::slice::from_ref(&on));
         // Every other register entry at every batch size.
         let one = plan_reg(&shape(1, 16_387, 2048), &dev).unwrap();
         assert_eq!((one.entry.blk, one.entry.vpt), (1024, 4));
-        assert_eq!(keep(&one, &Tuning::default()), std::slice::from_ref(&two));
-        assert_eq!(one.image_words, 0, "mode 2 needs no image");
-        // A knob replaces the plan's value, once; mode 1 adds the image's words.
+        assert_eq!(keep(&one, &Tuning::default()), std::slice::from_ref(&on));
+        // A knob replaces the plan's value, once.
         let off = tuned(&["SS_REG_KEEP_BIN=0"]);
         assert_eq!(keep(&one, &off), [(KEEP_BIN_DEFINE, "0".to_string())]);
-        let image = plan(
-            &shape(1, 16_387, 2048),
-            &dev,
-            &route(1, 16_387, 16_448, 2048, &dev),
-            &tuned(&["SS_REG_KEEP_BIN=1"]),
-        )
-        .unwrap();
-        assert_eq!(image.image_words as usize, image.entry.capacity() + 3);
-        assert_eq!(
-            image.launch_smem_bytes(),
-            image.dyn_smem_bytes + 4 * image.image_words
-        );
         // The image entry never: its own image fills that role.
         assert!(!reg_keep_bins(1, 1024, 1, true, &dev));
     }

@@ -243,7 +243,7 @@ pub fn reg_drop_few(
 
 /// Whether a reg launch keeps each value's bin in its register after the
 /// histogram and reads a value needed later again from the row in global
-/// memory (`SS_REG_KEEP_BIN` 2 of kernels/ss/reg.cu): every entry but the
+/// memory (`SS_REG_KEEP_BIN` 1 of kernels/ss/reg.cu): every entry but the
 /// image entry (whose own image fills that role) and 512/1 at B ≤ SMs. The
 /// emit then compares bins instead of computing them again (−17 % of its
 /// instructions on 16K × K 2,048); on 512/1 with a row or less per SM the
