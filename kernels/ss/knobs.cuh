@@ -170,6 +170,13 @@
 #define SS_REG_KEEP_BIN 0
 #endif
 
+// tuning (issue 48): with the bins kept, the launches that emit slots from bit
+// masks keep two bins per register (16 bits each; the slots past the row hold
+// bin 0) and classify a pair with one add per mask, in straight-line code.
+#ifndef SS_REG_MASK_PACKED
+#define SS_REG_MASK_PACKED 0
+#endif
+
 // ---------------------------------------------------------------- clus (clus.cu)
 
 // tuning: lane 0 of each warp prefetches its share of the rank's next chunk

@@ -331,7 +331,12 @@ __device__ __forceinline__ void ss_reg_each_uniform(const SsRegRow<VPT>& r, u32 
 // without computing it again; a value needed after it (a crossing
 // candidate's key, the row of an escape after the scan) is read again from
 // the row in global memory (the row's own loads left it in L1 or L2).
-template <int BLK, int VPT, int NBH>
+//
+// PACKED (SS_REG_MASK_PACKED): float4 u keeps its four bins in two registers,
+// .x = bin(x) | bin(y) << 16 and .y = bin(z) | bin(w) << 16; every slot past
+// the row holds bin 0, which is below any crossing bin (see
+// ss_reg_classify_packed).
+template <int BLK, int VPT, int NBH, bool PACKED>
 __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, u32 n, float sc, float cq, u32* hist) {
 #pragma unroll
     for (int u = 0; u < VPT; ++u) {
@@ -345,10 +350,18 @@ __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, 
             red_shared_add(hist + by, 1u);
             red_shared_add(hist + bz, 1u);
             red_shared_add(hist + bw, 1u);
-            r.v[u].x = __uint_as_float(bx);
-            r.v[u].y = __uint_as_float(by);
-            r.v[u].z = __uint_as_float(bz);
-            r.v[u].w = __uint_as_float(bw);
+            if (PACKED) {
+                r.v[u].x = __uint_as_float(bx | by << 16);
+                r.v[u].y = __uint_as_float(bz | bw << 16);
+            } else {
+                r.v[u].x = __uint_as_float(bx);
+                r.v[u].y = __uint_as_float(by);
+                r.v[u].z = __uint_as_float(bz);
+                r.v[u].w = __uint_as_float(bw);
+            }
+        } else if (PACKED) {
+            r.v[u].x = 0.f;
+            r.v[u].y = 0.f;
         }
     }
     const u32 et = 4u * n4 + threadIdx.x;
@@ -356,8 +369,48 @@ __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, 
         const u32 bt = ss_reg_bin<NBH>(r.tail, sc, cq);
         red_shared_add(hist + bt, 1u);
         r.tail = __uint_as_float(bt);
+    } else if (PACKED) {
+        r.tail = 0.f;
     }
 }
+
+// The winner (bin > cb) and crossing (bin == cb) masks of packed kept bins,
+// every slot at once (no guard: slots past the row hold bin 0 and 0 < cb,
+// since a crossing bin of 0 escapes before the emit). Bins are < NBH <= 2048
+// and 1 <= cb < 2048, so a 16-bit half p + (0x7fff - cb) reaches bit 15 iff
+// p > cb, p + (0x8000 - cb) iff p >= cb, and neither half carries into the
+// other. Element c of float4 u lands at bit 4u + c for c = 0, 2 (the low
+// halves) and 16 + 4u + c - 1 for c = 1, 3 (the high halves); the tail at
+// bit 1 (see ss_reg_packed_bit_index).
+template <int VPT>
+__device__ __forceinline__ void ss_reg_classify_packed(const SsRegRow<VPT>& r, u32 cb, u32& wmask, u32& xmask) {
+    static_assert(VPT <= 4, "16 low-half bits");
+    const u32 add_gt = (0x7fffu - cb) * 0x10001u;
+    const u32 add_ge = (0x8000u - cb) * 0x10001u;
+    u32 gt = 0u, ge = 0u;
+#pragma unroll
+    for (int u = 0; u < VPT; ++u) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {  // .x = (x, y), .y = (z, w)
+            const u32 p = __float_as_uint(s ? r.v[u].y : r.v[u].x);
+            gt |= ((p + add_gt) & 0x80008000u) >> (15 - 4 * u - 2 * s);
+            ge |= ((p + add_ge) & 0x80008000u) >> (15 - 4 * u - 2 * s);
+        }
+    }
+    const u32 bt = __float_as_uint(r.tail);
+    gt |= bt > cb ? 2u : 0u;
+    ge |= bt >= cb ? 2u : 0u;
+    wmask = gt;
+    xmask = ge & ~gt;
+}
+
+// The row index of bit `bit` of ss_reg_classify_packed's masks: bit 1 the
+// tail, else float4 (bit & 15) / 4, element (bit & 3) + (bit >= 16).
+template <int BLK, int VPT>
+__device__ __forceinline__ u32 ss_reg_packed_bit_index(u32 bit, u32 n4) {
+    return bit != 1u ? 4u * threadIdx.x + (bit & 12u) * BLK + (bit & 3u) + (bit >> 4) : 4u * n4 + threadIdx.x;
+}
+
 
 // The bin of a valid element's register x, and its value: KEPT (the histogram
 // left bins in the registers), x's bits and the row's element idx; else the
@@ -740,9 +793,13 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // ---- 4. histogram and crossing ----
     if (t == 0u) s.win = 0u;  // the emit's slot counter; published by the barrier below
     constexpr bool KEEP = SS_REG_KEEP_BIN != 0 && !IMG;  // not regimg (its own image)
+    // The slots emit from bit masks (SS_REG_EMIT_MASK) in this build.
+    constexpr bool MASK_EMIT = SS_REG_EMIT_MASK != 0 && (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2));
+    // Packed kept bins: only where the build emits from masks alone.
+    constexpr bool PACKED = KEEP && SS_REG_MASK_PACKED != 0 && SS_REG_EMIT_FORM == 0 && MASK_EMIT;
 #if SS_REG_KEEP_BIN  // (compiled out of the default build, whose code it would otherwise move)
     if (KEEP) {
-        ss_reg_hist_keep_bins<BLK, VPT, NBH>(r, n4, n, sc, cq, hist);
+        ss_reg_hist_keep_bins<BLK, VPT, NBH, PACKED>(r, n4, n, sc, cq, hist);
     } else
 #endif
     {
@@ -805,24 +862,33 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
                 }
             }
         });
-    } else if (SS_REG_EMIT_MASK != 0 &&
-               (BLK * MINB <= 1024 || (SS_REG_EMIT_MASK == 2 && VPT == 2))) {  // slots from bit masks
+    } else if (MASK_EMIT) {  // slots from bit masks
         u32 wmask = 0u, xmask = 0u;
         const auto classify = [&](float x, u32 bit) {
             const u32 b = ss_reg_bin_of<NBH, KEEP>(x, sc, cq);
             wmask |= (b > cb ? 1u : 0u) << bit;
             xmask |= (b == cb ? 1u : 0u) << bit;
         };
+        const auto bit_index = [&](u32 bit) {
+            return PACKED ? ss_reg_packed_bit_index<BLK, VPT>(bit, n4) : ss_reg_bit_index<BLK, VPT>(bit, n4);
+        };
+#if SS_REG_MASK_PACKED
+        if (PACKED) {
+            ss_reg_classify_packed<VPT>(r, cb, wmask, xmask);
+        } else
+#endif
+        {
 #pragma unroll
-        for (int u = 0; u < VPT; ++u) {
-            if (t + (u32)u * BLK < n4) {
-                classify(r.v[u].x, 4u * u);
-                classify(r.v[u].y, 4u * u + 1u);
-                classify(r.v[u].z, 4u * u + 2u);
-                classify(r.v[u].w, 4u * u + 3u);
+            for (int u = 0; u < VPT; ++u) {
+                if (t + (u32)u * BLK < n4) {
+                    classify(r.v[u].x, 4u * u);
+                    classify(r.v[u].y, 4u * u + 1u);
+                    classify(r.v[u].z, 4u * u + 2u);
+                    classify(r.v[u].w, 4u * u + 3u);
+                }
             }
+            if (4u * n4 + t < n) classify(r.tail, 4u * VPT);
         }
-        if (4u * n4 + t < n) classify(r.tail, 4u * VPT);
         __syncwarp();
         const u32 slots = ss_warp_reserve_n((u32)__popc(wmask) + (u32)__popc(xmask) * SS_EMIT_CROSS, &s.win);
         u32 win_slot = slots & (SS_EMIT_CROSS - 1u), cross_slot = slots / SS_EMIT_CROSS;
@@ -830,7 +896,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         while (wmask != 0u) {
             const u32 bit = (u32)__ffs(wmask) - 1u;
             wmask &= wmask - 1u;
-            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
+            const u32 idx = bit_index(bit);
             if (stage_out) {
                 so[win_slot++] = idx;
             } else {
@@ -840,7 +906,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         while (xmask != 0u) {
             const u32 bit = (u32)__ffs(xmask) - 1u;
             xmask &= xmask - 1u;
-            const u32 idx = ss_reg_bit_index<BLK, VPT>(bit, n4);
+            const u32 idx = bit_index(bit);
             if (stage_out && whole) {
                 so[above + cross_slot++] = idx;
             } else {

@@ -762,17 +762,36 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
     };
     adversarial_rows_in_every_entry(&exe);
     tiny_capacities(&exe);
-    for mode in [0u32, 1] {
-        for (mask, staged) in [(1u32, 1u32), (0, 0), (2, 2)] {
+    // The packed mask classify (`SS_REG_MASK_PACKED`) on the same rows: a
+    // slots-only build, where every entry with a mask emit packs its bins.
+    let Some(exe) = build_emulator(&[
+        format!("-D{KEEP_BIN_DEFINE}=1"),
+        "-DSS_REG_MASK_PACKED=1".to_string(),
+        format!("-D{EMIT_FORM_DEFINE}=0"),
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+    ]) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe);
+    tiny_capacities(&exe);
+    for (mode, packed) in [(0u32, 0u32), (1, 0), (1, 1)] {
+        // (The packed builds: the mask emits in each staging, not the two-visit one.)
+        let settings: &[(u32, u32)] = if packed == 1 {
+            &[(1, 1), (2, 2), (1, 0)]
+        } else {
+            &[(1, 1), (0, 0), (2, 2)]
+        };
+        for &(mask, staged) in settings {
             let Some(exe) = build_emulator(&[
                 format!("-D{KEEP_BIN_DEFINE}={mode}"),
+                format!("-DSS_REG_MASK_PACKED={packed}"),
                 format!("-D{EMIT_MASK_DEFINE}={mask}"),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
             ]) else {
                 return;
             };
-            let label = format!("keep {mode} slots mask {mask} staged {staged}");
+            let label = format!("keep {mode} packed {packed} slots mask {mask} staged {staged}");
             check_forced_shapes(
                 &exe,
                 &EVERY_ENTRY_SHAPES,
@@ -968,14 +987,16 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // twelve add register knobs (the two-visit slots, then the mask
+    // fifteen add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
-    // the bins not kept in three builds: 512/1's launches at B <= SMs).
+    // the bins not kept in three builds: 512/1's launches at B <= SMs; then
+    // the packed mask classify, `SS_REG_MASK_PACKED`, in each staging).
     // Every other build keeps the bins as the plan does (`SS_REG_KEEP_BIN` 1).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
+    let packed = reg_macros(&["SS_REG_MASK_PACKED=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -996,6 +1017,9 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 2, (0, 1), 0, Some(&keep0)),
             (0, 1, (0, 1), 0, Some(&keep0)),
             (0, 0, (0, 1), 0, Some(&keep0)),
+            (0, 0, (0, 1), 0, Some(&packed)),
+            (1, 0, (1, 0), 1, Some(&packed)),
+            (0, 0, (0, 1), 2, Some(&packed)),
         ])
     {
         let mut defines = vec![
