@@ -6,6 +6,7 @@
 #   device_setup                       # paths, card line, H200 / FLUSH, synth captures
 #   step NAME LIMIT_S CMD...           # CMD under timeout, output to /tmp/logs/NAME.log
 #   pack NAME PATH...                  # tar of PATHs (relative to /tmp) to $OUT/NAME.tgz
+#   finish_out                         # last: more than eight files under $OUT go into rest.tgz
 #
 # A call returns at most eight files under $OUT: pack logs, records and profiles.
 
@@ -58,5 +59,21 @@ pack() {
         [ -e "/tmp/$p" ] && have+=("$p")
     done
     [ ${#have[@]} -gt 0 ] && tar czf "$OUT/$name.tgz" -C /tmp "${have[@]}"
+    return 0
+}
+
+# finish_out: the last line of a call script. A call returns at most eight files under $OUT
+# (the rest is lost); when there are more, every file but the call log goes into
+# $OUT/rest.tgz, and the call log says so.
+finish_out() {
+    local n
+    n=$(find "$OUT" -type f | wc -l)
+    if [ "$n" -gt 8 ]; then
+        local tmp
+        tmp=$(mktemp /tmp/gvr-rest.XXXXXX)
+        (cd "$OUT" && find . -type f ! -name call.log -print0 | tar czf "$tmp" --null -T - --remove-files) \
+            && mv "$tmp" "$OUT/rest.tgz"
+        echo "finish_out: $n files under \$OUT; all but call.log are in rest.tgz" | tee -a "$L"
+    fi
     return 0
 }

@@ -1,6 +1,7 @@
 //! scripts/device_lib.sh, the sourced prologue of the device call scripts: the flush size by
 //! card, `step` (exit status and time to the call log, never aborting the call) and `pack`
-//! (missing paths skipped). Sourcing must run nothing. Needs bash; without it the test prints
+//! (missing paths skipped), `finish_out` (no more than eight files under $OUT, none lost).
+//! Sourcing must run nothing. Needs bash; without it the test prints
 //! SKIPPED and returns.
 
 use std::path::Path;
@@ -55,4 +56,56 @@ fn the_lib_picks_the_flush_logs_each_step_and_packs_what_exists() {
         "{listed}"
     );
     assert!(!listed.contains("missing"), "{listed}");
+}
+
+#[test]
+fn finish_out_keeps_at_most_eight_files_and_loses_none() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path();
+    // Eight files: left as they are.
+    let Some(o) = bash(
+        "L=$OUT/call.log; echo log > $L; for i in 1 2 3 4 5 6 7; do echo $i > $OUT/f$i.md; done; finish_out",
+        out,
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(std::fs::read_dir(out).unwrap().count(), 8);
+    assert!(!out.join("rest.tgz").exists());
+    // Eleven (one in a folder): the call log and rest.tgz with the ten others.
+    let Some(o) = bash(
+        "L=$OUT/call.log; echo 8 > $OUT/f8.md; mkdir -p $OUT/sub; echo 9 > $OUT/sub/f9.md; echo 10 > $OUT/f10.md; \
+         finish_out; tar tzf $OUT/rest.tgz | sort",
+        out,
+    ) else {
+        return;
+    };
+    assert!(o.status.success(), "{o:?}");
+    let listed = String::from_utf8_lossy(&o.stdout);
+    for name in ["./f1.md", "./f7.md", "./f8.md", "./f10.md", "./sub/f9.md"] {
+        assert!(listed.lines().any(|l| l == name), "{name} not in {listed}");
+    }
+    assert!(!listed.lines().any(|l| l == "./call.log"), "{listed}");
+    let mut files: Vec<String> = walk(out);
+    files.sort();
+    assert_eq!(files, ["call.log", "rest.tgz"]);
+    let log = std::fs::read_to_string(out.join("call.log")).expect("call log");
+    assert!(log.contains("finish_out: 11 files"), "{log}");
+}
+
+/// Plain files under `dir`, relative paths.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if path.is_dir() {
+            for f in walk(&path) {
+                files.push(format!("{}/{f}", entry.file_name().to_string_lossy()));
+            }
+        } else {
+            files.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    files
 }

@@ -31,3 +31,4 @@ grep -hE "^\| ss \| [a-z0-9]+ \|" /tmp/x/floor/experiment.md | tee -a $L
 pack records x/floor/results.jsonl x/floor/floor.jsonl x/floor/manifest.json
 pack logs logs
 echo "done at $SECONDS s" | tee -a $L
+finish_out
