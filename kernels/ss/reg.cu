@@ -350,9 +350,9 @@ __device__ __forceinline__ void ss_reg_hist_keep_bins(SsRegRow<VPT>& r, u32 n4, 
             red_shared_add(hist + by, 1u);
             red_shared_add(hist + bz, 1u);
             red_shared_add(hist + bw, 1u);
-            if (PACKED) {
-                r.v[u].x = __uint_as_float(bx | by << 16);
-                r.v[u].y = __uint_as_float(bz | bw << 16);
+            if (PACKED) {  // + (not |): bins < 2^16, and one IMAD each
+                r.v[u].x = __uint_as_float(bx + (by << 16));
+                r.v[u].y = __uint_as_float(bz + (bw << 16));
             } else {
                 r.v[u].x = __uint_as_float(bx);
                 r.v[u].y = __uint_as_float(by);
@@ -410,7 +410,6 @@ template <int BLK, int VPT>
 __device__ __forceinline__ u32 ss_reg_packed_bit_index(u32 bit, u32 n4) {
     return bit != 1u ? 4u * threadIdx.x + (bit & 12u) * BLK + (bit & 3u) + (bit >> 4) : 4u * n4 + threadIdx.x;
 }
-
 
 // The bin of a valid element's register x, and its value: KEPT (the histogram
 // left bins in the registers), x's bits and the row's element idx; else the
@@ -872,12 +871,9 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
         const auto bit_index = [&](u32 bit) {
             return PACKED ? ss_reg_packed_bit_index<BLK, VPT>(bit, n4) : ss_reg_bit_index<BLK, VPT>(bit, n4);
         };
-#if SS_REG_MASK_PACKED
         if (PACKED) {
             ss_reg_classify_packed<VPT>(r, cb, wmask, xmask);
-        } else
-#endif
-        {
+        } else {
 #pragma unroll
             for (int u = 0; u < VPT; ++u) {
                 if (t + (u32)u * BLK < n4) {

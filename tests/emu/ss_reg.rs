@@ -34,6 +34,8 @@ use gvr_bench::topk::route::dispatch::REG_DROP_MAX;
 use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
+/// The packed mask classify, a tuning knob of kernels/ss/knobs.cuh (no plan sets it).
+const MASK_PACKED_DEFINE: &str = "SS_REG_MASK_PACKED";
 
 // SS_RTR_* of kernels/ss/reg.cu.
 const SHORT: u32 = 1;
@@ -745,35 +747,36 @@ fn tiny_capacities(exe: &Path) {
 /// `SS_REG_KEEP_BIN` (issue 48): the histogram keeps each value's bin in its
 /// register and the emit reads bins; a crossing candidate's key and the late
 /// escape's row are read again from the row in global memory (1, production);
-/// 0 computes bins again (512/1's launches at B ≤ SMs). Mode 0 with the load
-/// order of [`emulator`] (which builds mode 1 for every other test) on the
-/// adversarial rows of every entry and the tiny capacities that force every
-/// escape; then both modes in slots-only builds in each staging and mask
-/// setting on every entry's shape. The model's path bits must not move.
+/// 0 computes bins again (512/1's launches at B ≤ SMs). `SS_REG_MASK_PACKED`
+/// (tuning) keeps two bins per register for the mask emit. Mode 0 with the
+/// load order of [`emulator`] (which builds mode 1 for every other test), and
+/// the packed classify in a slots-only build, on the adversarial rows of every
+/// entry and the tiny capacities that force every escape; then the modes in
+/// slots-only builds in each staging and mask setting on every entry's shape.
+/// The model's path bits must not move.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_kept_bin_modes_are_exact_on_every_path() {
-    let Some(exe) = build_emulator(&[
-        format!("-D{KEEP_BIN_DEFINE}=0"),
-        format!("-D{HINTS_FIRST_DEFINE}=1"),
-        format!("-D{ROW_AHEAD_DEFINE}=1"),
-    ]) else {
-        return;
-    };
-    adversarial_rows_in_every_entry(&exe);
-    tiny_capacities(&exe);
-    // The packed mask classify (`SS_REG_MASK_PACKED`) on the same rows: a
-    // slots-only build, where every entry with a mask emit packs its bins.
-    let Some(exe) = build_emulator(&[
-        format!("-D{KEEP_BIN_DEFINE}=1"),
-        "-DSS_REG_MASK_PACKED=1".to_string(),
-        format!("-D{EMIT_FORM_DEFINE}=0"),
-        format!("-D{HINTS_FIRST_DEFINE}=1"),
-    ]) else {
-        return;
-    };
-    adversarial_rows_in_every_entry(&exe);
-    tiny_capacities(&exe);
+    let builds: [&[(&str, &str)]; 2] = [
+        &[(KEEP_BIN_DEFINE, "0"), (ROW_AHEAD_DEFINE, "1")],
+        &[
+            (KEEP_BIN_DEFINE, "1"),
+            (MASK_PACKED_DEFINE, "1"),
+            (EMIT_FORM_DEFINE, "0"),
+        ],
+    ];
+    for build in builds {
+        let defines: Vec<String> = build
+            .iter()
+            .chain(&[(HINTS_FIRST_DEFINE, "1")])
+            .map(|(name, value)| format!("-D{name}={value}"))
+            .collect();
+        let Some(exe) = build_emulator(&defines) else {
+            return;
+        };
+        adversarial_rows_in_every_entry(&exe);
+        tiny_capacities(&exe);
+    }
     for (mode, packed) in [(0u32, 0u32), (1, 0), (1, 1)] {
         // (The packed builds: the mask emits in each staging, not the two-visit one.)
         let settings: &[(u32, u32)] = if packed == 1 {
@@ -784,7 +787,7 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
         for &(mask, staged) in settings {
             let Some(exe) = build_emulator(&[
                 format!("-D{KEEP_BIN_DEFINE}={mode}"),
-                format!("-DSS_REG_MASK_PACKED={packed}"),
+                format!("-D{MASK_PACKED_DEFINE}={packed}"),
                 format!("-D{EMIT_MASK_DEFINE}={mask}"),
                 format!("-D{EMIT_FORM_DEFINE}=0"),
                 format!("-D{STAGE_OUT_DEFINE}={staged}"),
@@ -996,7 +999,7 @@ fn ss_reg_entries_compile_without_spills() {
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
-    let packed = reg_macros(&["SS_REG_MASK_PACKED=1"]);
+    let packed = reg_macros(&[&format!("{MASK_PACKED_DEFINE}=1")]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
