@@ -120,6 +120,14 @@
 #define SS_NEXT_WAVE_PREFETCH 1
 #endif
 
+// tuning: the next-wave prefetch as one request from thread 0 (the row's valid
+// float4 prefix, then its hints) instead of one share per warp, each of whose
+// lane 0 spends ~40 issued instructions on the length load, the share's
+// address and the uniform-register loop of its request.
+#ifndef SS_NEXT_WAVE_ONE
+#define SS_NEXT_WAVE_ONE 0
+#endif
+
 // production: emit forms compiled: 1 per-bin cursors, 0 slots, 2 both with
 // the `cur` launch word picking (all exact).
 #ifndef SS_REG_EMIT_FORM

@@ -36,6 +36,8 @@ use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
 /// The packed mask classify, a tuning knob of kernels/ss/knobs.cuh (no plan sets it).
 const MASK_PACKED_DEFINE: &str = "SS_REG_MASK_PACKED";
+/// The next-wave prefetch as one request from thread 0, a tuning knob of kernels/ss/knobs.cuh.
+const NEXT_WAVE_ONE_DEFINE: &str = "SS_NEXT_WAVE_ONE";
 
 // SS_RTR_* of kernels/ss/reg.cu.
 const SHORT: u32 = 1;
@@ -806,6 +808,25 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
     }
 }
 
+/// `SS_NEXT_WAVE_ONE` (issue 48): thread 0 sends the next wave's row as one
+/// request. The slots runs of [`emu_check`] prefetch the next row (`ahead` 1),
+/// and the emulator bounds-checks both ends of the request against the valid
+/// float4 prefix of that row (a request one float4 longer fails this test);
+/// the output must stay exact on the adversarial rows of every entry.
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn the_one_request_next_wave_prefetch_stays_in_the_row() {
+    let Some(exe) = build_emulator(&[
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+        format!("-D{ROW_AHEAD_DEFINE}=1"),
+        format!("-D{KEEP_BIN_DEFINE}=1"),
+        format!("-D{NEXT_WAVE_ONE_DEFINE}=1"),
+    ]) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe);
+}
+
 /// The phases a reg row passes, from its path-trace bits.
 fn expected_reg_marks(bits: u32) -> Vec<&'static str> {
     if bits & (SHORT | DROP | OVERSIZE) != 0 {
@@ -990,16 +1011,18 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // fifteen add register knobs (the two-visit slots, then the mask
+    // sixteen add register knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
     // the bins not kept in three builds: 512/1's launches at B <= SMs; then
-    // the packed mask classify, `SS_REG_MASK_PACKED`, in each staging).
+    // the packed mask classify, `SS_REG_MASK_PACKED`, in each staging; then the
+    // one-request next-wave prefetch, `SS_NEXT_WAVE_ONE`).
     // Every other build keeps the bins as the plan does (`SS_REG_KEEP_BIN` 1).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
     let packed = reg_macros(&[&format!("{MASK_PACKED_DEFINE}=1")]);
+    let one = reg_macros(&[&format!("{NEXT_WAVE_ONE_DEFINE}=1")]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1023,6 +1046,7 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 0, (0, 1), 0, Some(&packed)),
             (1, 0, (1, 0), 1, Some(&packed)),
             (0, 0, (0, 1), 2, Some(&packed)),
+            (1, 2, (1, 1), 0, Some(&one)),
         ])
     {
         let mut defines = vec![
