@@ -547,8 +547,8 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 // round trip then overlaps that row's; loaded just before the prefetch, every
 // warp waited for it), the prefetch itself goes out once the row has arrived.
 
-// The length of row blockIdx.y + ahead for this warp's prefetch, or 0 when
-// this thread sends nothing.
+// The length of row blockIdx.y + ahead for this warp's prefetch (lane 0; with
+// SS_NEXT_WAVE_ONE the CTA's, thread 0), or 0 when this thread sends nothing.
 __device__ __forceinline__ u32 ss_next_wave_len(const i32* row_n, u32 ahead, u32 next_n, u32 npad) {
     const u32 next = blockIdx.y + ahead;
     // Per-row lengths only (the varlen form's row arithmetic costs the 32-register entries a spill).
