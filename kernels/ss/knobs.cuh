@@ -122,8 +122,8 @@
 
 // tuning: the next-wave prefetch as one request from thread 0 (the row's valid
 // float4 prefix, then its hints) instead of one share per warp, each of whose
-// lane 0 spends ~40 issued instructions on the length load, the share's
-// address and the uniform-register loop of its request.
+// warps issues ~45 instructions at one active lane for it (the share's
+// address, the uniform-register loop of its request, the hint test).
 #ifndef SS_NEXT_WAVE_ONE
 #define SS_NEXT_WAVE_ONE 0
 #endif

@@ -64,14 +64,19 @@ const DROP: u32 = 2048;
 fn emulator() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            build_emulator(&[
-                format!("-D{HINTS_FIRST_DEFINE}=1"),
-                format!("-D{ROW_AHEAD_DEFINE}=1"),
-                format!("-D{KEEP_BIN_DEFINE}=1"),
-            ])
-        })
+        .get_or_init(|| build_emulator(&main_build_defines(&[])))
         .as_deref()
+}
+
+/// The defines of [`emulator`]'s build, then `extra` (`-DNAME=VALUE`).
+fn main_build_defines(extra: &[&str]) -> Vec<String> {
+    let mut defines = vec![
+        format!("-D{HINTS_FIRST_DEFINE}=1"),
+        format!("-D{ROW_AHEAD_DEFINE}=1"),
+        format!("-D{KEEP_BIN_DEFINE}=1"),
+    ];
+    defines.extend(extra.iter().map(|d| d.to_string()));
+    defines
 }
 
 /// The emulator of the phase-probe build (`gvr-bench phases`), with the
@@ -79,14 +84,7 @@ fn emulator() -> Option<&'static Path> {
 fn emulator_probed() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            build_emulator(&[
-                format!("-D{HINTS_FIRST_DEFINE}=1"),
-                format!("-D{ROW_AHEAD_DEFINE}=1"),
-                format!("-D{KEEP_BIN_DEFINE}=1"),
-                "-DSS_PHASE_PROBE=1".to_string(),
-            ])
-        })
+        .get_or_init(|| build_emulator(&main_build_defines(&["-DSS_PHASE_PROBE=1"])))
         .as_deref()
 }
 
@@ -809,19 +807,17 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
 }
 
 /// `SS_NEXT_WAVE_ONE` (issue 48): thread 0 sends the next wave's row as one
-/// request. The slots runs of [`emu_check`] prefetch the next row (`ahead` 1),
+/// request ([`emulator`]'s build with the knob). The slots runs of
+/// [`emu_check`] prefetch the next row (`ahead` 1),
 /// and the emulator bounds-checks both ends of the request against the valid
 /// float4 prefix of that row (a request one float4 longer fails this test);
 /// the output must stay exact on the adversarial rows of every entry.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
 fn the_one_request_next_wave_prefetch_stays_in_the_row() {
-    let Some(exe) = build_emulator(&[
-        format!("-D{HINTS_FIRST_DEFINE}=1"),
-        format!("-D{ROW_AHEAD_DEFINE}=1"),
-        format!("-D{KEEP_BIN_DEFINE}=1"),
-        format!("-D{NEXT_WAVE_ONE_DEFINE}=1"),
-    ]) else {
+    let Some(exe) = build_emulator(&main_build_defines(&[&format!(
+        "-D{NEXT_WAVE_ONE_DEFINE}=1"
+    )])) else {
         return;
     };
     adversarial_rows_in_every_entry(&exe);
@@ -1011,7 +1007,7 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // sixteen add register knobs (the two-visit slots, then the mask
+    // fourteen add knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
     // the bins not kept in three builds: 512/1's launches at B <= SMs; then

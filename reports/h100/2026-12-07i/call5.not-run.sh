@@ -6,6 +6,7 @@
 # Nsight Compute of 16K x K 2,048 at B 1,024 (production / packed / one); on an H200 the
 # flush A/B/A (scripts/flush_ab.py); the floor sample (route / packed / one); the register
 # rungs at B >= 64 with the packed classify (route_rungs_big_b.toml + a variant) if time is left.
+# SLIM=1 (little device time left, ~150 s): the two A/Bs and the certify only.
 set -u
 source scripts/device_lib.sh
 device_setup
@@ -15,8 +16,15 @@ grep -hE "^\| ss \| [a-z0-9]+ \|" /tmp/x/packed/experiment.md | tee -a $L
 step one 120 $B experiment experiments/next_wave_one.toml --flush-mib $FLUSH --out /tmp/x/one
 cp /tmp/x/one/experiment.md /tmp/logs/one-experiment.md 2>/dev/null
 grep -hE "^\| ss \| [a-z0-9]+ \|" /tmp/x/one/experiment.md | tee -a $L
+pack records1 x/packed/results.jsonl x/packed/manifest.json x/one/results.jsonl x/one/manifest.json
 step certify 120 $B certify --captures /tmp/gvr-caps --grid grids/dsa886.csv --sample 1500 --arms ss --poison-pad --soak 2 --knob SS_REG_MASK_PACKED=1 --knob SS_NEXT_WAVE_ONE=1
 grep -E "^\| ss" /tmp/logs/certify.log | tee -a $L
+if [ "${SLIM:-0}" = 1 ]; then
+  pack logs logs
+  echo "done (slim) at $SECONDS s" | tee -a $L
+  finish_out
+  exit 0
+fi
 for cell in v32_16k_L00 v32_8k_L00 v4_flash_8k_L02; do
   for tool in memcheck racecheck synccheck; do
     step san-$tool-$cell 40 compute-sanitizer --tool $tool --error-exitcode 9 $B certify \
@@ -24,7 +32,6 @@ for cell in v32_16k_L00 v32_8k_L00 v4_flash_8k_L02; do
       --knob reg.emit=slots --knob SS_REG_MASK_PACKED=1 --knob SS_NEXT_WAVE_ONE=1
   done
 done
-pack records1 x/packed/results.jsonl x/packed/manifest.json x/one/results.jsonl x/one/manifest.json
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 for v in 0 1 one; do
   kn="--knob SS_REG_MASK_PACKED=$v"; [ $v = one ] && kn="--knob SS_NEXT_WAVE_ONE=1"
