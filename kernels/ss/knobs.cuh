@@ -120,12 +120,12 @@
 #define SS_NEXT_WAVE_PREFETCH 1
 #endif
 
-// tuning: the next-wave prefetch as one request from thread 0 (the row's valid
-// float4 prefix, then its hints) instead of one share per warp, each of whose
-// warps issues ~45 instructions at one active lane for it (the share's
-// address, the uniform-register loop of its request, the hint test).
+// tuning (issue 48): the next-wave prefetch as one request from thread 0 (the
+// row's valid float4 prefix, then its hints); 0 sends one share per warp, each
+// of whose warps issues ~45 instructions at one active lane for it (the
+// share's address, the uniform-register loop of its request, the hint test).
 #ifndef SS_NEXT_WAVE_ONE
-#define SS_NEXT_WAVE_ONE 0
+#define SS_NEXT_WAVE_ONE 1
 #endif
 
 // production: emit forms compiled: 1 per-bin cursors, 0 slots, 2 both with
@@ -180,9 +180,10 @@
 
 // tuning (issue 48): with the bins kept, the launches that emit slots from bit
 // masks keep two bins per register (16 bits each; the slots past the row hold
-// bin 0) and classify a pair with one add per mask, in straight-line code.
+// bin 0) and classify a pair with one add per mask, in straight-line code
+// (0: one bin per register, a guarded compare per value).
 #ifndef SS_REG_MASK_PACKED
-#define SS_REG_MASK_PACKED 0
+#define SS_REG_MASK_PACKED 1
 #endif
 
 // ---------------------------------------------------------------- clus (clus.cu)

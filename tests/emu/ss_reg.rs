@@ -34,9 +34,9 @@ use gvr_bench::topk::route::dispatch::REG_DROP_MAX;
 use gvr_bench::topk::route::{reg_capacity, DeviceProfile};
 
 const DYN_SMEM_DECL: &str = "extern __shared__ __align__(16) u32 ss_reg_dyn[];";
-/// The packed mask classify, a tuning knob of kernels/ss/knobs.cuh (no plan sets it).
+/// The packed mask classify, a tuning knob of kernels/ss/knobs.cuh (source default 1; no plan sets it).
 const MASK_PACKED_DEFINE: &str = "SS_REG_MASK_PACKED";
-/// The next-wave prefetch as one request from thread 0, a tuning knob of kernels/ss/knobs.cuh.
+/// The next-wave prefetch as one request from thread 0, a tuning knob of kernels/ss/knobs.cuh (default 1).
 const NEXT_WAVE_ONE_DEFINE: &str = "SS_NEXT_WAVE_ONE";
 
 // SS_RTR_* of kernels/ss/reg.cu.
@@ -748,7 +748,7 @@ fn tiny_capacities(exe: &Path) {
 /// register and the emit reads bins; a crossing candidate's key and the late
 /// escape's row are read again from the row in global memory (1, production);
 /// 0 computes bins again (512/1's launches at B ≤ SMs). `SS_REG_MASK_PACKED`
-/// (tuning) keeps two bins per register for the mask emit. Mode 0 with the
+/// (1, production) keeps two bins per register for the mask emit; 0 one. Mode 0 with the
 /// load order of [`emulator`] (which builds mode 1 for every other test), and
 /// the packed classify in a slots-only build, on the adversarial rows of every
 /// entry and the tiny capacities that force every escape; then the modes in
@@ -806,17 +806,18 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
     }
 }
 
-/// `SS_NEXT_WAVE_ONE` (issue 48): thread 0 sends the next wave's row as one
-/// request ([`emulator`]'s build with the knob). The slots runs of
-/// [`emu_check`] prefetch the next row (`ahead` 1),
-/// and the emulator bounds-checks both ends of the request against the valid
-/// float4 prefix of that row (a request one float4 longer fails this test);
-/// the output must stay exact on the adversarial rows of every entry.
+/// `SS_NEXT_WAVE_ONE` (issue 48): production sends the next wave's row as one
+/// request from thread 0 ([`emulator`]'s build); 0 sends one share per warp,
+/// built here. The slots runs of [`emu_check`] prefetch the next row (`ahead`
+/// 1), and the emulator bounds-checks both ends of every request against the
+/// valid float4 prefix of that row in every build (a request one float4
+/// longer fails); the output must stay exact on the adversarial rows of every
+/// entry.
 #[test]
 #[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
-fn the_one_request_next_wave_prefetch_stays_in_the_row() {
+fn the_per_warp_next_wave_prefetch_stays_in_the_row() {
     let Some(exe) = build_emulator(&main_build_defines(&[&format!(
-        "-D{NEXT_WAVE_ONE_DEFINE}=1"
+        "-D{NEXT_WAVE_ONE_DEFINE}=0"
     )])) else {
         return;
     };
@@ -1011,14 +1012,14 @@ fn ss_reg_entries_compile_without_spills() {
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
     // the bins not kept in three builds: 512/1's launches at B <= SMs; then
-    // the packed mask classify, `SS_REG_MASK_PACKED`, in each staging; then the
-    // one-request next-wave prefetch, `SS_NEXT_WAVE_ONE`).
+    // the unpacked mask classify, `SS_REG_MASK_PACKED` 0, in each staging; then
+    // the per-warp next-wave prefetch, `SS_NEXT_WAVE_ONE` 0).
     // Every other build keeps the bins as the plan does (`SS_REG_KEEP_BIN` 1).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
-    let packed = reg_macros(&[&format!("{MASK_PACKED_DEFINE}=1")]);
-    let one = reg_macros(&[&format!("{NEXT_WAVE_ONE_DEFINE}=1")]);
+    let unpacked = reg_macros(&[&format!("{MASK_PACKED_DEFINE}=0")]);
+    let shares = reg_macros(&[&format!("{NEXT_WAVE_ONE_DEFINE}=0")]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1039,10 +1040,10 @@ fn ss_reg_entries_compile_without_spills() {
             (0, 2, (0, 1), 0, Some(&keep0)),
             (0, 1, (0, 1), 0, Some(&keep0)),
             (0, 0, (0, 1), 0, Some(&keep0)),
-            (0, 0, (0, 1), 0, Some(&packed)),
-            (1, 0, (1, 0), 1, Some(&packed)),
-            (0, 0, (0, 1), 2, Some(&packed)),
-            (1, 2, (1, 1), 0, Some(&one)),
+            (0, 0, (0, 1), 0, Some(&unpacked)),
+            (1, 0, (1, 0), 1, Some(&unpacked)),
+            (0, 0, (0, 1), 2, Some(&unpacked)),
+            (1, 2, (1, 1), 0, Some(&shares)),
         ])
     {
         let mut defines = vec![
