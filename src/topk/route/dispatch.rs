@@ -148,9 +148,9 @@ const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
 /// The longest K = 2048 row (in float4s) of the H200's reg_clus rung.
 const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 
-/// Rows from which K = 2048 rows of the 1024 x 4 entry emit slots
-/// ([`reg_cursor_emit`]).
-const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
+/// Rows up to which K <= 1,024 rows of the 1024 x 4 entry emit slots from
+/// bit masks ([`reg_cursor_emit`]); beyond it they emit cursors.
+const MASK_SLOTS_MAX_ROWS_16K_SMALL_K: usize = 32;
 
 /// The reg emit form: `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. On
@@ -160,10 +160,15 @@ const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
 /// at most 4K + 64 or 2K + 64), because one warp-aggregated atomic replaces
 /// many contended per-bin ones; where few are emitted, the slots' second
 /// register visit and warp scan are pure latency, so cursors win. The
-/// 4-float4 entries emit slots from bit masks in one visit, which moves the
-/// break-even towards slots for K = 2048 (and K = 1,024 on 512/4 beyond one
-/// row per SM); K ≤ 1,024 rows of 1024/4 and 1024/2 stay with cursors.
-/// Evidence: docs/decisions.md (`measured_reg_emit`, `SS_REG_EMIT_MASK`).
+/// 4-float4 entries emit slots from bit masks in one visit, and since the
+/// packed classify (`SS_REG_MASK_PACKED`) the masks win at K = 2048 at
+/// every b, on 512/4 beyond one row per SM at every K, and on 1024/4 at
+/// K ≤ 1,024 up to 32 rows (at B 1–16 the cursors' dependent shared
+/// atomics are the longer chain: Nsight Compute counts the same
+/// instructions in both forms at B = 1 and 8, and the slots launch 8 %
+/// shorter); 1024/4 at K ≤ 1,024 beyond 32 rows and 1024/2 keep cursors.
+/// Evidence: docs/decisions.md (`measured_reg_emit`, `SS_REG_EMIT_MASK`,
+/// `reg_mask_slots_16k` rule).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
     let sms = dev.sms as usize;
     let beyond_one_row_per_sm = b > sms;
@@ -171,11 +176,14 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
         let quarter_emitted_cur = k < 2048 && n > 2 * k + 64 && b > 4 * sms;
         // Rows past the 1- and 2-float4 entries (n > 4·1024 + 1024) run on
         // 512/4 or 1024/4, whose slots come from bit masks (SS_REG_EMIT_MASK
-        // of kernels/ss/reg.cu: one visit).
+        // of kernels/ss/reg.cu: one visit); K <= 1,024 rows of at most
+        // 4·2048 + 1024 values at b <= 32 run on 1024/2 (`register_block`).
         let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
+        let on_1024x4 = n > reg_capacity(1024, 2);
         let mask_slots = four_float4
-            && ((k >= 2048 && (n <= reg_capacity(512, 4) || b >= MASK_SLOTS_MIN_ROWS_16K))
-                || (k >= 1024 && n <= reg_capacity(512, 4) && beyond_one_row_per_sm));
+            && (k >= 2048
+                || (n <= reg_capacity(512, 4) && beyond_one_row_per_sm)
+                || (on_1024x4 && b <= MASK_SLOTS_MAX_ROWS_16K_SMALL_K));
         let slots = (k >= 2048 && n <= 2 * k + 64)
             || (k >= 1024 && n <= k + 64)
             || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm && !quarter_emitted_cur)
@@ -732,20 +740,34 @@ mod tests {
         ] {
             assert_eq!(reg_cursor_emit(b, n, 512, &h), cur, "b {b} n {n}");
         }
-        // The 4-float4 entries' mask slots: K = 2048 rows of 512/4 at any b,
-        // of 1024/4 from 32 rows; K = 1024 rows of 512/4 beyond one row per SM.
-        for b in [1, 132, 133, 1024] {
+        // The 4-float4 entries' mask slots: K = 2048 rows of 512/4 and 1024/4
+        // at any b; 512/4 beyond one row per SM at any K; K <= 1,024 rows of
+        // 1024/4 up to 32 rows (not 1024/2's rows, <= 4·2048 + 1024 values).
+        for b in [1, 16, 31, 32, 132, 133, 1024] {
             assert!(!reg_cursor_emit(b, 8207, 2048, &h), "b {b}");
             assert!(!reg_cursor_emit(b, 8704, 2048, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 8705, 2048, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 16_399, 2048, &h), "b {b}");
         }
-        assert!(reg_cursor_emit(31, 16_399, 2048, &h));
-        assert!(!reg_cursor_emit(32, 16_399, 2048, &h));
-        assert!(!reg_cursor_emit(32, 8705, 2048, &h));
         assert!(reg_cursor_emit(1, 4608, 2048, &h));
         assert!(reg_cursor_emit(132, 8195, 1024, &h));
         assert!(!reg_cursor_emit(133, 8195, 1024, &h));
-        assert!(reg_cursor_emit(1024, 16_387, 1024, &h));
-        assert!(reg_cursor_emit(256, 8195, 512, &h));
+        assert!(!reg_cursor_emit(256, 8195, 512, &h));
+        for (b, n, k, cur) in [
+            (1, 16_387, 1024, false),
+            (32, 16_387, 1024, false),
+            (33, 16_387, 1024, true),
+            (1024, 16_387, 1024, true),
+            (1, 16_387, 512, false),
+            (32, 16_387, 512, false),
+            (64, 16_387, 512, true),
+            (1, 9216, 1024, true),
+            (1, 9217, 1024, false),
+            (16, 8195, 1024, true),
+            (16, 8195, 512, true),
+        ] {
+            assert_eq!(reg_cursor_emit(b, n, k, &h), cur, "b {b} n {n} k {k}");
+        }
         // The route's reg plan carries the rule.
         let plan = route(256, 4111, 4112, 2048, &h).reg.expect("reg");
         assert!(!plan.cur);
