@@ -76,9 +76,10 @@ impl Plan {
     ) -> std::result::Result<Plan, String> {
         use super::route::Family as Routed;
         let family = match decision.family {
+            // (`reg.entry` replaces the routed entry: a tuning run's own choice.)
             Routed::Reg | Routed::RegImg => reg::plan(shape, dev, decision, tuning)
                 .ok()
-                .filter(|p| matches!(p.source, reg::RegSource::Routed(_)))
+                .filter(|p| matches!(p.source, reg::RegSource::Routed(_) | reg::RegSource::Forced))
                 .map(Plan::Reg),
             Routed::RegClus => reg_clus::plan(shape, dev, decision)
                 .ok()
@@ -240,6 +241,25 @@ mod tests {
         let p = Plan::routed(&shape(1, 65536, 512), &dev, &t).unwrap();
         assert_eq!(p.family(), Family::RegClus);
         // Long rows at big batch stream through main.
+        let p = Plan::routed(&shape(512, 131072, 2048), &dev, &t).unwrap();
+        assert_eq!(p.family(), Family::Main);
+    }
+
+    #[test]
+    fn the_entry_knob_reaches_the_routed_arm_where_the_route_picks_reg() {
+        // Before, the routed arm dropped the forced entry's plan and ran main
+        // in its place ("main(for reg)"), so an experiment variant that set
+        // `reg.entry` on `ss` timed another family without saying so.
+        let dev = DeviceProfile::h200();
+        let mut t = Tuning::default();
+        t.set("reg.entry", "ss_reg_b1024_v4").unwrap();
+        let p = Plan::routed(&shape(8, 8195, 1024), &dev, &t).unwrap();
+        let Plan::Reg(reg) = p else {
+            panic!("{:?}", p.family())
+        };
+        assert_eq!((reg.entry.blk, reg.entry.vpt), (1024, 4));
+        assert_eq!(reg.source, reg::RegSource::Forced);
+        // Where the route picks another family the knob does not move it.
         let p = Plan::routed(&shape(512, 131072, 2048), &dev, &t).unwrap();
         assert_eq!(p.family(), Family::Main);
     }

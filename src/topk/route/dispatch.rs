@@ -148,9 +148,18 @@ const K2048_CLUS_BAND_F4: std::ops::RangeInclusive<usize> = 16_385..=24_576;
 /// The longest K = 2048 row (in float4s) of the H200's reg_clus rung.
 const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 
-/// Rows up to which K <= 1,024 rows of the 1024 x 4 entry emit slots from
-/// bit masks ([`reg_cursor_emit`]); beyond it they emit cursors.
+/// Rows from which K = 2048 rows of the 1024 x 4 entry emit slots from bit
+/// masks even where they fill less than [`MASK_SLOTS_FILL_1024X4`] of it
+/// ([`reg_cursor_emit`]).
+const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
+/// Rows up to which K <= 1,024 rows that fill the 1024 x 4 entry emit slots
+/// from bit masks ([`reg_cursor_emit`]); beyond it they emit cursors.
 const MASK_SLOTS_MAX_ROWS_16K_SMALL_K: usize = 32;
+/// Values from which a row fills the 1024 x 4 entry (three of a thread's
+/// four float4 hold values): the mask classify visits every slot, so on a
+/// part-filled entry it pays for empty ones (8K rows forced onto 1024/4 at
+/// B <= 32: slots 0.937 of cursors), on a full one it wins (16K rows).
+const MASK_SLOTS_FILL_1024X4: usize = 3 * 4 * 1024;
 
 /// The reg emit form: `true` = per-bin cursors (CUR), `false` =
 /// warp-aggregated slots. Upstream: CUR unless `n < 2k` and `b > SMs`. On
@@ -162,11 +171,13 @@ const MASK_SLOTS_MAX_ROWS_16K_SMALL_K: usize = 32;
 /// register visit and warp scan are pure latency, so cursors win. The
 /// 4-float4 entries emit slots from bit masks in one visit, and since the
 /// packed classify (`SS_REG_MASK_PACKED`) the masks win at K = 2048 at
-/// every b, on 512/4 beyond one row per SM at every K, and on 1024/4 at
-/// K ≤ 1,024 up to 32 rows (at B 1–16 the cursors' dependent shared
-/// atomics are the longer chain: Nsight Compute counts the same
-/// instructions in both forms at B = 1 and 8, and the slots launch 8 %
-/// shorter); 1024/4 at K ≤ 1,024 beyond 32 rows and 1024/2 keep cursors.
+/// every b on 512/4 and on rows that fill 1024/4 (from 32 rows on the
+/// others), on 512/4 beyond one row per SM at every K, and on rows that
+/// fill 1024/4 at K ≤ 1,024 up to 32 rows (at B 1–16 the cursors'
+/// dependent shared atomics are the longer chain: Nsight Compute counts the
+/// same instructions in both forms at B = 1 and 8, and the slots launch 8 %
+/// shorter); 1024/4 at K ≤ 1,024 beyond 32 rows, part-filled 1024/4 and
+/// 1024/2 keep cursors.
 /// Evidence: docs/decisions.md (`measured_reg_emit`, `SS_REG_EMIT_MASK`,
 /// `reg_mask_slots_16k` rule).
 pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> bool {
@@ -177,13 +188,15 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
         // Rows past the 1- and 2-float4 entries (n > 4·1024 + 1024) run on
         // 512/4 or 1024/4, whose slots come from bit masks (SS_REG_EMIT_MASK
         // of kernels/ss/reg.cu: one visit); K <= 1,024 rows of at most
-        // 4·2048 + 1024 values at b <= 32 run on 1024/2 (`register_block`).
+        // 4·2048 + 1024 values at b <= 32 run on 1024/2 (`register_block`),
+        // below MASK_SLOTS_FILL_1024X4.
         let four_float4 = n > reg_capacity(1024, 1).max(reg_capacity(512, 2));
-        let on_1024x4 = n > reg_capacity(1024, 2);
+        let fills_1024x4 = n > MASK_SLOTS_FILL_1024X4;
         let mask_slots = four_float4
-            && (k >= 2048
+            && ((k >= 2048
+                && (n <= reg_capacity(512, 4) || fills_1024x4 || b >= MASK_SLOTS_MIN_ROWS_16K))
                 || (n <= reg_capacity(512, 4) && beyond_one_row_per_sm)
-                || (on_1024x4 && b <= MASK_SLOTS_MAX_ROWS_16K_SMALL_K));
+                || (fills_1024x4 && b <= MASK_SLOTS_MAX_ROWS_16K_SMALL_K));
         let slots = (k >= 2048 && n <= 2 * k + 64)
             || (k >= 1024 && n <= k + 64)
             || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm && !quarter_emitted_cur)
@@ -740,15 +753,19 @@ mod tests {
         ] {
             assert_eq!(reg_cursor_emit(b, n, 512, &h), cur, "b {b} n {n}");
         }
-        // The 4-float4 entries' mask slots: K = 2048 rows of 512/4 and 1024/4
-        // at any b; 512/4 beyond one row per SM at any K; K <= 1,024 rows of
-        // 1024/4 up to 32 rows (not 1024/2's rows, <= 4·2048 + 1024 values).
+        // The 4-float4 entries' mask slots: K = 2048 rows of 512/4 and of a
+        // filled 1024/4 at any b (a part-filled 1024/4 from 32 rows); 512/4
+        // beyond one row per SM at any K; K <= 1,024 rows that fill 1024/4 up
+        // to 32 rows (not 1024/2's rows, <= 4·2048 + 1024 values).
         for b in [1, 16, 31, 32, 132, 133, 1024] {
             assert!(!reg_cursor_emit(b, 8207, 2048, &h), "b {b}");
             assert!(!reg_cursor_emit(b, 8704, 2048, &h), "b {b}");
-            assert!(!reg_cursor_emit(b, 8705, 2048, &h), "b {b}");
+            assert!(!reg_cursor_emit(b, 12_289, 2048, &h), "b {b}");
             assert!(!reg_cursor_emit(b, 16_399, 2048, &h), "b {b}");
         }
+        assert!(reg_cursor_emit(31, 8705, 2048, &h));
+        assert!(reg_cursor_emit(31, 12_288, 2048, &h));
+        assert!(!reg_cursor_emit(32, 8705, 2048, &h));
         assert!(reg_cursor_emit(1, 4608, 2048, &h));
         assert!(reg_cursor_emit(132, 8195, 1024, &h));
         assert!(!reg_cursor_emit(133, 8195, 1024, &h));
@@ -762,7 +779,10 @@ mod tests {
             (32, 16_387, 512, false),
             (64, 16_387, 512, true),
             (1, 9216, 1024, true),
-            (1, 9217, 1024, false),
+            (1, 9217, 1024, true),
+            (1, 12_288, 1024, true),
+            (1, 12_289, 1024, false),
+            (32, 12_289, 512, false),
             (16, 8195, 1024, true),
             (16, 8195, 512, true),
         ] {
