@@ -537,8 +537,8 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 // round trip while nothing else on its SM covers it. The CTA of row r sends
 // row r + ahead toward L2 (the host sets `ahead` to the launch's resident CTAs,
 // so that is the row a CTA of the next wave will take; 0 = off): the valid
-// float4 prefix of its logits, one share per warp (SS_NEXT_WAVE_ONE: all of
-// it from thread 0), and with `hints` its hint
+// float4 prefix of its logits, one share per warp (ONE, SS_NEXT_WAVE_ONE where
+// the caller builds it: all of it from thread 0), and with `hints` its hint
 // row when that row is longer than `hint_min_n` (the caller reads hints only
 // then). Rows are blockIdx.y, gridDim.y of them; launches with per-row
 // lengths only (next_n = 0).
@@ -548,18 +548,19 @@ __device__ __forceinline__ void ss_prefetch_l2(const float* X, u32 f0, u32 f1) {
 // warp waited for it), the prefetch itself goes out once the row has arrived.
 
 // The length of row blockIdx.y + ahead for this warp's prefetch (lane 0; with
-// SS_NEXT_WAVE_ONE the CTA's, thread 0), or 0 when this thread sends nothing.
+// ONE the CTA's, thread 0), or 0 when this thread sends nothing.
+template <bool ONE>
 __device__ __forceinline__ u32 ss_next_wave_len(const i32* row_n, u32 ahead, u32 next_n, u32 npad) {
     const u32 next = blockIdx.y + ahead;
     // Per-row lengths only (the varlen form's row arithmetic costs the 32-register entries a spill).
-    if (ahead == 0u || next_n != 0u || (SS_NEXT_WAVE_ONE ? threadIdx.x : lane_id()) != 0u || next >= gridDim.y ||
+    if (ahead == 0u || next_n != 0u || (ONE ? threadIdx.x : lane_id()) != 0u || next >= gridDim.y ||
         next < ahead)
         return 0u;
     return clamp_row_len(row_n[next], npad);
 }
 
 // The prefetch of row blockIdx.y + ahead, of length `n` from ss_next_wave_len.
-template <int BLK>
+template <int BLK, bool ONE>
 __device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const i32* hints, u32 hint_min_n, u32 ahead,
                                                       u32 npad, u32 k, u32 n) {
     if (n <= k) return;  // nothing to send (0), or a short row, written without reading it
@@ -567,13 +568,13 @@ __device__ __forceinline__ void ss_prefetch_next_wave(const float* logits, const
     const u32 f1 = n >> 2;
     const u32 nw = (u32)(BLK / 32);
     // One request (thread 0 alone reaches here, ss_next_wave_len) or one share per warp.
-    u32 chunk = SS_NEXT_WAVE_ONE ? f1 : (f1 + nw - 1u) / nw;
+    u32 chunk = ONE ? f1 : (f1 + nw - 1u) / nw;
     chunk = chunk > 64u ? chunk : 64u;  // no request under 1 KB
-    const u32 a = SS_NEXT_WAVE_ONE ? 0u : warp_id() * chunk;
+    const u32 a = ONE ? 0u : warp_id() * chunk;
     const float* X = logits + (u64)next * npad;
     if (a < f1) ss_prefetch_l2(X, a, a + chunk < f1 ? a + chunk : f1);
     // Bulk sizes and addresses are 16-byte multiples: any k the ss arms admit is.
-    if (hints != nullptr && n > hint_min_n && (k & 3u) == 0u && (SS_NEXT_WAVE_ONE || warp_id() == nw - 1u)) {
+    if (hints != nullptr && n > hint_min_n && (k & 3u) == 0u && (ONE || warp_id() == nw - 1u)) {
         const i32* H = hints + (u64)next * k;
 #ifndef SS_EMULATION
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(H), "r"(k * 4u) : "memory");

@@ -120,8 +120,9 @@
 #define SS_NEXT_WAVE_PREFETCH 1
 #endif
 
-// tuning (issue 48): the next-wave prefetch as one request from thread 0 (the
-// row's valid float4 prefix, then its hints); 0 sends one share per warp, each
+// tuning (issue 48): the next-wave prefetch of the one-CTA-per-SM entries as
+// one request from thread 0 (the row's valid float4 prefix, then its hints;
+// the other entries keep the shares); 0 sends one share per warp, each
 // of whose warps issues ~45 instructions at one active lane for it (the
 // share's address, the uniform-register loop of its request, the hint test).
 #ifndef SS_NEXT_WAVE_ONE
@@ -184,6 +185,15 @@
 // (0: one bin per register, a guarded compare per value).
 #ifndef SS_REG_MASK_PACKED
 #define SS_REG_MASK_PACKED 1
+#endif
+
+// tuning (issue 48): the 64-register entries refine a small crossing bin
+// (m <= qc) with one warp per candidate, its lanes comparing 32 others per
+// ballot; 0: one thread per candidate, comparing all m in turn (at B = 1 one
+// warp then runs the kernel's last ~0.4 us alone: Nsight Compute of 16K x
+// K 2,048).
+#ifndef SS_REG_RANK_WARP
+#define SS_REG_RANK_WARP 0
 #endif
 
 // ---------------------------------------------------------------- clus (clus.cu)

@@ -691,7 +691,10 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     const u32 n4 = n >> 2 < (u32)(BLK * VPT) ? n >> 2 : (u32)(BLK * VPT);  // float4 held
     const float NEG_INF = ss_neg_inf();
 #if SS_NEXT_WAVE_PREFETCH
-    const u32 next_len = ss_next_wave_len(row_n, p.ahead, p.next_n, p.npad);
+    // The one-request form where the entry holds one CTA per SM (the launches
+    // that prefetch; in the 32-register entries' prefetch builds it spilled).
+    constexpr bool NEXT_ONE = SS_NEXT_WAVE_ONE != 0 && LONE_CTA;
+    const u32 next_len = ss_next_wave_len<NEXT_ONE>(row_n, p.ahead, p.next_n, p.npad);
 #endif
     for (u32 b = t; b < (u32)NBH; b += BLK) hist[b] = 0u;
 
@@ -810,7 +813,7 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     // The whole row has arrived: the next wave's row goes toward L2 now. Issued
     // behind this row's loads it competes with the wave's own loads.
 #if SS_NEXT_WAVE_PREFETCH
-    ss_prefetch_next_wave<BLK>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
+    ss_prefetch_next_wave<BLK, NEXT_ONE>(logits, p.use_hints != 0u ? hints : nullptr, 4u * k + 64u, p.ahead, p.npad, k,
                                next_len);
 #endif
     ss_reg_scan_cursor<NBH, BLK, LONE_CTA>(hist, k, s);
@@ -962,6 +965,29 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (m <= p.qc) {
         SS_RTRACE(SS_RTR_RANK);
         // Ranks over (key descending, slot ascending) are a permutation of 0..m-1.
+        // RANK_WARP (the 64-register entries; in the 32-register ones ptxas
+        // spilled it): one warp per candidate, its lanes test 32 others at a
+        // time and a ballot counts them, so a candidate's rank waits on
+        // ceil(m / 32) shared loads instead of m (warp-uniform loops: every
+        // lane ballots).
+        constexpr bool RANK_WARP = SS_REG_RANK_WARP != 0 && BLK * MINB <= 1024;
+        if (RANK_WARP) {
+            for (u32 i = warp_id(); i < m; i += (u32)(BLK / 32)) {
+                const u32 mine = ck[i];
+                u32 rank = 0u;
+                for (u32 j0 = 0u; j0 < m; j0 += 32u) {
+                    const u32 j = j0 + lane_id();
+                    bool before = false;
+                    if (j < m) {
+                        const u32 other = ck[j];
+                        before = other > mine || (other == mine && j < i);
+                    }
+                    rank += (u32)__popc(__ballot_sync(GVR_FULL_MASK, before));
+                }
+                if (lane_id() == 0u && rank < need) O[above + rank] = ci[i];
+            }
+            return;
+        }
         for (u32 i = t; i < m; i += BLK) {
             const u32 mine = ck[i];
             u32 rank = 0u;

@@ -807,7 +807,8 @@ fn the_kept_bin_modes_are_exact_on_every_path() {
 }
 
 /// `SS_NEXT_WAVE_ONE` (issue 48): production sends the next wave's row as one
-/// request from thread 0 ([`emulator`]'s build); 0 sends one share per warp,
+/// request from thread 0 on the one-CTA-per-SM entries ([`emulator`]'s build;
+/// the other entries send shares); 0 sends one share per warp everywhere,
 /// built here. The slots runs of [`emu_check`] prefetch the next row (`ahead`
 /// 1), and the emulator bounds-checks both ends of every request against the
 /// valid float4 prefix of that row in every build (a request one float4
@@ -822,6 +823,23 @@ fn the_per_warp_next_wave_prefetch_stays_in_the_row() {
         return;
     };
     adversarial_rows_in_every_entry(&exe);
+}
+
+/// `SS_REG_RANK_WARP` (issue 48, tuning): the rank refine of a small crossing
+/// bin with one warp per candidate and a ballot per 32 others ([`emulator`]'s
+/// build with the knob). The adversarial rows of every entry must take the
+/// rank refine (`adversarial_rows_in_every_entry` asserts every path), and
+/// the tiny capacities run it with `qc` 4,096, so bins of many candidates
+/// (several ballots per candidate, several candidates per warp, ties broken
+/// by slot) must stay exact.
+#[test]
+#[cfg_attr(no_gxx, ignore = "needs g++ (the host emulator)")]
+fn the_warp_rank_refine_is_exact_on_every_path() {
+    let Some(exe) = build_emulator(&main_build_defines(&["-DSS_REG_RANK_WARP=1"])) else {
+        return;
+    };
+    adversarial_rows_in_every_entry(&exe);
+    tiny_capacities(&exe);
 }
 
 /// The phases a reg row passes, from its path-trace bits.
@@ -1008,18 +1026,20 @@ fn ss_reg_entries_compile_without_spills() {
     // row length or not (the row alone ahead in the batch-uniform entry, the
     // hints alone in varlen launches: the last build); then slots-only builds
     // with the staged emit (in the histogram, in the extra words). The last
-    // fourteen add knobs (the two-visit slots, then the mask
+    // fifteen add knobs (the two-visit slots, then the mask
     // slots in the 32-register 512/2 too, in each staging and both forms:
     // the host builds 512/2's slots launches so, `reg_mask_slots_32`; then
     // the bins not kept in three builds: 512/1's launches at B <= SMs; then
     // the unpacked mask classify, `SS_REG_MASK_PACKED` 0, in each staging; then
-    // the per-warp next-wave prefetch, `SS_NEXT_WAVE_ONE` 0).
+    // the per-warp next-wave prefetch, `SS_NEXT_WAVE_ONE` 0; then the warp rank
+    // refine, `SS_REG_RANK_WARP`).
     // Every other build keeps the bins as the plan does (`SS_REG_KEEP_BIN` 1).
     let knobs = reg_macros(&["SS_REG_HINT_NC=1", "SS_REG_EMIT_MASK=0"]);
     let wide_mask = reg_macros(&["SS_REG_EMIT_MASK=2"]);
     let keep0 = reg_macros(&["SS_REG_KEEP_BIN=0"]);
     let unpacked = reg_macros(&[&format!("{MASK_PACKED_DEFINE}=0")]);
     let shares = reg_macros(&[&format!("{NEXT_WAVE_ONE_DEFINE}=0")]);
+    let rank_warp = reg_macros(&["SS_REG_RANK_WARP=1"]);
     for (prefetch, form, (first, row_ahead), staged, tuned) in [0u32, 1]
         .into_iter()
         .flat_map(|p| [(p, 2u32), (p, 1), (p, 0)])
@@ -1044,6 +1064,7 @@ fn ss_reg_entries_compile_without_spills() {
             (1, 0, (1, 0), 1, Some(&unpacked)),
             (0, 0, (0, 1), 2, Some(&unpacked)),
             (1, 2, (1, 1), 0, Some(&shares)),
+            (0, 0, (0, 1), 2, Some(&rank_warp)),
         ])
     {
         let mut defines = vec![
@@ -1064,6 +1085,8 @@ fn ss_reg_entries_compile_without_spills() {
             "{prefetch}, {EMIT_FORM_DEFINE}={form}, {HINTS_FIRST_DEFINE}={first}, {ROW_AHEAD_DEFINE}={row_ahead}, {STAGE_OUT_DEFINE}={staged}, knobs {tuned:?}"
         );
         let report = compile_report(&SS_REG, &defines, DEFAULT_ARCH).expect("ss_reg.cu compiles");
+        // (Shown with a failure below: the build it happened in.)
+        println!("build: {NEXT_WAVE_DEFINE}={value}");
         for e in REG_ENTRIES {
             let info = crate::support::nvrtc::assert_entry_fits(
                 &report,
