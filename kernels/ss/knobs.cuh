@@ -187,11 +187,11 @@
 #define SS_REG_MASK_PACKED 1
 #endif
 
-// tuning (issue 48): the 64-register entries refine a small crossing bin
-// (m <= qc) with one warp per candidate, its lanes comparing 32 others per
-// ballot; 0: one thread per candidate, comparing all m in turn (at B = 1 one
-// warp then runs the kernel's last ~0.4 us alone: Nsight Compute of 16K x
-// K 2,048).
+// tuning (issue 48): reg ranks a small crossing bin (m <= qc) with one warp
+// per candidate, its lanes comparing 32 others per ballot (every entry but
+// 1024/1, where ptxas spilled it); 0: one thread per candidate, comparing all
+// m in turn (at B = 1 one warp then runs the kernel's last ~0.4 us alone:
+// Nsight Compute of 16K x K 2,048).
 #ifndef SS_REG_RANK_WARP
 #define SS_REG_RANK_WARP 0
 #endif

@@ -965,12 +965,11 @@ __device__ __forceinline__ void ss_reg_body(const float* __restrict__ logits, co
     if (m <= p.qc) {
         SS_RTRACE(SS_RTR_RANK);
         // Ranks over (key descending, slot ascending) are a permutation of 0..m-1.
-        // RANK_WARP (the 64-register entries; in the 32-register ones ptxas
-        // spilled it): one warp per candidate, its lanes test 32 others at a
-        // time and a ballot counts them, so a candidate's rank waits on
-        // ceil(m / 32) shared loads instead of m (warp-uniform loops: every
-        // lane ballots).
-        constexpr bool RANK_WARP = SS_REG_RANK_WARP != 0 && BLK * MINB <= 1024;
+        // RANK_WARP (every entry but 1024/1, where ptxas spilled it): one warp
+        // per candidate, its lanes test 32 others at a time and a ballot
+        // counts them, so a candidate's rank waits on ceil(m / 32) shared
+        // loads instead of m (warp-uniform loops: every lane ballots).
+        constexpr bool RANK_WARP = SS_REG_RANK_WARP != 0 && !(BLK == 1024 && VPT == 1);
         if (RANK_WARP) {
             for (u32 i = warp_id(); i < m; i += (u32)(BLK / 32)) {
                 const u32 mine = ck[i];

@@ -208,7 +208,7 @@ pub static KNOBS: &[Knob] = &[
     kernel("SS_REG_KEEP_BIN", Tune, Reg, 0, 1, "0", "the histogram keeps bins in the registers, the emit reads them, later values come again from global memory (the plan's per launch); a value replaces the plan's"),
     kernel("SS_NEXT_WAVE_ONE", Tune, Reg, 0, 1, "1", "the next-wave prefetch as one request from thread 0 (row, then hints); 0: one share per warp"),
     kernel("SS_REG_MASK_PACKED", Tune, Reg, 0, 1, "1", "with kept bins, the mask-slots emit keeps two bins per register and classifies a pair with one add per mask, no per-float4 guard"),
-    kernel("SS_REG_RANK_WARP", Tune, Reg, 0, 1, "0", "the 64-register entries rank a small crossing bin with one warp per candidate (a ballot per 32 others), not one thread per candidate"),
+    kernel("SS_REG_RANK_WARP", Tune, Reg, 0, 1, "0", "reg ranks a small crossing bin with one warp per candidate (a ballot per 32 others), not one thread per candidate (not in 1024/1)"),
     kernel("CL_L2_NEXT", Tune, Clus, 0, 1, "1", "each warp prefetches its share of the next chunk into L2"),
     kernel("CL_L2_FIRST", Tune, Clus, 0, 1, "1", "the first chunk prefetched at kernel start"),
     kernel("CL_SAMPLE_AHEAD", Tune, Clus, 0, 1, "1", "first sample half-unit loaded before the row length arrives"),

@@ -826,8 +826,8 @@ fn the_per_warp_next_wave_prefetch_stays_in_the_row() {
 }
 
 /// `SS_REG_RANK_WARP` (issue 48, tuning): the rank refine of a small crossing
-/// bin with one warp per candidate and a ballot per 32 others ([`emulator`]'s
-/// build with the knob). The adversarial rows of every entry must take the
+/// bin with one warp per candidate and a ballot per 32 others, in every entry
+/// but 1024/1 ([`emulator`]'s build with the knob). The adversarial rows of every entry must take the
 /// rank refine (`adversarial_rows_in_every_entry` asserts every path), and
 /// the tiny capacities run it with `qc` 4,096, so bins of many candidates
 /// (several ballots per candidate, several candidates per warp, ties broken

@@ -12,7 +12,7 @@ step certify 60 $B certify --captures /tmp/gvr-caps --grid grids/dsa886.csv --sa
 grep -E "^\| ss" /tmp/logs/certify.log | tee -a $L
 for tool in memcheck racecheck synccheck; do
   step san-$tool 40 compute-sanitizer --tool $tool --error-exitcode 9 $B certify \
-    --captures /tmp/gvr-caps --cells v32_16k_L00,v32_8k_L00,v4_pro_32k_L04 --batches 1,512 --arms ss --no-adversarial \
+    --captures /tmp/gvr-caps --cells v32_16k_L00,v32_8k_L00,v4_pro_32k_L04,v4_flash_8k_L02 --batches 1,512 --arms ss --no-adversarial \
     --knob SS_REG_RANK_WARP=1
 done
 pack records x/rank/results.jsonl x/rank/manifest.json
