@@ -5,6 +5,8 @@
 #   source scripts/device_lib.sh
 #   device_setup                       # paths, card line, H200 / FLUSH, synth captures
 #   step NAME LIMIT_S CMD...           # CMD under timeout, output to /tmp/logs/NAME.log
+#   ab NAME FILE [LIMIT_S]             # `experiment FILE` as step NAME into /tmp/x/NAME; its
+#                                      # table to $OUT/NAME-experiment.md, ss rows to the log
 #   pack NAME PATH...                  # tar of PATHs (relative to /tmp) to $OUT/NAME.tgz
 #   finish_out                         # last: more than eight files under $OUT go into rest.tgz
 #
@@ -48,6 +50,17 @@ step() {
     timeout -s INT "$limit" "$@" > "/tmp/logs/$name.log" 2>&1
     local rc=$?
     echo "$name rc=$rc at $SECONDS s" | tee -a "$L"
+    return 0
+}
+
+# ab NAME FILE [LIMIT_S]: the experiment file FILE as step NAME (LIMIT_S, default 150) into
+# /tmp/x/NAME, at the call's flush; its A/B table to $OUT/NAME-experiment.md and the table's
+# whole-set ss rows to the call log. Never aborts the call.
+ab() {
+    local name="$1" file="$2" limit="${3:-150}"
+    step "$name" "$limit" "$B" experiment "$file" --flush-mib "$FLUSH" --out "/tmp/x/$name"
+    cp "/tmp/x/$name/experiment.md" "$OUT/$name-experiment.md" 2>/dev/null
+    grep -hE "^\| ss \| [a-z0-9]+ \|" "/tmp/x/$name/experiment.md" 2>/dev/null | tee -a "$L"
     return 0
 }
 

@@ -135,14 +135,15 @@
 #define SS_REG_EMIT_FORM 2
 #endif
 
-// production: the VPT 4 entries load their first hint indices ahead of the
-// row length and the row.
+// production (the plan's per launch; a value replaces it): the VPT 4 entries
+// load their first hint indices ahead of the row length and the row.
 #ifndef SS_REG_HINTS_FIRST
 #define SS_REG_HINTS_FIRST 0
 #endif
 
-// production: the row's loads go out before its length arrives, for the
-// length the host expects (a row of another length loads again).
+// production (the plan's per launch; a value replaces it): the row's loads go
+// out before its length arrives, for the length the host expects (a row of
+// another length loads again).
 #ifndef SS_REG_ROW_AHEAD
 #define SS_REG_ROW_AHEAD 0
 #endif

@@ -206,7 +206,7 @@ pub static KNOBS: &[Knob] = &[
     kernel("SS_REG_STAGE_OUT", Production, Reg, 0, 2, "0", "slots emit staged in shared memory: 0 direct, 1 histogram, 2 extra words"),
     kernel("SS_REG_DROP_MAX", Tune, Reg, 0, 8, "4", "rows of n <= k + this drop their n - k smallest (0: never); a value replaces the plan's"),
     kernel("SS_REG_KEEP_BIN", Tune, Reg, 0, 1, "0", "the histogram keeps bins in the registers, the emit reads them, later values come again from global memory (the plan's per launch); a value replaces the plan's"),
-    kernel("SS_NEXT_WAVE_ONE", Tune, Reg, 0, 1, "1", "the next-wave prefetch as one request from thread 0 (row, then hints); 0: one share per warp"),
+    kernel("SS_NEXT_WAVE_ONE", Tune, Reg, 0, 1, "1", "the next-wave prefetch of the one-CTA-per-SM entries as one request from thread 0 (row, then hints); 0: one share per warp"),
     kernel("SS_REG_MASK_PACKED", Tune, Reg, 0, 1, "1", "with kept bins, the mask-slots emit keeps two bins per register and classifies a pair with one add per mask, no per-float4 guard"),
     kernel("SS_REG_RANK_WARP", Tune, Reg, 0, 1, "0", "reg ranks a small crossing bin with one warp per candidate (a ballot per 32 others), not one thread per candidate (not in 1024/1)"),
     kernel("CL_L2_NEXT", Tune, Clus, 0, 1, "1", "each warp prefetches its share of the next chunk into L2"),

@@ -19,19 +19,12 @@ fn write(run: &Path, rows: &[(&str, &str, f64)]) {
 }
 
 fn compare(root: &Path, spec: &str) -> String {
-    let out = crate::support::script::script("ab_compare.py")
-        .args(["--by", "k,variant"])
-        .arg(root)
-        .arg(spec)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
+    crate::support::script::stdout_ok(
+        crate::support::script::script("ab_compare.py")
+            .args(["--by", "k,variant"])
+            .arg(root)
+            .arg(spec),
+    )
 }
 
 #[test]

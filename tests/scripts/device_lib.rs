@@ -1,5 +1,6 @@
 //! scripts/device_lib.sh, the sourced prologue of the device call scripts: the flush size by
-//! card, `step` (exit status and time to the call log, never aborting the call) and `pack`
+//! card, `step` (exit status and time to the call log, never aborting the call), `ab` (an
+//! experiment as a step, its table kept) and `pack`
 //! (missing paths skipped), `finish_out` (no more than eight files under $OUT, none lost).
 //! Sourcing must run nothing. Needs bash; without it the test prints
 //! SKIPPED and returns.
@@ -56,6 +57,47 @@ fn the_lib_picks_the_flush_logs_each_step_and_packs_what_exists() {
         "{listed}"
     );
     assert!(!listed.contains("missing"), "{listed}");
+}
+
+#[test]
+fn ab_runs_the_experiment_as_a_step_and_keeps_its_table() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // A stand-in binary: writes the table where `--out` says and shows its arguments.
+    let fake = dir.path().join("fake-bench");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/env bash\necho \"$@\"\nwhile [ $# -gt 0 ]; do [ \"$1\" = --out ] && d=$2; shift; done\n\
+         mkdir -p $d; printf '| ss | packed | 600 | 1.009 | 0.948 | 1.072 |\\n| ss | packed (b=1) | 7 | 1.0 | 1.0 | 1.0 |\\n' > $d/experiment.md\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let name = format!("gvr-ab-test-{}", std::process::id());
+    let script = format!(
+        "L=$OUT/call.log; B={}; FLUSH=128; ab {name} experiments/x.toml 5; rm -rf /tmp/x/{name}",
+        fake.display()
+    );
+    let Some(o) = bash(&script, &out) else { return };
+    assert!(o.status.success(), "{o:?}");
+    let log = std::fs::read_to_string(out.join("call.log")).expect("call log");
+    assert!(log.contains(&format!("{name} rc=0 at ")), "{log}");
+    assert!(log.contains("| ss | packed | 600 | 1.009 |"), "{log}");
+    assert!(!log.contains("(b=1)"), "only the whole-set rows: {log}");
+    let table = std::fs::read_to_string(out.join(format!("{name}-experiment.md"))).expect("table");
+    assert!(table.contains("(b=1)"), "{table}");
+    let args = std::fs::read_to_string(format!("/tmp/logs/{name}.log")).expect("step log");
+    assert!(
+        args.contains(&format!(
+            "experiment experiments/x.toml --flush-mib 128 --out /tmp/x/{name}"
+        )),
+        "{args}"
+    );
+    let _ = std::fs::remove_file(format!("/tmp/logs/{name}.log"));
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod support;
 
 mod ab_compare;
 mod device_lib;
+mod floor_targets;
 mod import;
 mod ncu_sass_regions;
 mod peer_dry;

@@ -12,17 +12,9 @@ const PAGE: &str = r#""Kernel Name","ss_reg_b1024_v1",
 "#;
 
 fn run(args: &[&str]) -> String {
-    let out = crate::support::script::script("ncu_sass_regions.py")
-        .args(args)
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    crate::support::script::stdout_ok(
+        crate::support::script::script("ncu_sass_regions.py").args(args),
+    )
 }
 
 #[test]

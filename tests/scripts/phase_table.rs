@@ -57,17 +57,11 @@ fn the_table_groups_the_commands_records() {
         "{\"case\":\"a@b1\",\"arm\":\"ss\",\"cold_us\":[9.0],\"exact\":{\"status\":\"exact\"}}\n",
     )
     .unwrap();
-    let out = crate::support::script::script("phase_table.py")
-        .arg(&phases)
-        .arg("--floor")
-        .arg(&run)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = crate::support::script::stdout_ok(
+        crate::support::script::script("phase_table.py")
+            .arg(&phases)
+            .arg("--floor")
+            .arg(&run),
     );
     // Pass: 2 and 4 µs → median 3; spans 6 and 8 µs → 7; floor 3 and 5 → 4.
     assert!(

@@ -12,6 +12,19 @@ pub fn python3_or_skip() -> bool {
     found
 }
 
+/// Run `command` (a [`script`]) to the end and return its stdout; it must exit 0
+/// (the panic shows its stdout and stderr).
+pub fn stdout_ok(command: &mut Command) -> String {
+    let out = command.output().expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
 /// `python3 scripts/<name>`, not started yet.
 pub fn script(name: &str) -> Command {
     let mut command = Command::new("python3");

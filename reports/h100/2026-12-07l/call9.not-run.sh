@@ -5,9 +5,7 @@
 set -u
 source scripts/device_lib.sh
 device_setup
-step rank 90 $B experiment experiments/reg_rank_warp.toml --flush-mib $FLUSH --out /tmp/x/rank
-cp /tmp/x/rank/experiment.md $OUT/rank-experiment.md 2>/dev/null
-grep -hE "^\| ss \| [a-z0-9]+ \|" /tmp/x/rank/experiment.md | tee -a $L
+ab rank experiments/reg_rank_warp.toml 90
 step certify 60 $B certify --captures /tmp/gvr-caps --grid grids/dsa886.csv --sample 600 --arms ss --poison-pad --soak 2 --knob SS_REG_RANK_WARP=1
 grep -E "^\| ss" /tmp/logs/certify.log | tee -a $L
 for tool in memcheck racecheck synccheck; do

@@ -151,10 +151,10 @@ const K2048_REG_CLUS_MAX_F4: usize = *K2048_CLUS_BAND_F4.start() - 1;
 /// Rows from which K = 2048 rows of the 1024 x 4 entry emit slots from bit
 /// masks even where they fill less than [`MASK_SLOTS_FILL_1024X4`] of it
 /// ([`reg_cursor_emit`]).
-const MASK_SLOTS_MIN_ROWS_16K: usize = 32;
+const MASK_SLOTS_MIN_ROWS_PART_FILLED: usize = 32;
 /// Rows up to which K <= 1,024 rows that fill the 1024 x 4 entry emit slots
 /// from bit masks ([`reg_cursor_emit`]); beyond it they emit cursors.
-const MASK_SLOTS_MAX_ROWS_16K_SMALL_K: usize = 32;
+const MASK_SLOTS_MAX_ROWS_SMALL_K: usize = 32;
 /// Values from which a row fills the 1024 x 4 entry (three of a thread's
 /// four float4 hold values): the mask classify visits every slot, so on a
 /// part-filled entry it pays for empty ones (8K rows forced onto 1024/4 at
@@ -174,9 +174,9 @@ const MASK_SLOTS_FILL_1024X4: usize = 3 * 4 * 1024;
 /// every b on 512/4 and on rows that fill 1024/4 (from 32 rows on the
 /// others), on 512/4 beyond one row per SM at every K, and on rows that
 /// fill 1024/4 at K ≤ 1,024 up to 32 rows (at B 1–16 the cursors'
-/// dependent shared atomics are the longer chain: Nsight Compute counts the
-/// same instructions in both forms at B = 1 and 8, and the slots launch 8 %
-/// shorter); 1024/4 at K ≤ 1,024 beyond 32 rows, part-filled 1024/4 and
+/// returned shared atomics are the wait: Nsight Compute counts the same
+/// instructions in both forms at B = 1 and 8, the slots launch is 8 %
+/// shorter and its emit waits 38 → 11 samples on shared-memory results); 1024/4 at K ≤ 1,024 beyond 32 rows, part-filled 1024/4 and
 /// 1024/2 keep cursors.
 /// Evidence: docs/decisions.md (`measured_reg_emit`, `SS_REG_EMIT_MASK`,
 /// `reg_mask_slots_16k` rule).
@@ -194,9 +194,11 @@ pub fn reg_cursor_emit(b: usize, n: usize, k: usize, dev: &DeviceProfile) -> boo
         let fills_1024x4 = n > MASK_SLOTS_FILL_1024X4;
         let mask_slots = four_float4
             && ((k >= 2048
-                && (n <= reg_capacity(512, 4) || fills_1024x4 || b >= MASK_SLOTS_MIN_ROWS_16K))
+                && (n <= reg_capacity(512, 4)
+                    || fills_1024x4
+                    || b >= MASK_SLOTS_MIN_ROWS_PART_FILLED))
                 || (n <= reg_capacity(512, 4) && beyond_one_row_per_sm)
-                || (fills_1024x4 && b <= MASK_SLOTS_MAX_ROWS_16K_SMALL_K));
+                || (fills_1024x4 && b <= MASK_SLOTS_MAX_ROWS_SMALL_K));
         let slots = (k >= 2048 && n <= 2 * k + 64)
             || (k >= 1024 && n <= k + 64)
             || (k >= 1024 && n <= 4 * k + 64 && beyond_one_row_per_sm && !quarter_emitted_cur)
